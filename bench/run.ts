@@ -1,0 +1,5 @@
+/** Entry point of `facecompute bench`. Built by its issue; until then it refuses to start. */
+export async function run(_args: string[]): Promise<number> {
+  process.stderr.write('facecompute bench: not built yet\n');
+  return 1;
+}

@@ -1,0 +1,1 @@
+//! Vector comparison: one query against many (issue 2). Owned by the compare work.

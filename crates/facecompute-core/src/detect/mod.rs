@@ -1,0 +1,2 @@
+//! Face detectors' pure parts: the Haar cascade (`haar`), RetinaFace and YuNet output decoding and
+//! non-maximum suppression. Inference of the ONNX detectors runs in ONNX Runtime, not here.

@@ -1,0 +1,1 @@
+//! Image decoding and normalization (issue 2). Owned by the image work.

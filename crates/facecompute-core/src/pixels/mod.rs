@@ -1,0 +1,1 @@
+//! Pixel operations matching OpenCV (issue 2). Owned by the image work.

@@ -1,0 +1,1 @@
+//! N-API exports for core::compare.

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Installs everything facecompute needs on a fresh Debian machine, then either starts the service or
+# runs the whole test suite:
+#   bash scripts/bootstrap.sh serve   # install, then `facecompute serve` with embedded defaults
+#   bash scripts/bootstrap.sh test    # install, start test services on loopback, run every test
+# Each step is idempotent: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODE=${1:-test}
+log() { printf '\n==> %s\n' "$*"; }
+
+# ---- system packages (Debian) -------------------------------------------------------------------
+APT_PACKAGES=(build-essential pkg-config python3-venv redis-server postgresql chromium)
+need_apt=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+# Debian starts redis-server as a system service on install; the tests use their own instance.
+
+# ---- Rust toolchain (the one present; rustup only if cargo is missing) ---------------------------
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: install Rust (rustup) first" >&2
+  exit 1
+fi
+
+# ---- Python tooling for model conversion (offline tools only, never at service run time) ---------
+if [ ! -x .venv/bin/python ]; then
+  log "python venv for model converters"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import numpy, onnx, h5py' 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check -r models/converters/requirements.txt
+fi
+
+# ---- npm packages and the native addon ------------------------------------------------------------
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund
+fi
+log "build native addon and TypeScript"
+npm run build:native --silent
+npm run build:ts --silent
+
+# ---- models: local weights mirror, converted into the cache ---------------------------------------
+if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; then
+  export FACECOMPUTE_WEIGHTS_DIR="$ROOT/../shared/weights"
+fi
+export FACECOMPUTE_MODELS_CACHE=${FACECOMPUTE_MODELS_CACHE:-$ROOT/.models-cache}
+log "prepare installed models (convert what the weights directory holds)"
+node bin/facecompute.js models prepare
+
+case "$MODE" in
+  serve)
+    log "facecompute serve"
+    exec node bin/facecompute.js serve
+    ;;
+  test)
+    source scripts/test-services.sh
+    start_test_services
+    trap stop_test_services EXIT
+    log "cargo test"
+    cargo test --release --workspace --quiet 2>&1 | tail -n 30
+    log "tap"
+    npx tap
+    ;;
+  *)
+    echo "usage: bash scripts/bootstrap.sh serve|test" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,53 @@
+/**
+ * `facecompute <command>`: one binary for every process of the service (contract §1).
+ */
+const USAGE = `usage: facecompute <command>
+
+  serve          gateway, MCP endpoint, console and a local model-server child, with embedded defaults
+  gateway        the REST gateway alone
+  mcp            the MCP endpoint alone
+  console        the accounts console alone
+  model-server   the internal model server alone
+  models         list | fetch <name> | convert <name> | verify [name]
+  bench          run the benchmarks (see bench/)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return (await import('./serve.js')).run(rest);
+    case 'gateway':
+      return (await import('../gateway/main.js')).run(rest);
+    case 'mcp':
+      return (await import('../mcp/main.js')).run(rest);
+    case 'console':
+      return (await import('../console/main.js')).run(rest);
+    case 'model-server':
+      return (await import('../model-server/main.js')).run(rest);
+    case 'models':
+      return (await import('../models/cli.js')).run(rest);
+    case 'bench':
+      return (await import('../../bench/run.js')).run(rest);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    // ConfigError and the like carry a message meant for the operator; anything else is a bug.
+    process.stderr.write(`facecompute: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

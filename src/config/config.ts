@@ -1,0 +1,216 @@
+import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { VARS, type VarSpec, type VarName } from './spec.js';
+
+/** Raised for a configuration that cannot be used; the process refuses to start with its message. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Raw = Record<VarName, string>;
+
+function parseOne(spec: VarSpec, raw: string): unknown {
+  switch (spec.kind) {
+    case 'int':
+    case 'float': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n) || (spec.kind === 'int' && !Number.isInteger(n))) {
+        throw new ConfigError(`${spec.name} must be ${spec.kind === 'int' ? 'an integer' : 'a number'}, got ${JSON.stringify(raw)}`);
+      }
+      if (spec.min !== undefined && n < spec.min) throw new ConfigError(`${spec.name} must be >= ${spec.min}`);
+      if (spec.max !== undefined && n > spec.max) throw new ConfigError(`${spec.name} must be <= ${spec.max}`);
+      return n;
+    }
+    case 'bool': {
+      const v = raw.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+      throw new ConfigError(`${spec.name} must be true or false, got ${JSON.stringify(raw)}`);
+    }
+    case 'enum':
+      if (!spec.values?.includes(raw)) throw new ConfigError(`${spec.name} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(raw)}`);
+      return raw;
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+    case 'string':
+      return raw;
+  }
+}
+
+/** The validated configuration. Built once by `loadConfig`; never read process.env elsewhere. */
+export interface Config {
+  host: string;
+  ports: { gateway: number; mcp: number; console: number; modelServer: number; metrics: number };
+  modelServerUrls: string[];
+  dataDir: string;
+  databaseUrl: string;
+  redisUrl: string;
+  models: {
+    weightsDir: string;
+    cacheDir: string;
+    allowedModels: string[];
+    defaultModel: string;
+    allowedDetectors: string[];
+    defaultDetector: string;
+    prewarm: string[];
+    retinafaceBackbone: 'auto' | 'resnet50' | 'mobilenet0.25';
+    testWeights: boolean;
+    ort: { intraOpThreads: number; interOpThreads: number; provider: 'cpu' | 'cuda' };
+    batchWindowMs: number;
+    batchMax: number;
+  };
+  inputs: {
+    remoteImages: 'off' | 'allowlist' | 'public';
+    remoteOrigins: string[];
+    localImagesRoot: string;
+    remoteTimeoutMs: number;
+    remoteMaxRedirects: number;
+  };
+  limits: {
+    maxRequestBytes: number;
+    maxImageBytes: number;
+    maxImagePixels: number;
+    maxTargets: number;
+    maxBatchImages: number;
+    maxUpstreamResponseBytes: number;
+    detectorMaxSide: number;
+  };
+  capacity: {
+    queueCapacity: number;
+    queueTimeoutMs: number;
+    upstreamConcurrency: number;
+    upstreamTimeoutMs: number;
+    drainTimeoutMs: number;
+    rateLimitRequests: number;
+    rateLimitWindowMs: number;
+    rateLimitConcurrent: number;
+  };
+  accounts: {
+    freeCalls: { anonymous: number; account: number; card: number };
+    signupRateLimit: number;
+    billingProvider: 'test' | 'stripe';
+    stripeApiBase: string;
+    stripeSecretKey: string;
+    cookieSecure: 'auto' | 'true' | 'false';
+    publicBaseUrl: string;
+    publicMcpUrl: string;
+  };
+  mcp: { allowedOrigins: string[]; maxBodyBytes: number; strictUrls: boolean };
+  logLevel: string;
+}
+
+function defaultCacheDir(env: NodeJS.ProcessEnv): string {
+  const xdg = env['XDG_CACHE_HOME'];
+  return resolve(xdg && xdg.length > 0 ? xdg : resolve(homedir(), '.cache'), 'facecompute');
+}
+
+/**
+ * Reads every FACECOMPUTE_* variable from `env`, applies defaults and validates. Unknown
+ * FACECOMPUTE_* variables are refused so that a typo never silently falls back to a default.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const known = new Set<string>(VARS.map((v) => v.name));
+  for (const key of Object.keys(env)) {
+    if (key.startsWith('FACECOMPUTE_') && !known.has(key)) throw new ConfigError(`unknown configuration variable ${key}`);
+  }
+  const raw = {} as Raw;
+  const v = {} as Record<VarName, any>;
+  for (const spec of VARS as readonly VarSpec[]) {
+    const value = env[spec.name] ?? spec.default;
+    raw[spec.name as VarName] = value;
+    v[spec.name as VarName] = parseOne(spec, value);
+  }
+  const host: string = v.FACECOMPUTE_HOST;
+  const cfg: Config = {
+    host,
+    ports: {
+      gateway: v.FACECOMPUTE_GATEWAY_PORT,
+      mcp: v.FACECOMPUTE_MCP_PORT,
+      console: v.FACECOMPUTE_CONSOLE_PORT,
+      modelServer: v.FACECOMPUTE_MODEL_SERVER_PORT,
+      metrics: v.FACECOMPUTE_METRICS_PORT,
+    },
+    modelServerUrls: v.FACECOMPUTE_MODEL_SERVER_URLS,
+    dataDir: resolve(v.FACECOMPUTE_DATA_DIR),
+    databaseUrl: v.FACECOMPUTE_DATABASE_URL,
+    redisUrl: v.FACECOMPUTE_REDIS_URL,
+    models: {
+      weightsDir: v.FACECOMPUTE_WEIGHTS_DIR ? resolve(v.FACECOMPUTE_WEIGHTS_DIR) : '',
+      cacheDir: v.FACECOMPUTE_MODELS_CACHE ? resolve(v.FACECOMPUTE_MODELS_CACHE) : defaultCacheDir(env),
+      allowedModels: v.FACECOMPUTE_ALLOWED_MODELS,
+      defaultModel: v.FACECOMPUTE_DEFAULT_MODEL,
+      allowedDetectors: v.FACECOMPUTE_ALLOWED_DETECTORS,
+      defaultDetector: v.FACECOMPUTE_DEFAULT_DETECTOR,
+      prewarm: v.FACECOMPUTE_PREWARM,
+      retinafaceBackbone: v.FACECOMPUTE_RETINAFACE_BACKBONE,
+      testWeights: v.FACECOMPUTE_TEST_WEIGHTS,
+      ort: {
+        intraOpThreads: v.FACECOMPUTE_ORT_INTRA_OP_THREADS,
+        interOpThreads: v.FACECOMPUTE_ORT_INTER_OP_THREADS,
+        provider: v.FACECOMPUTE_ORT_PROVIDER,
+      },
+      batchWindowMs: v.FACECOMPUTE_BATCH_WINDOW_MS,
+      batchMax: v.FACECOMPUTE_BATCH_MAX,
+    },
+    inputs: {
+      remoteImages: v.FACECOMPUTE_REMOTE_IMAGES,
+      remoteOrigins: v.FACECOMPUTE_REMOTE_ORIGINS,
+      localImagesRoot: v.FACECOMPUTE_LOCAL_IMAGES_ROOT ? resolve(v.FACECOMPUTE_LOCAL_IMAGES_ROOT) : '',
+      remoteTimeoutMs: v.FACECOMPUTE_REMOTE_TIMEOUT_MS,
+      remoteMaxRedirects: v.FACECOMPUTE_REMOTE_MAX_REDIRECTS,
+    },
+    limits: {
+      maxRequestBytes: v.FACECOMPUTE_MAX_REQUEST_BYTES,
+      maxImageBytes: v.FACECOMPUTE_MAX_IMAGE_BYTES,
+      maxImagePixels: v.FACECOMPUTE_MAX_IMAGE_PIXELS,
+      maxTargets: v.FACECOMPUTE_MAX_TARGETS,
+      maxBatchImages: v.FACECOMPUTE_MAX_BATCH_IMAGES,
+      maxUpstreamResponseBytes: v.FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES,
+      detectorMaxSide: v.FACECOMPUTE_DETECTOR_MAX_SIDE,
+    },
+    capacity: {
+      queueCapacity: v.FACECOMPUTE_QUEUE_CAPACITY,
+      queueTimeoutMs: v.FACECOMPUTE_QUEUE_TIMEOUT_MS,
+      upstreamConcurrency: v.FACECOMPUTE_UPSTREAM_CONCURRENCY,
+      upstreamTimeoutMs: v.FACECOMPUTE_UPSTREAM_TIMEOUT_MS,
+      drainTimeoutMs: v.FACECOMPUTE_DRAIN_TIMEOUT_MS,
+      rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
+      rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
+      rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
+    },
+    accounts: {
+      freeCalls: {
+        anonymous: v.FACECOMPUTE_FREE_CALLS_ANONYMOUS,
+        account: v.FACECOMPUTE_FREE_CALLS_ACCOUNT,
+        card: v.FACECOMPUTE_FREE_CALLS_CARD,
+      },
+      signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      billingProvider: v.FACECOMPUTE_BILLING_PROVIDER,
+      stripeApiBase: v.FACECOMPUTE_STRIPE_API_BASE,
+      stripeSecretKey: v.FACECOMPUTE_STRIPE_SECRET_KEY,
+      cookieSecure: v.FACECOMPUTE_COOKIE_SECURE,
+      publicBaseUrl: v.FACECOMPUTE_PUBLIC_BASE_URL || `http://${host}:${v.FACECOMPUTE_GATEWAY_PORT}`,
+      publicMcpUrl: v.FACECOMPUTE_PUBLIC_MCP_URL || `http://${host}:${v.FACECOMPUTE_MCP_PORT}/mcp`,
+    },
+    mcp: {
+      allowedOrigins: v.FACECOMPUTE_MCP_ALLOWED_ORIGINS,
+      maxBodyBytes: v.FACECOMPUTE_MCP_MAX_BODY_BYTES,
+      strictUrls: v.FACECOMPUTE_MCP_STRICT_URLS,
+    },
+    logLevel: v.FACECOMPUTE_LOG_LEVEL,
+  };
+  if (cfg.accounts.billingProvider === 'stripe' && cfg.accounts.stripeSecretKey === '') {
+    throw new ConfigError('FACECOMPUTE_STRIPE_SECRET_KEY is required when FACECOMPUTE_BILLING_PROVIDER=stripe');
+  }
+  if (cfg.inputs.remoteImages === 'allowlist' && cfg.inputs.remoteOrigins.length === 0) {
+    throw new ConfigError('FACECOMPUTE_REMOTE_ORIGINS is required when FACECOMPUTE_REMOTE_IMAGES=allowlist');
+  }
+  if (cfg.modelServerUrls.length === 0) cfg.modelServerUrls = [`http://127.0.0.1:${cfg.ports.modelServer}`];
+  return cfg;
+}
+
+/** Markdown table of every variable and its default, for the README. */
+export function configDocs(): string {
+  const rows = (VARS as readonly VarSpec[]).map((s) => `| \`${s.name}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
+}

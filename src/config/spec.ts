@@ -1,0 +1,90 @@
+/**
+ * Every FACECOMPUTE_* variable, its default and what it means, in one table. `loadConfig` reads and
+ * validates them once; `docs` renders this table for the README (a test keeps the README in sync).
+ */
+
+export type VarKind = 'int' | 'float' | 'string' | 'list' | 'bool' | 'enum';
+
+export interface VarSpec {
+  /** Environment variable name, FACECOMPUTE_ prefixed. */
+  name: string;
+  kind: VarKind;
+  /** Default as it would be written in the environment; '' means unset. */
+  default: string;
+  doc: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+}
+
+export const VARS = [
+  // Surfaces (contract §1)
+  { name: 'FACECOMPUTE_HOST', kind: 'string', default: '127.0.0.1', doc: 'Address the public listeners (gateway, MCP, console) bind to. Loopback by default; set 0.0.0.0 behind a proxy.' },
+  { name: 'FACECOMPUTE_GATEWAY_PORT', kind: 'int', default: '8080', min: 0, max: 65535, doc: 'REST gateway port.' },
+  { name: 'FACECOMPUTE_MCP_PORT', kind: 'int', default: '8081', min: 0, max: 65535, doc: 'MCP endpoint port (path /mcp).' },
+  { name: 'FACECOMPUTE_CONSOLE_PORT', kind: 'int', default: '8082', min: 0, max: 65535, doc: 'Console (accounts, keys, web pages) port.' },
+  { name: 'FACECOMPUTE_MODEL_SERVER_PORT', kind: 'int', default: '8090', min: 0, max: 65535, doc: 'Internal model-server port; it always binds 127.0.0.1.' },
+  { name: 'FACECOMPUTE_MODEL_SERVER_URLS', kind: 'list', default: '', doc: 'Comma-separated model-server base URLs; unset means the local child started by `serve`. Several URLs are load-balanced.' },
+  { name: 'FACECOMPUTE_METRICS_PORT', kind: 'int', default: '0', min: 0, max: 65535, doc: 'Prometheus admin listener on 127.0.0.1; 0 (the default) turns it off. Never on the public port.' },
+  // Storage
+  { name: 'FACECOMPUTE_DATA_DIR', kind: 'string', default: './data', doc: 'Directory for the SQLite database and other local state.' },
+  { name: 'FACECOMPUTE_DATABASE_URL', kind: 'string', default: '', doc: 'postgres://… for PostgreSQL; unset means SQLite at $FACECOMPUTE_DATA_DIR/facecompute.sqlite.' },
+  { name: 'FACECOMPUTE_REDIS_URL', kind: 'string', default: '', doc: 'redis://… for the shared rate limiter; unset means in-memory. When set, Redis is required and /readiness checks it.' },
+  // Models (contract §1)
+  { name: 'FACECOMPUTE_WEIGHTS_DIR', kind: 'string', default: '', doc: 'Local weights mirror, checked before the cache and the network (tests use ../shared/weights).' },
+  { name: 'FACECOMPUTE_MODELS_CACHE', kind: 'string', default: '', doc: 'Cache for downloaded weights and converted ONNX files; unset means $XDG_CACHE_HOME/facecompute or ~/.cache/facecompute.' },
+  { name: 'FACECOMPUTE_ALLOWED_MODELS', kind: 'list', default: 'Facenet,Facenet512,OpenFace,Dlib,SFace', doc: 'Models that may be served. Only those whose real weights are installed are reported in /capabilities.' },
+  { name: 'FACECOMPUTE_DEFAULT_MODEL', kind: 'string', default: 'Facenet', doc: 'Default model. If it is not installed, the effective default and the reason are shown in /capabilities, /readiness and the start-up log.' },
+  { name: 'FACECOMPUTE_ALLOWED_DETECTORS', kind: 'list', default: 'opencv,retinaface,yunet,skip', doc: 'Detectors that may be used.' },
+  { name: 'FACECOMPUTE_DEFAULT_DETECTOR', kind: 'string', default: 'opencv', doc: 'Default detector.' },
+  { name: 'FACECOMPUTE_PREWARM', kind: 'list', default: '', doc: 'Models and detectors warmed before readiness; unset means every installed allowed model and detector.' },
+  { name: 'FACECOMPUTE_RETINAFACE_BACKBONE', kind: 'enum', default: 'auto', values: ['auto', 'resnet50', 'mobilenet0.25'], doc: "Backbone behind the `retinaface` detector: DeepFace's ResNet-50 (retinaface.h5) or MobileNet-0.25 (biubug6). `auto` prefers ResNet-50 when installed." },
+  { name: 'FACECOMPUTE_TEST_WEIGHTS', kind: 'bool', default: 'false', doc: 'Allow models built from random test weights (structural tests only). Never set in production.' },
+  { name: 'FACECOMPUTE_ORT_INTRA_OP_THREADS', kind: 'int', default: '0', min: 0, max: 256, doc: 'ONNX Runtime intra-op threads per session; 0 means the number of cores.' },
+  { name: 'FACECOMPUTE_ORT_INTER_OP_THREADS', kind: 'int', default: '1', min: 1, max: 256, doc: 'ONNX Runtime inter-op threads per session.' },
+  { name: 'FACECOMPUTE_ORT_PROVIDER', kind: 'enum', default: 'cpu', values: ['cpu', 'cuda'], doc: 'ONNX Runtime execution provider. CPU is the default; cuda needs onnxruntime-node with CUDA binaries.' },
+  { name: 'FACECOMPUTE_BATCH_WINDOW_MS', kind: 'float', default: '1', min: 0, max: 2, doc: 'Cross-request micro-batching window in the model server; 0 turns batching off.' },
+  { name: 'FACECOMPUTE_BATCH_MAX', kind: 'int', default: '32', min: 1, max: 256, doc: 'Largest batch one ONNX Runtime run takes.' },
+  // Inputs (contract §4)
+  { name: 'FACECOMPUTE_REMOTE_IMAGES', kind: 'enum', default: 'off', values: ['off', 'allowlist', 'public'], doc: 'Remote image URLs: off, allowlist (HTTPS, exact origins in FACECOMPUTE_REMOTE_ORIGINS) or public.' },
+  { name: 'FACECOMPUTE_REMOTE_ORIGINS', kind: 'list', default: '', doc: 'Exact origins (scheme://host[:port]) allowed in allowlist mode.' },
+  { name: 'FACECOMPUTE_LOCAL_IMAGES_ROOT', kind: 'string', default: '', doc: 'Enables `file:` image inputs, resolved inside this directory only. Unset means off.' },
+  { name: 'FACECOMPUTE_REMOTE_TIMEOUT_MS', kind: 'int', default: '10000', min: 100, max: 120000, doc: 'Total time allowed for one remote image fetch.' },
+  { name: 'FACECOMPUTE_REMOTE_MAX_REDIRECTS', kind: 'int', default: '3', min: 0, max: 10, doc: 'Redirects followed (each re-checked) for a remote image.' },
+  // Limits (published in /capabilities.limits)
+  { name: 'FACECOMPUTE_MAX_REQUEST_BYTES', kind: 'int', default: '26214400', min: 1024, doc: 'Largest request body (25 MiB).' },
+  { name: 'FACECOMPUTE_MAX_IMAGE_BYTES', kind: 'int', default: '10485760', min: 1024, doc: 'Largest image after base64 decoding (10 MiB).' },
+  { name: 'FACECOMPUTE_MAX_IMAGE_PIXELS', kind: 'int', default: '40000000', min: 1, doc: 'Largest decoded image, width × height, checked from the header before decoding.' },
+  { name: 'FACECOMPUTE_MAX_TARGETS', kind: 'int', default: '100000', min: 1, doc: 'Most target vectors in one /compare.' },
+  { name: 'FACECOMPUTE_MAX_BATCH_IMAGES', kind: 'int', default: '16', min: 1, doc: 'Most images in one /represent batch.' },
+  { name: 'FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES', kind: 'int', default: '33554432', min: 1024, doc: 'Largest model-server response the gateway accepts (32 MiB).' },
+  { name: 'FACECOMPUTE_DETECTOR_MAX_SIDE', kind: 'int', default: '0', min: 0, doc: 'Longest side an image is downscaled to before detection; boxes are mapped back and faces cropped at full resolution. 0 (the default) never downscales, which keeps DeepFace parity.' },
+  // Capacity
+  { name: 'FACECOMPUTE_QUEUE_CAPACITY', kind: 'int', default: '64', min: 0, doc: 'Compute requests that may wait for a slot in the gateway.' },
+  { name: 'FACECOMPUTE_QUEUE_TIMEOUT_MS', kind: 'int', default: '30000', min: 1, doc: 'Longest wait for a compute slot before queue_timeout.' },
+  { name: 'FACECOMPUTE_UPSTREAM_CONCURRENCY', kind: 'int', default: '8', min: 1, doc: 'Compute requests in flight to the model servers at once.' },
+  { name: 'FACECOMPUTE_UPSTREAM_TIMEOUT_MS', kind: 'int', default: '60000', min: 1, doc: 'Model-server response timeout (upstream_timeout).' },
+  { name: 'FACECOMPUTE_DRAIN_TIMEOUT_MS', kind: 'int', default: '30000', min: 0, doc: 'How long in-flight requests may finish after SIGTERM.' },
+  { name: 'FACECOMPUTE_RATE_LIMIT_REQUESTS', kind: 'int', default: '120', min: 1, doc: 'Requests per account per window.' },
+  { name: 'FACECOMPUTE_RATE_LIMIT_WINDOW_MS', kind: 'int', default: '60000', min: 1, doc: 'Rate-limit window.' },
+  { name: 'FACECOMPUTE_RATE_LIMIT_CONCURRENT', kind: 'int', default: '8', min: 1, doc: 'Concurrent in-flight compute requests per account.' },
+  // Accounts (contract §7)
+  { name: 'FACECOMPUTE_FREE_CALLS_ANONYMOUS', kind: 'int', default: '10', min: 0, doc: 'Free calls of an anonymous agent account.' },
+  { name: 'FACECOMPUTE_FREE_CALLS_ACCOUNT', kind: 'int', default: '50', min: 0, doc: 'Free calls in total of a real account.' },
+  { name: 'FACECOMPUTE_FREE_CALLS_CARD', kind: 'int', default: '100', min: 0, doc: 'Free calls in total of an account with a saved card.' },
+  { name: 'FACECOMPUTE_SIGNUP_RATE_LIMIT', kind: 'int', default: '5', min: 1, doc: 'Anonymous signups per client address per hour.' },
+  { name: 'FACECOMPUTE_BILLING_PROVIDER', kind: 'enum', default: 'test', values: ['test', 'stripe'], doc: "Card provider: `test` accepts Stripe's documented test payment-method ids; `stripe` calls the Stripe API." },
+  { name: 'FACECOMPUTE_STRIPE_API_BASE', kind: 'string', default: 'https://api.stripe.com', doc: 'Stripe API base URL (tests point it at stripe-mock or a local fake).' },
+  { name: 'FACECOMPUTE_STRIPE_SECRET_KEY', kind: 'string', default: '', doc: 'Stripe secret key (needed when FACECOMPUTE_BILLING_PROVIDER=stripe). Never logged.' },
+  { name: 'FACECOMPUTE_COOKIE_SECURE', kind: 'enum', default: 'auto', values: ['auto', 'true', 'false'], doc: 'Secure flag on console cookies; auto sets it unless the console is on loopback over plain HTTP.' },
+  { name: 'FACECOMPUTE_PUBLIC_BASE_URL', kind: 'string', default: '', doc: 'Public gateway URL shown in docs and the console; unset means http://HOST:GATEWAY_PORT.' },
+  { name: 'FACECOMPUTE_PUBLIC_MCP_URL', kind: 'string', default: '', doc: 'Public MCP URL shown in the console; unset means http://HOST:MCP_PORT/mcp.' },
+  // MCP
+  { name: 'FACECOMPUTE_MCP_ALLOWED_ORIGINS', kind: 'list', default: '', doc: 'Origins allowed to call the MCP endpoint from a browser (DNS-rebinding protection); requests without Origin are allowed.' },
+  { name: 'FACECOMPUTE_MCP_MAX_BODY_BYTES', kind: 'int', default: '26214400', min: 1024, doc: 'Largest MCP request body (images travel inside it as base64).' },
+  { name: 'FACECOMPUTE_MCP_STRICT_URLS', kind: 'bool', default: 'false', doc: 'Strict mode: MCP image URLs must be HTTPS URLs from FACECOMPUTE_REMOTE_ORIGINS.' },
+  // Logs
+  { name: 'FACECOMPUTE_LOG_LEVEL', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'Log level (pino, JSON lines).' },
+] as const satisfies readonly VarSpec[];
+
+export type VarName = (typeof VARS)[number]['name'];

@@ -1,0 +1,1 @@
+export { native } from './native.js';

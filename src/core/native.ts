@@ -1,0 +1,11 @@
+/**
+ * Loads the N-API addon built from crates/facecompute-node. The rest of the code imports the typed
+ * wrappers beside this file (image.ts, compare.ts, detect.ts), never the addon directly, so that
+ * native errors are always turned into ServiceErrors in one place.
+ */
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+// The generated loader lives at the package root (index.js, typed by index.d.ts).
+export const native: typeof import('../../index.js') = require('../../index.js');

@@ -1,0 +1,52 @@
+/**
+ * The stable error codes of contract v1 §5 and their HTTP statuses. This table is the only place a
+ * code is mapped to a status: routes throw `ServiceError`s, the error plugins render them.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unsupported_option: 400,
+  model_not_allowed: 400,
+  detector_not_allowed: 400,
+  invalid_image: 400,
+  embedding_dimension_mismatch: 400,
+  invalid_embedding: 400,
+  url_not_allowed: 400,
+  input_mode_disabled: 400,
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  insufficient_credits: 402,
+  account_inactive: 403,
+  not_found: 404,
+  image_too_large: 413,
+  request_too_large: 413,
+  too_many_pixels: 413,
+  too_many_targets: 413,
+  no_face_detected: 422,
+  url_fetch_failed: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_failed: 502,
+  upstream_response_too_large: 502,
+  queue_full: 503,
+  queue_timeout: 503,
+  gateway_draining: 503,
+  service_warming: 503,
+  upstream_timeout: 504,
+  // Console-only conditions (contract §7 allows new codes for new conditions).
+  unauthorized: 401,
+  email_taken: 409,
+  key_limit_reached: 409,
+  invalid_credentials: 401,
+  csrf_failed: 403,
+  signup_rate_limited: 429,
+  payment_method_declined: 402,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
+}
+
+/** Codes whose 503 means "try again later": they carry `Retry-After`. */
+export const RETRYABLE_503: ReadonlySet<ErrorCode> = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining']);
