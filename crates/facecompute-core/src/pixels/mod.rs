@@ -1,1 +1,37 @@
-//! Pixel operations matching OpenCV (issue 2). Owned by the image work.
+//! Pixel operations matching OpenCV, on 8-bit interleaved images.
+//!
+//! Signatures here are the seam the detectors and the model pipeline code against. The image work
+//! (issue 2) owns the implementations and their OpenCV parity tests.
+
+/// An 8-bit image, rows top to bottom, channels interleaved (`channels` is 1 or 3). The channel order
+/// of a 3-channel image is whatever its producer documents; the pipeline keeps BGR like OpenCV.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub data: Vec<u8>,
+}
+
+impl Image {
+    pub fn new(width: u32, height: u32, channels: u32) -> Self {
+        Self { width, height, channels, data: vec![0; width as usize * height as usize * channels as usize] }
+    }
+    pub fn from_raw(width: u32, height: u32, channels: u32, data: Vec<u8>) -> Option<Self> {
+        (data.len() == width as usize * height as usize * channels as usize).then_some(Self { width, height, channels, data })
+    }
+    #[inline]
+    pub fn stride(&self) -> usize {
+        self.width as usize * self.channels as usize
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interpolation {
+    /// OpenCV INTER_LINEAR.
+    Linear,
+    /// OpenCV INTER_CUBIC.
+    Cubic,
+    /// OpenCV INTER_AREA.
+    Area,
+}

@@ -1,0 +1,182 @@
+/**
+ * The internal wire format between the gateway (and the MCP endpoint) and the model server.
+ *
+ * Compute requests carry encoded image bytes, which JSON would inflate by a third; so the body is
+ *   [u32 LE: length of the JSON header][JSON header][image 0 bytes][image 1 bytes]…
+ * with content type `application/vnd.facecompute.frame`. The header says where each image lies.
+ * Responses are JSON: a result, or an ErrorBody with the contract's status and code.
+ */
+import type { ErrorBody } from '../errors/index.js';
+
+export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
+
+export const INTERNAL_PATHS = {
+  readiness: '/internal/readiness',
+  capabilities: '/internal/capabilities',
+  verify: '/internal/verify',
+  represent: '/internal/represent',
+  /** Embedding of the largest face of one image: the source side of an image /compare. */
+  embed: '/internal/embed',
+} as const;
+
+export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
+export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace';
+
+/** Options shared by every compute request, already validated and defaulted by the gateway. */
+export interface PipelineOptions {
+  model_name: string;
+  detector_backend: string;
+  align: boolean;
+  enforce_detection: boolean;
+  expand_percentage: number;
+  normalization: Normalization;
+}
+
+/** An image slot in a request: encoded bytes in the frame, or a caller-supplied embedding. */
+export type InputRef = { image: number } | { embedding: number[] };
+
+export interface VerifyHeader extends PipelineOptions {
+  op: 'verify';
+  img1: InputRef;
+  img2: InputRef;
+  distance_metric: DistanceMetric;
+  threshold: number | null;
+}
+
+export interface RepresentHeader extends PipelineOptions {
+  op: 'represent';
+  /** Indices into the frame's images, one per requested image. */
+  images: number[];
+  max_faces: number | null;
+  l2_normalize: boolean;
+}
+
+export interface EmbedHeader extends PipelineOptions {
+  op: 'embed';
+  image: number;
+}
+
+export type ComputeHeader = (VerifyHeader | RepresentHeader | EmbedHeader) & {
+  /** Byte ranges of the images that follow the header, in order. */
+  frames: Array<{ offset: number; length: number }>;
+};
+
+export interface FacialArea {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  left_eye: [number, number] | null;
+  right_eye: [number, number] | null;
+  nose?: [number, number] | null;
+  mouth_left?: [number, number] | null;
+  mouth_right?: [number, number] | null;
+  /** The detector that actually found this face (differs from detector_backend after fallback). */
+  detector: string;
+}
+
+export interface RepresentFace {
+  embedding: number[];
+  facial_area: FacialArea;
+  face_confidence: number;
+}
+
+export interface RepresentResponse {
+  /** One list of faces per requested image, in request order. */
+  results: RepresentFace[][];
+  model: string;
+  detector_backend: string;
+}
+
+export interface EmbedResponse {
+  embedding: number[];
+  facial_area: FacialArea;
+  face_confidence: number;
+  model: string;
+}
+
+export interface VerifyResponse {
+  verified: boolean;
+  distance: number;
+  threshold: number;
+  confidence: number;
+  model: string;
+  detector_backend: string;
+  similarity_metric: DistanceMetric;
+  facial_areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea };
+  time: number;
+}
+
+/** The facial area of an embedding input: every field null, as DeepFace reports it. */
+export interface NullArea {
+  x: null;
+  y: null;
+  w: null;
+  h: null;
+  left_eye: null;
+  right_eye: null;
+}
+
+export interface ReadinessResponse {
+  status: 'ready' | 'warming' | 'error';
+  ready: boolean;
+  warming: boolean;
+  warmed_models: string[];
+  warmed_detectors: string[];
+  error: string;
+  warmed_at?: string;
+  /** Set when the configured default model is not installed. */
+  effective_default_model?: string;
+  default_model_reason?: string;
+}
+
+export interface CapabilitiesResponse {
+  allowed_models: string[];
+  default_model: string;
+  allowed_detectors: string[];
+  default_detector: string;
+  distance_metrics: DistanceMetric[];
+  default_distance_metric: DistanceMetric;
+  embedding_dims: Record<string, number>;
+  thresholds: Record<string, Record<DistanceMetric, number>>;
+  limits: Record<string, number>;
+  input_modes: string[];
+  version: 'v1';
+  /** Why the effective default differs from the configured one, when it does. */
+  default_model_reason?: string;
+  /** Which network serves each detector, e.g. retinaface → "mobilenet0.25". */
+  detector_variants?: Record<string, string>;
+}
+
+export type { ErrorBody };
+
+/** Encodes a compute request frame. */
+export function encodeFrame(header: Omit<ComputeHeader, 'frames'>, images: Buffer[]): Buffer {
+  let offset = 0;
+  const frames = images.map((b) => {
+    const f = { offset, length: b.length };
+    offset += b.length;
+    return f;
+  });
+  const json = Buffer.from(JSON.stringify({ ...header, frames }), 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(json.length, 0);
+  return Buffer.concat([len, json, ...images]);
+}
+
+/** Decodes a frame; throws a plain Error with a short reason on any malformation. */
+export function decodeFrame(body: Buffer): { header: ComputeHeader; images: Buffer[] } {
+  if (body.length < 4) throw new Error('frame too short');
+  const len = body.readUInt32LE(0);
+  if (len > body.length - 4) throw new Error('frame header length out of range');
+  const header = JSON.parse(body.subarray(4, 4 + len).toString('utf8')) as ComputeHeader;
+  if (!header || typeof header !== 'object' || !Array.isArray(header.frames)) throw new Error('frame header malformed');
+  const base = 4 + len;
+  const images = header.frames.map((f) => {
+    if (!Number.isSafeInteger(f.offset) || !Number.isSafeInteger(f.length) || f.offset < 0 || f.length < 0 || base + f.offset + f.length > body.length) {
+      throw new Error('frame image range out of bounds');
+    }
+    return body.subarray(base + f.offset, base + f.offset + f.length);
+  });
+  return { header, images };
+}
