@@ -1,0 +1,213 @@
+/**
+ * Dlib model: our conversion of dlib_face_recognition_resnet_model_v1.dat, run on ONNX Runtime, must
+ * give dlib's own descriptors (test/fixtures/dlib-descriptors.json, made by
+ * tools/reference/dlib_fixtures.py with dlib's compute_face_descriptor) for the same 150x150 chips.
+ */
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
+import { decodePng } from './helpers/png.js';
+import {
+  DLIB_EMBEDDING_SIZE,
+  DLIB_WEIGHTS,
+  DlibModel,
+  chipsToBatch,
+  convertDlibModel,
+  deepfaceDlibPixels,
+} from '../src/model-server/models/dlib.js';
+import { OnnxSession } from '../src/model-server/models/onnx-session.js';
+
+const WEIGHTS = join(SHARED_WEIGHTS_DIR, DLIB_WEIGHTS.file);
+const PYTHON = process.env['FACECOMPUTE_PYTHON'] ?? join(REPO_ROOT, '.venv', 'bin', 'python');
+const CONVERTER = join(REPO_ROOT, 'models', 'converters', 'dlib_to_onnx.py');
+const CACHE = join(REPO_ROOT, '.models-cache');
+const FIXTURES = join(REPO_ROOT, 'test', 'fixtures');
+const MIN_COSINE = 0.99999;
+
+interface FixtureChip {
+  id: string;
+  kind: string;
+  png: string;
+  sha256: string;
+  descriptor: number[];
+}
+
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
+function norm(a: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += (a[i] as number) ** 2;
+  return Math.sqrt(s);
+}
+
+function runConverter(input: string, output: string): Promise<{ code: number; stderr: string }> {
+  return new Promise((done) => {
+    execFile(PYTHON, [CONVERTER, input, output], (err, _stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      done({ code, stderr: String(stderr) });
+    });
+  });
+}
+
+// Missing prerequisites are failures, not skips: CI has both, and a silent skip would hide a broken setup.
+const prerequisites = [
+  [WEIGHTS, `Dlib weights missing at ${WEIGHTS}: CI provides ../shared/weights (or set FACECOMPUTE_WEIGHTS_DIR)`],
+  [PYTHON, `converter Python missing at ${PYTHON}: run scripts/bootstrap.sh (creates .venv with models/converters/requirements.txt)`],
+] as const;
+for (const [path, message] of prerequisites) {
+  if (!existsSync(path)) {
+    t.fail(message);
+  }
+}
+
+t.test('converted model matches dlib compute_face_descriptor on every fixture chip', async (t) => {
+  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
+  const fixture = JSON.parse(readFileSync(join(FIXTURES, 'dlib-descriptors.json'), 'utf8')) as { chips: FixtureChip[] };
+  t.ok(fixture.chips.length >= 20, `fixture holds ${fixture.chips.length} chips`);
+  t.ok(fixture.chips.some((c) => c.kind === 'face'), 'fixture has real face chips');
+
+  const chips = fixture.chips.map((c) => {
+    const png = decodePng(readFileSync(resolve(FIXTURES, c.png)));
+    t.equal(`${png.width}x${png.height}`, '150x150', `${c.id} is 150x150`);
+    t.equal(createHash('sha256').update(png.rgb).digest('hex'), c.sha256, `${c.id}: decoded pixels are the ones dlib saw`);
+    return png.rgb;
+  });
+
+  const model = await DlibModel.load({ modelPath, intraOpNumThreads: 2, interOpNumThreads: 1 });
+  t.teardown(() => model.close());
+  const ours = await model.embed(chips);
+  t.equal(ours.length, chips.length, 'one descriptor per chip');
+
+  const cosines: number[] = [];
+  fixture.chips.forEach((c, i) => {
+    const e = ours[i] as Float32Array;
+    t.equal(e.length, DLIB_EMBEDDING_SIZE);
+    const cos = cosine(e, c.descriptor);
+    cosines.push(cos);
+    t.ok(cos >= MIN_COSINE, `${c.id}: cosine ${cos.toFixed(9)} >= ${MIN_COSINE}`);
+    // Cosine ignores scale; DeepFace's Euclidean thresholds do not.
+    const ratio = norm(e) / norm(c.descriptor);
+    t.ok(Math.abs(ratio - 1) < 1e-4, `${c.id}: norm ratio ${ratio.toFixed(7)}`);
+  });
+  const sorted = [...cosines].sort((a, b) => a - b);
+  const median = sorted.length % 2 ? (sorted[(sorted.length - 1) / 2] as number) : ((sorted[sorted.length / 2 - 1] as number) + (sorted[sorted.length / 2] as number)) / 2;
+  const min = sorted[0] as number;
+  t.comment(
+    `dlib parity over ${sorted.length} chips: min cosine ${min.toFixed(12)} (1-cos ${(1 - min).toExponential(2)}), ` +
+      `median ${median.toFixed(12)} (1-cos ${(1 - median).toExponential(2)})`,
+  );
+
+  // A batch must give what each chip gives alone (no cross-sample leakage through padding or pooling).
+  for (const i of [0, chips.length - 1]) {
+    const [alone] = await model.embed([chips[i] as Uint8Array]);
+    t.ok(cosine(alone as Float32Array, ours[i] as Float32Array) > 0.999999, `chip ${i} alone equals its batched result`);
+  }
+
+  // Distinct faces must stay distinct: guards against a graph that ignores its input.
+  t.ok(cosine(ours[0] as Float32Array, ours[1] as Float32Array) < 0.99, 'different chips give different descriptors');
+});
+
+t.test('converter rejects malformed .dat files with a clear message and writes nothing', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dlib-bad-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const full = readFileSync(WEIGHTS);
+  const cases: Array<[string, Buffer, RegExp]> = [
+    ['truncated', full.subarray(0, 100_000), /truncated file/],
+    ['cut inside the last layer', full.subarray(0, full.length - 7), /truncated file/],
+    ['trailing bytes', Buffer.concat([full, Buffer.from([1, 2, 3])]), /trailing byte/],
+    ['garbage', Buffer.from('this is not a dlib network, just some text\n'.repeat(20)), /malformed dlib model file/],
+    ['empty', Buffer.alloc(0), /truncated file/],
+  ];
+  for (const [name, bytes, pattern] of cases) {
+    const input = join(dir, `${name.replace(/\W+/g, '_')}.dat`);
+    const output = join(dir, `${name.replace(/\W+/g, '_')}.onnx`);
+    writeFileSync(input, bytes);
+    const { code, stderr } = await runConverter(input, output);
+    t.equal(code, 2, `${name}: exit status 2`);
+    t.match(stderr, /^dlib_to_onnx: malformed dlib model file /, `${name}: says the file is malformed`);
+    t.match(stderr, pattern, `${name}: says why (${stderr.trim()})`);
+    t.notOk(stderr.includes('Traceback'), `${name}: no Python traceback`);
+    t.notOk(existsSync(output), `${name}: no output written`);
+  }
+  const { code, stderr } = await runConverter(join(dir, 'does-not-exist.dat'), join(dir, 'x.onnx'));
+  t.equal(code, 2, 'missing input: exit status 2');
+  t.match(stderr, /cannot read/);
+});
+
+t.test('convertDlibModel refuses weights whose sha256 is not the pinned one', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dlib-sha-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const fake = join(dir, DLIB_WEIGHTS.file);
+  writeFileSync(fake, Buffer.from('not the weights'));
+  await t.rejects(
+    convertDlibModel({ weightsPath: fake, cacheDir: dir, python: PYTHON, converter: CONVERTER }),
+    /have sha256 [0-9a-f]{64}, expected 55533b28/,
+  );
+  await t.rejects(
+    convertDlibModel({ weightsPath: join(dir, 'nope.dat'), cacheDir: dir, python: PYTHON, converter: CONVERTER }),
+    /Dlib weights not found/,
+  );
+});
+
+t.test('OnnxSession validates its arguments and row layout', async (t) => {
+  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
+  const base = { modelPath, inputName: 'input', outputName: 'embedding', sampleShape: [3, 150, 150], interOpNumThreads: 1 };
+  await t.rejects(OnnxSession.create({ ...base, intraOpNumThreads: 0 }), RangeError);
+  await t.rejects(OnnxSession.create({ ...base, intraOpNumThreads: 1, outputName: 'nope' }), /expected input -> nope/);
+  const s = await OnnxSession.create({ ...base, intraOpNumThreads: 1 });
+  t.equal(s.sampleSize, 3 * 150 * 150);
+  await t.rejects(s.run(new Float32Array(10), 1), RangeError, 'wrong batch length');
+  await t.rejects(s.run(new Float32Array(0), 0), RangeError, 'empty batch');
+  // Rows come back in sample order: a batch of (black, white) equals the two run alone.
+  const black = new Float32Array(s.sampleSize);
+  const white = new Float32Array(s.sampleSize).fill(255);
+  const both = new Float32Array(2 * s.sampleSize);
+  both.set(black, 0);
+  both.set(white, s.sampleSize);
+  const [rb, rw] = await s.run(both, 2);
+  const [ab] = await s.run(black, 1);
+  const [aw] = await s.run(white, 1);
+  t.ok(cosine(rb as Float32Array, ab as Float32Array) > 0.999999 && cosine(rw as Float32Array, aw as Float32Array) > 0.999999, 'row order kept');
+  t.ok(cosine(ab as Float32Array, aw as Float32Array) < 0.999, 'black and white differ');
+  await s.close();
+  await t.rejects(s.run(black, 1), /after close/);
+});
+
+t.test('deepfaceDlibPixels reproduces DeepFace: BGR->RGB, *255 only when max <= 1, truncation', async (t) => {
+  // 0.5*255 = 127.5 truncates to 127; 0.999*255 = 254.745 -> 254; a value that is exactly 1 -> 255.
+  const unit = Float32Array.from([0.5, 0.999, 1, 0, 0.1, 0.2]);
+  t.same(Array.from(deepfaceDlibPixels(unit)), [255, 254, 127, Math.trunc(Math.fround(0.2) * 255), 25, 0]);
+  // Already 0..255 (max > 1): no scaling, still truncated.
+  const raw = Float32Array.from([10.9, 200.2, 3.5]);
+  t.same(Array.from(deepfaceDlibPixels(raw)), [3, 200, 10]);
+});
+
+t.test('chipsToBatch lays chips out as NCHW RGB planes', async (t) => {
+  const chip = new Uint8Array(150 * 150 * 3);
+  chip[0] = 1; // R of pixel 0
+  chip[4] = 2; // G of pixel 1
+  chip[3 * 151 + 2] = 3; // B of pixel (1,1)
+  const b = chipsToBatch([new Uint8Array(chip.length), chip]);
+  const plane = 150 * 150;
+  const base = 3 * plane;
+  t.equal(b[base], 1);
+  t.equal(b[base + plane + 1], 2);
+  t.equal(b[base + 2 * plane + 151], 3);
+  t.throws(() => chipsToBatch([new Uint8Array(5)]), RangeError);
+});
