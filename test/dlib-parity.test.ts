@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
@@ -163,6 +163,24 @@ t.test('convertDlibModel refuses weights whose sha256 is not the pinned one', as
     convertDlibModel({ weightsPath: join(dir, 'nope.dat'), cacheDir: dir, python: PYTHON, converter: CONVERTER }),
     /Dlib weights not found/,
   );
+});
+
+t.test('convertDlibModel caches per weights+converter hash and drops stale graphs', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'dlib-cache-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const stale = join(dir, 'dlib_resnet_v1-000000000000-000000000000.onnx');
+  const unrelated = join(dir, 'other-model.onnx');
+  writeFileSync(stale, 'old');
+  writeFileSync(unrelated, 'keep');
+  const opts = { weightsPath: WEIGHTS, cacheDir: dir, python: PYTHON, converter: CONVERTER };
+  const first = await convertDlibModel(opts);
+  t.match(first, /dlib_resnet_v1-55533b28a958-[0-9a-f]{12}\.onnx$/);
+  t.notOk(existsSync(stale), 'graph from another converter version removed');
+  t.ok(existsSync(unrelated), 'other models left alone');
+  const mtime = statSync(first).mtimeMs;
+  const second = await convertDlibModel(opts);
+  t.equal(second, first, 'same cache entry');
+  t.equal(statSync(second).mtimeMs, mtime, 'not converted again');
 });
 
 t.test('OnnxSession validates its arguments and row layout', async (t) => {

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { OnnxSession } from './onnx-session.js';
 
@@ -54,7 +54,9 @@ export async function convertDlibModel(opts: DlibConvertOptions): Promise<string
     throw new Error(`Dlib weights at ${opts.weightsPath} have sha256 ${digest}, expected ${expected}`);
   }
   const converterDigest = sha256(readFileSync(opts.converter));
-  const target = join(opts.cacheDir, `dlib_resnet_v1-${digest.slice(0, 12)}-${converterDigest.slice(0, 12)}.onnx`);
+  const prefix = 'dlib_resnet_v1-';
+  const name = `${prefix}${digest.slice(0, 12)}-${converterDigest.slice(0, 12)}.onnx`;
+  const target = join(opts.cacheDir, name);
   if (existsSync(target)) return target;
   await mkdir(opts.cacheDir, { recursive: true });
   await new Promise<void>((resolve, reject) => {
@@ -63,6 +65,12 @@ export async function convertDlibModel(opts: DlibConvertOptions): Promise<string
       else resolve();
     });
   });
+  // Graphs from older converter versions are never read again; 22 MB each adds up across edits.
+  for (const entry of await readdir(opts.cacheDir)) {
+    if (entry.startsWith(prefix) && entry.endsWith('.onnx') && entry !== name) {
+      await rm(join(opts.cacheDir, entry), { force: true });
+    }
+  }
   return target;
 }
 
