@@ -148,6 +148,12 @@ t.test('converter rejects malformed .dat files with a clear message and writes n
   const { code, stderr } = await runConverter(join(dir, 'does-not-exist.dat'), join(dir, 'x.onnx'));
   t.equal(code, 2, 'missing input: exit status 2');
   t.match(stderr, /cannot read/);
+  const blocked = join(dir, 'a-file');
+  writeFileSync(blocked, '');
+  const unwritable = await runConverter(WEIGHTS, join(blocked, 'out.onnx'));
+  t.equal(unwritable.code, 1, 'unwritable output: exit status 1');
+  t.match(unwritable.stderr, /^dlib_to_onnx: cannot write /);
+  t.notOk(unwritable.stderr.includes('Traceback'), 'unwritable output: no traceback');
 });
 
 t.test('convertDlibModel refuses weights whose sha256 is not the pinned one', async (t) => {

@@ -537,11 +537,15 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         net = parse(data)
+        model = build_onnx(net)
     except DlibFormatError as exc:
         sys.stderr.write(f"dlib_to_onnx: malformed dlib model file {src}: {exc}\n")
         return 2
-    model = build_onnx(net)
-    write_atomic(model, dst)
+    try:
+        write_atomic(model, dst)
+    except OSError as exc:
+        sys.stderr.write(f"dlib_to_onnx: cannot write {dst}: {exc.strerror}\n")
+        return 1
     convs = sum(1 for n in model.graph.node if n.op_type == "Conv")
     sys.stdout.write(f"dlib_to_onnx: wrote {dst} ({convs} convolutions, means {tuple(round(m, 3) for m in net.means)})\n")
     return 0
