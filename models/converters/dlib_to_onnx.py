@@ -17,7 +17,8 @@ ONNX layout produced
 
   (x - mean_rgb) / 256                         dlib's input_rgb_image_sized<150>; means read from the file
   Conv7x7/2 (+affine folded) -> Relu -> MaxPool3x3/2
-  29 residual blocks' worth of 3x3 convolutions (each conv's affine folded in), Relu, zero-padded Add
+  14 residual blocks: 28 3x3 convolutions (each conv's affine folded in), Relu, zero-padded Add;
+  the 4 down-sampling blocks add a 2x2/2 AveragePool of their input instead of the input itself
   GlobalAveragePool -> Flatten -> MatMul (fc_no_bias 256->128)
 
 dlib's serialization, as found in this file (facts about the format; the parser is our own)
