@@ -171,6 +171,30 @@ t.test('convertDlibModel refuses weights whose sha256 is not the pinned one', as
   );
 });
 
+t.test('converted graph: opset, I/O names, dynamic batch, every affine folded into its convolution', async (t) => {
+  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
+  const script = [
+    'import json, sys, collections, onnx',
+    'm = onnx.load(sys.argv[1])',
+    'dims = lambda v: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]',
+    'print(json.dumps({"opset": max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")),',
+    '  "inputs": {i.name: dims(i) for i in m.graph.input}, "outputs": {o.name: dims(o) for o in m.graph.output},',
+    '  "ops": collections.Counter(n.op_type for n in m.graph.node)}))',
+  ].join('\n');
+  const info = await new Promise<{ opset: number; inputs: Record<string, unknown[]>; outputs: Record<string, unknown[]>; ops: Record<string, number> }>(
+    (done, fail) => execFile(PYTHON, ['-c', script, modelPath], (err, stdout, stderr) => (err ? fail(new Error(String(stderr))) : done(JSON.parse(String(stdout))))),
+  );
+  t.ok(info.opset >= 13, `opset ${info.opset}`);
+  t.same(info.inputs, { input: ['N', 3, 150, 150] });
+  t.same(info.outputs, { embedding: ['N', 128] });
+  t.equal(info.ops['Conv'], 29, '29 convolutions');
+  // Affine layers would show up as per-channel Mul/Add pairs; only the input scaling Mul and the
+  // 14 residual Adds may remain.
+  t.equal(info.ops['Mul'], 1, 'one Mul: the input scaling');
+  t.equal(info.ops['Add'], 14, 'fourteen Adds: the residual connections');
+  t.equal(info.ops['Sub'], 1, 'one Sub: the mean');
+});
+
 t.test('convertDlibModel caches per weights+converter hash and drops stale graphs', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'dlib-cache-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
