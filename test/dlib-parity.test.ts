@@ -6,25 +6,20 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { decodePng } from './helpers/png.js';
-import {
-  DLIB_EMBEDDING_SIZE,
-  DLIB_WEIGHTS,
-  DlibModel,
-  chipsToBatch,
-  convertDlibModel,
-  deepfaceDlibPixels,
-} from '../src/model-server/models/dlib.js';
+import { CONVERTER_PYTHON, DLIB, chipsToBatch, dlibEntry, dlibOnnx } from './helpers/dlib.js';
 import { OnnxSession } from '../src/model-server/models/onnx-session.js';
+import { OrtRecognizer } from '../src/model-server/models/ort-recognizer.js';
 
-const WEIGHTS = join(SHARED_WEIGHTS_DIR, DLIB_WEIGHTS.file);
-const PYTHON = process.env['FACECOMPUTE_PYTHON'] ?? join(REPO_ROOT, '.venv', 'bin', 'python');
+const WEIGHTS_FILE = 'dlib_face_recognition_resnet_model_v1.dat';
+const WEIGHTS = join(SHARED_WEIGHTS_DIR, WEIGHTS_FILE);
+const PYTHON = CONVERTER_PYTHON;
 const CONVERTER = join(REPO_ROOT, 'models', 'converters', 'dlib_to_onnx.py');
-const CACHE = join(REPO_ROOT, '.models-cache');
+const CPU1 = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' } as const;
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures');
 const MIN_COSINE = 0.99999;
 
@@ -66,18 +61,12 @@ function runConverter(input: string, output: string): Promise<{ code: number; st
 }
 
 // Missing prerequisites are failures, not skips: CI has both, and a silent skip would hide a broken setup.
-const prerequisites = [
-  [WEIGHTS, `Dlib weights missing at ${WEIGHTS}: CI provides ../shared/weights (or set FACECOMPUTE_WEIGHTS_DIR)`],
-  [PYTHON, `converter Python missing at ${PYTHON}: run scripts/bootstrap.sh (creates .venv with models/converters/requirements.txt)`],
-] as const;
-for (const [path, message] of prerequisites) {
-  if (!existsSync(path)) {
-    t.fail(message);
-  }
-}
+if (!existsSync(WEIGHTS)) t.fail(`Dlib weights missing at ${WEIGHTS}: CI provides ../shared/weights (or set FACECOMPUTE_WEIGHTS_DIR)`);
+// converterPython() falls back to a bare python3 only when neither FACECOMPUTE_PYTHON nor .venv exists.
+if (PYTHON === 'python3') t.fail('converter venv missing: run scripts/bootstrap.sh (creates .venv from models/converters/requirements.txt)');
 
 t.test('converted model matches dlib compute_face_descriptor on every fixture chip', async (t) => {
-  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
+  const modelPath = await dlibOnnx();
   const fixture = JSON.parse(readFileSync(join(FIXTURES, 'dlib-descriptors.json'), 'utf8')) as { chips: FixtureChip[] };
   t.ok(fixture.chips.length >= 20, `fixture holds ${fixture.chips.length} chips`);
   t.ok(fixture.chips.some((c) => c.kind === 'face'), 'fixture has real face chips');
@@ -89,15 +78,17 @@ t.test('converted model matches dlib compute_face_descriptor on every fixture ch
     return png.rgb;
   });
 
-  const model = await DlibModel.load({ modelPath, intraOpNumThreads: 2, interOpNumThreads: 1 });
+  // The production recognizer, batching off: each embed() is one session run.
+  const entry = dlibEntry();
+  const model = await OrtRecognizer.load(modelPath, { name: DLIB, dims: entry.dims, input: entry.input, onnx: entry.onnx }, { ...CPU1, intraOpThreads: 2 }, { windowMs: 0, maxBatch: 1 });
   t.teardown(() => model.close());
-  const ours = await model.embed(chips);
+  const ours = await model.embed(chipsToBatch(chips), chips.length);
   t.equal(ours.length, chips.length, 'one descriptor per chip');
 
   const cosines: number[] = [];
   fixture.chips.forEach((c, i) => {
     const e = ours[i] as Float32Array;
-    t.equal(e.length, DLIB_EMBEDDING_SIZE);
+    t.equal(e.length, 128);
     const cos = cosine(e, c.descriptor);
     cosines.push(cos);
     t.ok(cos >= MIN_COSINE, `${c.id}: cosine ${cos.toFixed(9)} >= ${MIN_COSINE}`);
@@ -115,7 +106,7 @@ t.test('converted model matches dlib compute_face_descriptor on every fixture ch
 
   // A batch must give what each chip gives alone (no cross-sample leakage through padding or pooling).
   for (const i of [0, chips.length - 1]) {
-    const [alone] = await model.embed([chips[i] as Uint8Array]);
+    const [alone] = await model.embed(chipsToBatch([chips[i] as Uint8Array]), 1);
     t.ok(cosine(alone as Float32Array, ours[i] as Float32Array) > 0.999999, `chip ${i} alone equals its batched result`);
   }
 
@@ -156,23 +147,18 @@ t.test('converter rejects malformed .dat files with a clear message and writes n
   t.notOk(unwritable.stderr.includes('Traceback'), 'unwritable output: no traceback');
 });
 
-t.test('convertDlibModel refuses weights whose sha256 is not the pinned one', async (t) => {
+t.test('weights of the wrong size or hash are never converted', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'dlib-sha-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const fake = join(dir, DLIB_WEIGHTS.file);
-  writeFileSync(fake, Buffer.from('not the weights'));
-  await t.rejects(
-    convertDlibModel({ weightsPath: fake, cacheDir: dir, python: PYTHON, converter: CONVERTER }),
-    /have sha256 [0-9a-f]{64}, expected 55533b28/,
-  );
-  await t.rejects(
-    convertDlibModel({ weightsPath: join(dir, 'nope.dat'), cacheDir: dir, python: PYTHON, converter: CONVERTER }),
-    /Dlib weights not found/,
-  );
+  writeFileSync(join(dir, WEIGHTS_FILE), Buffer.from('not the weights'));
+  await t.rejects(dlibOnnx(dir, join(dir, 'cache')), /Dlib weights unusable in .*size mismatch/);
+  t.notOk(existsSync(join(dir, 'cache', 'onnx')), 'nothing converted');
 });
 
-t.test('converted graph: opset, I/O names, dynamic batch, every affine folded into its convolution', async (t) => {
-  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
+t.test('converted graph: opset, I/O as the manifest says, dynamic batch, every affine folded', async (t) => {
+  const modelPath = await dlibOnnx();
+  const entry = dlibEntry();
+  t.same(entry.input, { width: 150, height: 150, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' }, 'manifest input contract');
   const script = [
     'import json, sys, collections, onnx',
     'm = onnx.load(sys.argv[1])',
@@ -185,8 +171,8 @@ t.test('converted graph: opset, I/O names, dynamic batch, every affine folded in
     (done, fail) => execFile(PYTHON, ['-c', script, modelPath], (err, stdout, stderr) => (err ? fail(new Error(String(stderr))) : done(JSON.parse(String(stdout))))),
   );
   t.ok(info.opset >= 13, `opset ${info.opset}`);
-  t.same(info.inputs, { input: ['N', 3, 150, 150] });
-  t.same(info.outputs, { embedding: ['N', 128] });
+  t.same(info.inputs, { [entry.onnx.input]: ['N', 3, entry.input.height, entry.input.width] });
+  t.same(info.outputs, { [entry.onnx.output]: ['N', entry.dims] });
   t.equal(info.ops['Conv'], 29, '29 convolutions');
   // Affine layers would show up as per-channel Mul/Add pairs; only the input scaling Mul and the
   // 14 residual Adds may remain.
@@ -195,30 +181,14 @@ t.test('converted graph: opset, I/O names, dynamic batch, every affine folded in
   t.equal(info.ops['Sub'], 1, 'one Sub: the mean');
 });
 
-t.test('convertDlibModel caches per weights+converter hash and drops stale graphs', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'dlib-cache-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const stale = join(dir, 'dlib_resnet_v1-000000000000-000000000000.onnx');
-  const unrelated = join(dir, 'other-model.onnx');
-  writeFileSync(stale, 'old');
-  writeFileSync(unrelated, 'keep');
-  const opts = { weightsPath: WEIGHTS, cacheDir: dir, python: PYTHON, converter: CONVERTER };
-  const first = await convertDlibModel(opts);
-  t.match(first, /dlib_resnet_v1-55533b28a958-[0-9a-f]{12}\.onnx$/);
-  t.notOk(existsSync(stale), 'graph from another converter version removed');
-  t.ok(existsSync(unrelated), 'other models left alone');
-  const mtime = statSync(first).mtimeMs;
-  const second = await convertDlibModel(opts);
-  t.equal(second, first, 'same cache entry');
-  t.equal(statSync(second).mtimeMs, mtime, 'not converted again');
-});
-
 t.test('OnnxSession validates its arguments and row layout', async (t) => {
-  const modelPath = await convertDlibModel({ weightsPath: WEIGHTS, cacheDir: CACHE, python: PYTHON, converter: CONVERTER });
-  const base = { modelPath, inputName: 'input', outputName: 'embedding', sampleShape: [3, 150, 150], interOpNumThreads: 1 };
-  await t.rejects(OnnxSession.create({ ...base, intraOpNumThreads: 0 }), RangeError);
-  await t.rejects(OnnxSession.create({ ...base, intraOpNumThreads: 1, outputName: 'nope' }), /expected input -> nope/);
-  const s = await OnnxSession.create({ ...base, intraOpNumThreads: 1 });
+  const modelPath = await dlibOnnx();
+  const base = { modelPath, inputName: 'input', outputName: 'embedding', sampleShape: [3, 150, 150], settings: CPU1 };
+  await t.rejects(OnnxSession.create({ ...base, settings: { ...CPU1, interOpThreads: 0 } }), RangeError);
+  await t.rejects(OnnxSession.create({ ...base, settings: { ...CPU1, intraOpThreads: -1 } }), RangeError);
+  await t.rejects(OnnxSession.create({ ...base, sampleShape: [3, 0, 150] }), RangeError);
+  await t.rejects(OnnxSession.create({ ...base, outputName: 'nope' }), /expected input -> nope/);
+  const s = await OnnxSession.create(base);
   t.equal(s.sampleSize, 3 * 150 * 150);
   await t.rejects(s.run(new Float32Array(10), 1), RangeError, 'wrong batch length');
   await t.rejects(s.run(new Float32Array(0), 0), RangeError, 'empty batch');
@@ -235,15 +205,6 @@ t.test('OnnxSession validates its arguments and row layout', async (t) => {
   t.ok(cosine(ab as Float32Array, aw as Float32Array) < 0.999, 'black and white differ');
   await s.close();
   await t.rejects(s.run(black, 1), /after close/);
-});
-
-t.test('deepfaceDlibPixels reproduces DeepFace: BGR->RGB, *255 only when max <= 1, truncation', async (t) => {
-  // 0.5*255 = 127.5 truncates to 127; 0.999*255 = 254.745 -> 254; a value that is exactly 1 -> 255.
-  const unit = Float32Array.from([0.5, 0.999, 1, 0, 0.1, 0.2]);
-  t.same(Array.from(deepfaceDlibPixels(unit)), [255, 254, 127, Math.trunc(Math.fround(0.2) * 255), 25, 0]);
-  // Already 0..255 (max > 1): no scaling, still truncated.
-  const raw = Float32Array.from([10.9, 200.2, 3.5]);
-  t.same(Array.from(deepfaceDlibPixels(raw)), [3, 200, 10]);
 });
 
 t.test('chipsToBatch lays chips out as NCHW RGB planes', async (t) => {

@@ -16,7 +16,8 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from '../../test/helpers/shared.js';
 import { decodePng } from '../../test/helpers/png.js';
-import { DLIB_WEIGHTS, DlibModel, convertDlibModel } from '../../src/model-server/models/dlib.js';
+import { DLIB, chipsToBatch, dlibEntry, dlibOnnx } from '../../test/helpers/dlib.js';
+import { OrtRecognizer } from '../../src/model-server/models/ort-recognizer.js';
 
 const BATCHES = [1, 8, 32];
 const THREADS = [1, 2];
@@ -33,14 +34,15 @@ function argValue(name: string, fallback: string): string {
   return i >= 0 && process.argv[i + 1] !== undefined ? (process.argv[i + 1] as string) : fallback;
 }
 
-async function benchOurs(model: DlibModel, chips: Uint8Array[], batch: number, seconds: number): Promise<Row> {
+async function benchOurs(model: OrtRecognizer, chips: Uint8Array[], batch: number, seconds: number): Promise<Row> {
+  // Packing is timed too: it is part of what a request pays (the native pipeline does it in Rust).
   const items = Array.from({ length: batch }, (_, i) => chips[i % chips.length] as Uint8Array);
-  await model.embed(items); // warm-up: arena allocation and kernel selection happen on the first run
+  await model.embed(chipsToBatch(items), batch); // warm-up: arena allocation and kernel selection happen on the first run
   let calls = 0;
   const start = performance.now();
   let elapsed = 0;
   do {
-    await model.embed(items);
+    await model.embed(chipsToBatch(items), batch);
     calls++;
     elapsed = (performance.now() - start) / 1000;
   } while (elapsed < seconds || calls < 3);
@@ -59,14 +61,9 @@ function benchDlib(python: string, weights: string, pngs: string[], seconds: num
 
 async function main(): Promise<void> {
   const seconds = Number(argValue('--seconds', '3'));
-  const weights = join(SHARED_WEIGHTS_DIR, DLIB_WEIGHTS.file);
-  const python = process.env['FACECOMPUTE_PYTHON'] ?? join(REPO_ROOT, '.venv', 'bin', 'python');
-  const modelPath = await convertDlibModel({
-    weightsPath: weights,
-    cacheDir: join(REPO_ROOT, '.models-cache'),
-    python,
-    converter: join(REPO_ROOT, 'models', 'converters', 'dlib_to_onnx.py'),
-  });
+  const weights = join(SHARED_WEIGHTS_DIR, 'dlib_face_recognition_resnet_model_v1.dat');
+  const modelPath = await dlibOnnx();
+  const entry = dlibEntry();
   const fixtures = join(REPO_ROOT, 'test', 'fixtures');
   const fixture = JSON.parse(readFileSync(join(fixtures, 'dlib-descriptors.json'), 'utf8')) as { chips: Array<{ png: string }> };
   const pngs = fixture.chips.map((c) => resolve(fixtures, c.png));
@@ -83,7 +80,13 @@ async function main(): Promise<void> {
 
   const ours: Array<Row & { intra_op_threads: number; ratio_vs_dlib: number | null }> = [];
   for (const threads of THREADS) {
-    const model = await DlibModel.load({ modelPath, intraOpNumThreads: threads, interOpNumThreads: 1 });
+    // Batching off (window 0, max 1): every embed() is exactly one session run of `batch` rows.
+    const model = await OrtRecognizer.load(
+      modelPath,
+      { name: DLIB, dims: entry.dims, input: entry.input, onnx: entry.onnx },
+      { intraOpThreads: threads, interOpThreads: 1, provider: 'cpu' },
+      { windowMs: 0, maxBatch: 1 },
+    );
     for (const batch of BATCHES) {
       const row = await benchOurs(model, chips, batch, seconds);
       const base = baseline?.results.find((r) => r.batch === batch);
@@ -112,7 +115,7 @@ async function main(): Promise<void> {
     seconds_per_cell: seconds,
     chips: chips.length,
     baseline: baseline ? { name: 'dlib compute_face_descriptor', python: dlibPython, ...baseline } : { skipped: `no Python with dlib at ${dlibPython}` },
-    ours: ours.map((r) => ({ name: 'onnxruntime-node', ...r })),
+    ours: ours.map((r) => ({ name: 'OrtRecognizer (onnxruntime-node)', ...r })),
   };
   const dir = join(REPO_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });

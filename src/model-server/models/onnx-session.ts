@@ -1,10 +1,11 @@
 /**
  * A thin wrapper over an onnxruntime-node InferenceSession for models that map a batch of fixed-size
- * samples to one fixed-size vector each (every recognition model here). The model server owns the
- * process-wide thread budget, so thread counts are arguments rather than ONNX Runtime's defaults
- * (which size the pool to every core and contend with the other sessions in the process).
+ * samples to one fixed-size vector each (every recognition model here). Session options come from
+ * ort-options.ts, so thread counts are always the caller's (the model server owns the process-wide
+ * budget) and every model gets the same deliberate settings.
  */
-import ort from 'onnxruntime-node';
+import * as ort from 'onnxruntime-node';
+import { sessionOptions, type OrtSettings } from './ort-options.js';
 
 export interface OnnxSessionOptions {
   /** Path of the .onnx file (a converted model in the cache). */
@@ -14,10 +15,7 @@ export interface OnnxSessionOptions {
   outputName: string;
   /** Shape of one sample without the batch axis, e.g. [3, 150, 150]. */
   sampleShape: readonly number[];
-  /** Threads inside one operator (convolutions). */
-  intraOpNumThreads: number;
-  /** Threads across independent operators; only matters in parallel mode, kept explicit. */
-  interOpNumThreads: number;
+  settings: OrtSettings;
 }
 
 export class OnnxSession {
@@ -37,26 +35,14 @@ export class OnnxSession {
   }
 
   static async create(opts: OnnxSessionOptions): Promise<OnnxSession> {
-    for (const [name, v] of [
-      ['intraOpNumThreads', opts.intraOpNumThreads],
-      ['interOpNumThreads', opts.interOpNumThreads],
-    ] as const) {
-      if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} must be a positive integer, got ${v}`);
-    }
+    const { intraOpThreads, interOpThreads } = opts.settings;
+    // intra 0 means "one per physical core" (ONNX Runtime's choice); inter must be explicit.
+    if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new RangeError(`intraOpThreads must be an integer >= 0, got ${intraOpThreads}`);
+    if (!Number.isInteger(interOpThreads) || interOpThreads < 1) throw new RangeError(`interOpThreads must be a positive integer, got ${interOpThreads}`);
     if (opts.sampleShape.length === 0 || !opts.sampleShape.every((d) => Number.isInteger(d) && d > 0)) {
       throw new RangeError(`sampleShape must be positive integers, got [${opts.sampleShape.join(', ')}]`);
     }
-    const session = await ort.InferenceSession.create(opts.modelPath, {
-      executionProviders: ['cpu'],
-      intraOpNumThreads: opts.intraOpNumThreads,
-      interOpNumThreads: opts.interOpNumThreads,
-      // 'all' adds layout transforms (NCHWc) that speed up convolutions on x86 noticeably.
-      graphOptimizationLevel: 'all',
-      // One request at a time per session; parallel mode only pays off for wide, branchy graphs.
-      executionMode: 'sequential',
-      // Batch sizes recur, so keeping freed blocks in the arena avoids re-allocating per call.
-      enableCpuMemArena: true,
-    });
+    const session = await ort.InferenceSession.create(opts.modelPath, sessionOptions(opts.settings));
     if (!session.inputNames.includes(opts.inputName) || !session.outputNames.includes(opts.outputName)) {
       await session.release();
       throw new Error(
@@ -81,9 +67,9 @@ export class OnnxSession {
     }
     const input = new ort.Tensor('float32', batch, [n, ...this.sampleShape]);
     const outputs = await session.run({ [this.inputName]: input });
-    const out = outputs[this.outputName];
-    if (out === undefined) throw new Error(`model produced no output named ${this.outputName}`);
     try {
+      const out = outputs[this.outputName];
+      if (out === undefined) throw new Error(`model produced no output named ${this.outputName}`);
       const data = out.data;
       if (!(data instanceof Float32Array)) throw new Error(`output ${this.outputName} is ${out.type}, expected float32`);
       if (out.dims[0] !== n || data.length % n !== 0) {
