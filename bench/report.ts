@@ -1,0 +1,2 @@
+import type { BenchFile } from './run.js';
+export function writeReport(_b: BenchFile, _dir: string): void {}
