@@ -17,6 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weights import link_weights  # noqa: E402
 
 
+def _help(gunicorn: Path) -> bytes:
+    import subprocess
+    return subprocess.run([str(gunicorn), "--help"], capture_output=True, check=False).stdout
+
+
 def main() -> None:
     port = sys.argv[1]
     link_weights()
@@ -24,8 +29,10 @@ def main() -> None:
 
     api_dir = Path(deepface.__file__).resolve().parent / "api" / "src"
     gunicorn = Path(sys.executable).parent / "gunicorn"
+    # gunicorn >= 23 opens a control socket at one fixed path; two instances would fight over it.
+    extra = ["--no-control-socket"] if b"--no-control-socket" in _help(gunicorn) else []
     os.execv(str(gunicorn), [str(gunicorn), "--workers=1", "--timeout=3600", f"--bind=127.0.0.1:{port}",
-                             f"--chdir={api_dir}", "app:create_app()"])
+                             f"--chdir={api_dir}", *extra, "app:create_app()"])
 
 
 if __name__ == "__main__":

@@ -132,15 +132,20 @@ export function procMemory(pid: number): ProcMemory | null {
   }
 }
 
-/** Peak RSS (VmHWM) of every process in the tree, and their sum. */
+/**
+ * Peak RSS (VmHWM) of every process in the tree, and their sum. esbuild is listed but not summed:
+ * it is tsx compiling the TypeScript sources of a development checkout; a built install (dist/)
+ * has no such process.
+ */
 export function treeMemory(root: number): { processes: ProcMemory[]; peakRssMb: number; rssMb: number } {
   const processes = processTree(root)
     .map(procMemory)
     .filter((m): m is ProcMemory => m !== null);
+  const counted = processes.filter((p) => p.name !== 'esbuild');
   return {
     processes,
-    peakRssMb: processes.reduce((a, p) => a + p.vmHwmMb, 0),
-    rssMb: processes.reduce((a, p) => a + p.vmRssMb, 0),
+    peakRssMb: counted.reduce((a, p) => a + p.vmHwmMb, 0),
+    rssMb: counted.reduce((a, p) => a + p.vmRssMb, 0),
   };
 }
 
