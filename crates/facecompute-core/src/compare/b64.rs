@@ -12,11 +12,9 @@ pub fn decode_vectors_b64(text: &[u8], dims: usize) -> CoreResult<Vec<f32>> {
     check_dims(dims)?;
     let row_bytes = dims * FLOAT_BYTES;
     let unpadded = strip_padding(text);
-    let byte_len = decoded_len(unpadded.len()).ok_or_else(|| {
-        // A lone trailing character cannot encode a byte; point at the last vector.
-        let at = unpadded.len().saturating_sub(1);
-        invalid_b64(format!("its length is impossible (a lone character at offset {at})"), at, row_bytes)
-    })?;
+    let Some(byte_len) = decoded_len(unpadded.len()) else {
+        return Err(locate_error(unpadded, row_bytes));
+    };
     if byte_len % row_bytes != 0 {
         // Bad characters are the more useful report when both are wrong.
         if unpadded.iter().any(|&c| !is_alphabet(c)) {
@@ -78,7 +76,12 @@ fn locate_error(unpadded: &[u8], row_bytes: usize) -> CoreError {
         }
         None => {
             let at = unpadded.len().saturating_sub(1);
-            invalid_b64("its last character has bits set beyond the data".to_string(), at, row_bytes)
+            let why = if decoded_len(unpadded.len()).is_none() {
+                format!("a lone character at offset {at} cannot encode a byte")
+            } else {
+                "its last character has bits set beyond the data".to_string()
+            };
+            invalid_b64(why, at, row_bytes)
         }
     }
 }
