@@ -53,7 +53,9 @@ function toB64(v: Float32Array): string {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
 }
 
-async function rejectsWith(t: Tap.Test, p: Promise<unknown> | (() => unknown), code: string, detail?: RegExp): Promise<void> {
+type TapTest = Parameters<Parameters<typeof t.test>[1]>[0];
+
+async function rejectsWith(t: TapTest, p: Promise<unknown> | (() => unknown), code: string, detail?: RegExp): Promise<void> {
   try {
     await (typeof p === 'function' ? p() : p);
     t.fail(`expected ${code}`);
