@@ -53,9 +53,15 @@ function toB64(v: Float32Array): string {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
 }
 
-type TapTest = Parameters<Parameters<typeof t.test>[1]>[0];
+/** The assertions rejectsWith needs, structurally (tap's plugin-built test type is unwieldy). */
+interface Asserts {
+  fail(message: string): unknown;
+  type(value: unknown, klass: unknown): unknown;
+  equal(found: unknown, wanted: unknown): unknown;
+  match(found: unknown, pattern: RegExp): unknown;
+}
 
-async function rejectsWith(t: TapTest, p: Promise<unknown> | (() => unknown), code: string, detail?: RegExp): Promise<void> {
+async function rejectsWith(t: Asserts, p: Promise<unknown> | (() => unknown), code: string, detail?: RegExp): Promise<void> {
   try {
     await (typeof p === 'function' ? p() : p);
     t.fail(`expected ${code}`);
