@@ -54,9 +54,10 @@ function toB64(v: Float32Array): string {
 }
 
 /** The assertions rejectsWith needs, structurally (tap's plugin-built test type is unwieldy). */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 interface Asserts {
   fail(message: string): unknown;
-  type(value: unknown, klass: unknown): unknown;
+  type(value: unknown, klass: Function): unknown;
   equal(found: unknown, wanted: unknown): unknown;
   match(found: unknown, pattern: RegExp): unknown;
 }
