@@ -180,6 +180,12 @@ t.test('bad base64 is refused with the vector it hit', async (t) => {
   await rejectsWith(t, () => decodeVectorsB64(broken, dims), 'invalid_embedding', /vector 6/);
   await rejectsWith(t, compareOneToManyB64(new Float32Array(dims), broken, dims, 'cosine'), 'invalid_embedding', /vector 6/);
   await rejectsWith(t, () => decodeVectorsB64(b64.slice(0, 4) + 'é' + b64.slice(5), dims), 'invalid_embedding', /vector 0/);
+  // U+0141's low byte is 'A': a lossy one-byte copy of the string would let it through.
+  const at = b64.indexOf('A', 24); // vector 1 spans characters 21..42
+  t.ok(at >= 24 && at < 40);
+  const lookalike = b64.slice(0, at) + '\u0141' + b64.slice(at + 1);
+  await rejectsWith(t, () => decodeVectorsB64(lookalike, dims), 'invalid_embedding', /vector 1/);
+  await rejectsWith(t, compareOneToManyB64(new Float32Array(dims), lookalike, dims, 'cosine'), 'invalid_embedding', /vector 1/);
   await rejectsWith(t, () => decodeVectorsB64(b64, 3), 'embedding_dimension_mismatch');
   await rejectsWith(t, compareOneToManyB64(new Float32Array(3), b64, 3, 'cosine'), 'embedding_dimension_mismatch');
   const withNaN = new Float32Array(targets);
