@@ -35,7 +35,7 @@ def link_weights() -> None:
     home = Path(os.environ.setdefault("DEEPFACE_HOME", "/tmp/deepface-home"))
     target = home / ".deepface" / "weights"
     target.mkdir(parents=True, exist_ok=True)
-    for name in ["dlib_face_recognition_resnet_model_v1.dat"]:
+    for name in ["dlib_face_recognition_resnet_model_v1.dat", "face_detection_yunet_2023mar.onnx"]:
         dst = target / name
         if not dst.exists():
             dst.symlink_to(WEIGHTS / name)
