@@ -89,7 +89,7 @@ export async function memorySuite(ctx: SuiteContext): Promise<Record<string, unk
   try {
     await deepFaceReady(df, body, 600_000);
     dfIdle = treeMemory(df.proc.pid);
-    dfLoad = await load({ url: `${df.url}/verify`, body, connections, seconds: ctx.quick ? 40 : 90, amount: ctx.quick ? 4 : 8, timeoutS: 600 });
+    dfLoad = await load({ url: `${df.url}/verify`, body, connections, seconds: ctx.quick ? 30 : 60, timeoutS: 600 });
     dfLoaded = treeMemory(df.proc.pid);
   } finally {
     await df.stop();
