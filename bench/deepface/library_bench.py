@@ -7,7 +7,8 @@ Two modes:
   one-shot (default): runs every detector in --detectors and prints one JSON object;
   --serve: a long-lived worker that reads one JSON command per stdin line and answers one JSON line,
            so the Node harness can interleave DeepFace's cells with ours (TensorFlow is imported once).
-           Commands: {"op": "represent"|"verify", "detector": d, "n": k}
+           Commands: {"op": "represent"|"verify", "detector": d, "n": k, "max_s": s}
+                     (k runs, or fewer when s seconds have passed and at least 3 were timed)
                      {"op": "sustained", "detector": d, "images": [names], "max_s": s}
                      {"op": "rss"}
 
@@ -62,19 +63,25 @@ class Runner:
             return time.perf_counter() - s
         return 0.0
 
-    def represent(self, detector, n):
+    def represent(self, detector, n, max_s=1e9):
         self.warm(detector)
         out = []
+        t0 = time.perf_counter()
         for _ in range(n):
+            if len(out) >= 3 and time.perf_counter() - t0 > max_s:
+                break
             s = time.perf_counter()
             self.df.represent(self.img1, model_name=self.model, detector_backend=detector)
             out.append((time.perf_counter() - s) * 1000)
         return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
 
-    def verify(self, detector, n):
+    def verify(self, detector, n, max_s=1e9):
         self.warm(detector)
         out = []
+        t0 = time.perf_counter()
         for _ in range(n):
+            if len(out) >= 3 and time.perf_counter() - t0 > max_s:
+                break
             s = time.perf_counter()
             self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
             out.append((time.perf_counter() - s) * 1000)
@@ -106,9 +113,9 @@ def serve(runner: Runner) -> int:
             cmd = json.loads(line)
             op = cmd["op"]
             if op == "represent":
-                res = runner.represent(cmd["detector"], int(cmd["n"]))
+                res = runner.represent(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
             elif op == "verify":
-                res = runner.verify(cmd["detector"], int(cmd["n"]))
+                res = runner.verify(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
             elif op == "sustained":
                 res = runner.sustained(cmd["detector"], cmd["images"], float(cmd.get("max_s", 60)))
             elif op == "rss":
