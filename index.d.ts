@@ -9,5 +9,34 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
+ * detection.
+ */
+export declare class HaarDetector {
+  /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
+  static load(faceXml: string, eyeXml: string): HaarDetector
+  /** Faces of the image, on the libuv pool. */
+  detect(image: NativeImage): Promise<HaarFace[]>
+}
+
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
+
+export interface HaarFace {
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  leftEye?: Array<number>
+  rightEye?: Array<number>
+}
+
+/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
+export interface NativeImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}

@@ -773,6 +773,7 @@ if (
   }
 }
 
-const { coreVersion } = nativeBinding
+const { HaarDetector, coreVersion } = nativeBinding
+export { HaarDetector }
 export { coreVersion }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -25,6 +25,8 @@ DATA = os.path.abspath(os.environ.get("SHARED_DATA_DIR", os.path.join(REPO, ".."
 WEIGHTS = os.path.abspath(os.environ.get("FACECOMPUTE_WEIGHTS_DIR", os.path.join(REPO, "..", "shared", "weights")))
 EXTS = (".jpg", ".jpeg", ".png")
 LFW_SAMPLE = 200
+# Uncompressed formats that the binding's tap test can decode without a JPEG decoder.
+EXTRA = ["robustness/other_format/compreface__imgtools_test_files__einstein.bmp", "robustness/grayscale/att_faces__s1__1.pgm"]
 
 
 def list_images():
@@ -43,7 +45,7 @@ def list_images():
     # Every k-th file of the sorted list: deterministic and spread over identities.
     step = max(1, len(lfw) // LFW_SAMPLE)
     out.sort()
-    return out + lfw[::step][:LFW_SAMPLE]
+    return out + lfw[::step][:LFW_SAMPLE] + EXTRA
 
 
 def add_border(img):
@@ -96,7 +98,9 @@ def main():
     assert not face.empty() and not eye.empty()
 
     images = []
-    for rel in list_images():
+    for n, rel in enumerate(list_images()):
+        if n % 25 == 0:
+            print(f"{n} {rel}", file=sys.stderr, flush=True)
         img = cv2.imread(os.path.join(DATA, rel))
         if img is None:
             continue

@@ -49,14 +49,19 @@ impl OpenCvDetector {
 
     /// As [`detect`](Self::detect), with the number of scan threads (0: from the machine).
     pub fn detect_with_threads(&self, img: &Image, threads: usize) -> CoreResult<Vec<FaceDetection>> {
-        let (w, h, c) = (img.width as usize, img.height as usize, img.channels as usize);
+        self.detect_raw(img.width, img.height, img.channels, &img.data, threads)
+    }
+
+    /// As [`detect`](Self::detect) on borrowed pixels, so that a binding need not copy them.
+    pub fn detect_raw(&self, width: u32, height: u32, channels: u32, data: &[u8], threads: usize) -> CoreResult<Vec<FaceDetection>> {
+        let (w, h, c) = (width as usize, height as usize, channels as usize);
         if !matches!(c, 1 | 3 | 4) {
             return Err(CoreError::invalid_image("the opencv detector needs 1, 3 or 4 channels"));
         }
-        if w == 0 || h == 0 || img.data.len() != w * h * c {
+        if w == 0 || h == 0 || w.checked_mul(h).and_then(|n| n.checked_mul(c)) != Some(data.len()) {
             return Err(CoreError::invalid_image("image buffer does not match its size"));
         }
-        let gray = bgr_to_gray_cascade(&img.data, w, h, c);
+        let gray = bgr_to_gray_cascade(data, w, h, c);
         let g = Gray { width: w, height: h, data: &gray };
         let faces = self.face.detect_multi_scale3(g, &DetectOptions { threads, ..FACE_OPTS })?;
         let mut out = Vec::with_capacity(faces.len());

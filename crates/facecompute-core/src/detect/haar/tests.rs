@@ -56,7 +56,7 @@ fn malformed_xml_is_an_error_not_a_panic() {
     ];
     for (i, xml) in cases.iter().enumerate() {
         let err = Cascade::from_xml(xml).expect_err(&format!("case {i} must fail"));
-        assert_eq!(err.code, crate::ErrorCode::InvalidRequest, "case {i}");
+        assert_eq!(err.code, crate::ErrorCode::InternalError, "case {i}");
     }
     assert!(Cascade::from_xml(TINY).is_ok());
 }

@@ -4,7 +4,7 @@
 //! Numbers are parsed as f64 and then narrowed to f32, as OpenCV's FileStorage does (strtod, then a
 //! `(float)` cast): parsing straight to f32 could round differently on a few thresholds.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{CoreError, CoreResult, ErrorCode};
 
 use super::{Cascade, Feature, HaarRect, Node, Stage, Weak};
 
@@ -16,8 +16,9 @@ const THRESHOLD_EPS: f32 = 1e-5;
 /// make the scan allocate without bound.
 const MAX_WINDOW: i32 = 1024;
 
+/// A broken cascade is the server's fault, never the request's.
 fn bad(detail: impl Into<String>) -> CoreError {
-    CoreError::invalid_request(format!("invalid cascade XML: {}", detail.into()))
+    CoreError::new(ErrorCode::InternalError, format!("invalid cascade XML: {}", detail.into()))
 }
 
 fn child<'a, 'i>(node: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
