@@ -17,7 +17,7 @@ export declare class HaarDetector {
   /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
   static load(faceXml: string, eyeXml: string): HaarDetector
   /** Faces of the image, on the libuv pool. */
-  detect(image: NativeImage): Promise<HaarFace[]>
+  detect(image: HaarImage): Promise<HaarFace[]>
 }
 
 /** Version of the native core, to check that the addon loaded matches the package. */
@@ -34,7 +34,7 @@ export interface HaarFace {
 }
 
 /** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
-export interface NativeImage {
+export interface HaarImage {
   width: number
   height: number
   channels: number

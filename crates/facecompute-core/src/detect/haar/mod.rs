@@ -128,10 +128,9 @@ struct ScaleData {
     work_h: usize,
 }
 
-/// One window that passed every stage: stripe, origin and last-stage sum.
+/// One window that passed every stage: origin and last-stage sum.
 #[derive(Clone, Copy)]
 struct Hit {
-    stripe: u32,
     x: u32,
     y: u32,
     weight: f64,
@@ -275,8 +274,9 @@ impl Cascade {
         Ok(out)
     }
 
-    /// Every window that passes all stages, in the order OpenCV's single-threaded scan appends them:
-    /// stripe by stripe, and within a stripe scale by scale, row by row.
+    /// Every window that passes all stages, in the order OpenCV's single-threaded scan appends them
+    /// (one call over all stripes: scale by scale, row by row). With more threads OpenCV appends
+    /// stripes as they finish; the grouped faces are the same, only their order can change.
     fn candidates(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<(Rect, f64)>> {
         if !(opts.scale_factor > 1.0) || !opts.scale_factor.is_finite() {
             return Err(CoreError::invalid_request("scaleFactor must be a finite number above 1"));
@@ -290,7 +290,7 @@ impl Cascade {
         }
         // OpenCV cuts every scale into the same number of horizontal stripes, from the first scale's
         // width, and rounds the stripe height down to whole steps: rows past the last stripe are
-        // never scanned, so this changes results, not only order.
+        // never scanned.
         let nstripes = (scales[0].work_w as f64 / 32.0).ceil() as usize;
         if nstripes == 0 {
             return Ok(Vec::new());
@@ -314,7 +314,7 @@ impl Cascade {
         if threads <= 1 {
             let mut bufs = Buffers::default();
             for (i, s) in scales.iter().enumerate() {
-                per_scale.push(self.scan_scale(img, s, nstripes, stripe_sizes[i], &mut bufs));
+                per_scale.push(self.scan_scale(img, s, (nstripes * stripe_sizes[i]).min(s.work_h), &mut bufs));
             }
         } else {
             let next = AtomicUsize::new(0);
@@ -332,7 +332,8 @@ impl Cascade {
                                 if i >= scales.len() {
                                     break;
                                 }
-                                done.push((i, self.scan_scale(img, &scales[i], nstripes, stripe_sizes[i], &mut bufs)));
+                                let rows = (nstripes * stripe_sizes[i]).min(scales[i].work_h);
+                                done.push((i, self.scan_scale(img, &scales[i], rows, &mut bufs)));
                             }
                             done
                         })
@@ -354,28 +355,18 @@ impl Cascade {
         }
 
         let mut out = Vec::new();
-        let mut cursors = vec![0usize; scales.len()];
-        for stripe in 0..nstripes as u32 {
-            for (i, s) in scales.iter().enumerate() {
-                let hits = &per_scale[i];
-                let win = (cv_round_f32(self.win_w as f32 * s.scale), cv_round_f32(self.win_h as f32 * s.scale));
-                while cursors[i] < hits.len() && hits[cursors[i]].stripe == stripe {
-                    let h = hits[cursors[i]];
-                    let rect = Rect {
-                        x: cv_round_f32(h.x as f32 * s.scale),
-                        y: cv_round_f32(h.y as f32 * s.scale),
-                        w: win.0,
-                        h: win.1,
-                    };
-                    out.push((rect, h.weight));
-                    cursors[i] += 1;
-                }
+        for (s, hits) in scales.iter().zip(&per_scale) {
+            let win = (cv_round_f32(self.win_w as f32 * s.scale), cv_round_f32(self.win_h as f32 * s.scale));
+            for h in hits {
+                let rect = Rect { x: cv_round_f32(h.x as f32 * s.scale), y: cv_round_f32(h.y as f32 * s.scale), w: win.0, h: win.1 };
+                out.push((rect, h.weight));
             }
         }
         Ok(out)
     }
 
-    fn scan_scale(&self, img: Gray, s: &ScaleData, nstripes: usize, stripe_size: usize, bufs: &mut Buffers) -> Vec<Hit> {
+    /// Windows of one scale whose origin row is below `rows`.
+    fn scan_scale(&self, img: Gray, s: &ScaleData, rows: usize, bufs: &mut Buffers) -> Vec<Hit> {
         let mut hits = Vec::new();
         if s.work_w == 0 || s.work_h == 0 {
             return hits;
@@ -395,24 +386,18 @@ impl Cascade {
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
         let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area };
         let step = s.ystep;
-        for stripe in 0..nstripes {
-            let y0 = stripe * stripe_size;
-            let y1 = ((stripe + 1) * stripe_size).min(s.work_h);
-            let mut y = y0;
-            while y < y1 {
-                let mut x = 0;
-                while x < s.work_w {
-                    let (result, weight) = self.run_at(&eval, y * stride + x);
-                    if result == 1 {
-                        hits.push(Hit { stripe: stripe as u32, x: x as u32, y: y as u32, weight });
-                    }
-                    // OpenCV skips one more step after a window that fails the first stage.
-                    if result == 0 {
-                        x += step;
-                    }
+        for y in (0..rows).step_by(step) {
+            let mut x = 0;
+            while x < s.work_w {
+                let (result, weight) = self.run_at(&eval, y * stride + x);
+                if result == 1 {
+                    hits.push(Hit { x: x as u32, y: y as u32, weight });
+                }
+                // OpenCV skips one more step after a window that fails the first stage.
+                if result == 0 {
                     x += step;
                 }
-                y += step;
+                x += step;
             }
         }
         hits
