@@ -141,6 +141,37 @@ struct OptFeature {
     weight: [f32; 3],
 }
 
+/// A stump with its feature's offsets inlined for one integral-image stride: the hot loop reads
+/// one contiguous record per weak classifier.
+#[derive(Clone, Copy)]
+struct FlatStump {
+    ofs: [u32; 12],
+    weight: [f32; 3],
+    threshold: f32,
+    left: f32,
+    right: f32,
+}
+
+/// Integral values of one window: `sum[p..p + span]`, where every feature offset is below `span`.
+struct Window<'a> {
+    sum: &'a [i32],
+}
+
+impl Window<'_> {
+    #[inline(always)]
+    fn rect(&self, o: &[u32]) -> i32 {
+        // SAFETY: `Window` is only built over `span` values, and `flat_stumps` checked that every
+        // offset is below `span`; `o` has 4 entries (a chunk of `FlatStump::ofs`).
+        unsafe {
+            let s = self.sum;
+            s.get_unchecked(*o.get_unchecked(0) as usize)
+                .wrapping_sub(*s.get_unchecked(*o.get_unchecked(1) as usize))
+                .wrapping_sub(*s.get_unchecked(*o.get_unchecked(2) as usize))
+                .wrapping_add(*s.get_unchecked(*o.get_unchecked(3) as usize))
+        }
+    }
+}
+
 fn cv_round_f32(v: f32) -> i32 {
     v.round_ties_even() as i32
 }
@@ -384,7 +415,10 @@ impl Cascade {
             .collect();
         let nofs = offsets(1, 1, self.win_w - 2, self.win_h - 2, stride);
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
-        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area };
+        // Offsets are below (win_h)*stride + win_w + 1 by the XML checks; `span` bounds them all.
+        let span = self.win_h as usize * stride + self.win_w as usize + 1;
+        let flat = self.flat_stumps(&opt, span);
+        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat: flat.as_deref(), span };
         let step = s.ystep;
         for y in (0..rows).step_by(step) {
             let mut x = 0;
@@ -401,6 +435,23 @@ impl Cascade {
             }
         }
         hits
+    }
+
+    fn flat_stumps(&self, opt: &[OptFeature], span: usize) -> Option<Vec<FlatStump>> {
+        let stumps = self.stumps.as_ref()?;
+        let flat: Vec<FlatStump> = stumps
+            .iter()
+            .map(|sp| {
+                let f = &opt[sp.feature as usize];
+                let mut ofs = [0u32; 12];
+                for (k, o) in f.ofs.iter().flatten().enumerate() {
+                    ofs[k] = *o as u32;
+                }
+                FlatStump { ofs, weight: f.weight, threshold: sp.threshold, left: sp.left, right: sp.right }
+            })
+            .collect();
+        // The soundness condition of `Window::rect`; a failure would be a bug in the XML checks.
+        flat.iter().all(|f| f.ofs.iter().all(|&o| (o as usize) < span)).then_some(flat)
     }
 
     /// `CascadeClassifierImpl::runAt`: -1 when the window is too flat to normalise, -stage when it
@@ -426,7 +477,23 @@ impl Cascade {
             ret * vnf
         };
         let mut tmp = 0.0f64;
-        if let Some(stumps) = &self.stumps {
+        if let Some(flat) = e.flat {
+            // p + span never passes the end: the last origin is ((h - win_h) * stride + w - win_w).
+            let win = Window { sum: &e.sum[p..p + e.span] };
+            for (si, st) in self.stages.iter().enumerate() {
+                tmp = 0.0;
+                for sp in &flat[st.first as usize..(st.first + st.count) as usize] {
+                    let mut ret = sp.weight[0] * win.rect(&sp.ofs[0..4]) as f32 + sp.weight[1] * win.rect(&sp.ofs[4..8]) as f32;
+                    if sp.weight[2] != 0.0 {
+                        ret += sp.weight[2] * win.rect(&sp.ofs[8..12]) as f32;
+                    }
+                    tmp += if ret * vnf < sp.threshold { sp.left } else { sp.right } as f64;
+                }
+                if tmp < st.threshold as f64 {
+                    return (-(si as i32), tmp);
+                }
+            }
+        } else if let Some(stumps) = &self.stumps {
             for (si, st) in self.stages.iter().enumerate() {
                 tmp = 0.0;
                 for sp in &stumps[st.first as usize..(st.first + st.count) as usize] {
@@ -465,6 +532,8 @@ struct Eval<'a> {
     opt: &'a [OptFeature],
     nofs: [usize; 4],
     area: f64,
+    flat: Option<&'a [FlatStump]>,
+    span: usize,
 }
 
 #[derive(Default)]
