@@ -94,7 +94,7 @@ pub struct DetectOptions {
     /// (width, height); (0, 0) means no limit, as in OpenCV.
     pub min_size: (i32, i32),
     pub max_size: (i32, i32),
-    /// Worker threads for the scales; 0 picks from the machine.
+    /// Worker threads for the scales; 0 picks from the machine and the image size.
     pub threads: usize,
 }
 
@@ -332,10 +332,10 @@ impl Cascade {
             .collect();
 
         let pixels: usize = scales.iter().map(|s| s.w * s.h).sum();
-        let threads = if pixels < PARALLEL_MIN_PIXELS {
-            1
-        } else if opts.threads > 0 {
+        let threads = if opts.threads > 0 {
             opts.threads
+        } else if pixels < PARALLEL_MIN_PIXELS {
+            1
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
         }

@@ -113,3 +113,41 @@ fn scale_list_follows_opencv_rounding() {
     let wins: Vec<i32> = s.iter().map(|s| cv_round_f32(24.0 * s.scale)).collect();
     assert_eq!(wins, vec![32, 35, 39, 43, 47]);
 }
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("SHARED_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+}
+
+/// AT&T face s1/1 (8-bit PGM, no decoder involved) with DeepFace's align=True border, grey.
+fn att_face_bordered() -> (usize, usize, Vec<u8>) {
+    let buf = std::fs::read(data_dir().join("robustness/grayscale/att_faces__s1__1.pgm")).unwrap();
+    let head = b"P5 92 112 255\n";
+    assert_eq!(&buf[..head.len()], head);
+    let px = &buf[head.len()..head.len() + 92 * 112];
+    let (w, h, bw, bh) = (92 + 2 * 46, 112 + 2 * 56, 46, 56);
+    let mut out = vec![0u8; w * h];
+    for y in 0..112 {
+        out[(y + bh) * w + bw..(y + bh) * w + bw + 92].copy_from_slice(&px[y * 92..(y + 1) * 92]);
+    }
+    (w, h, out)
+}
+
+#[test]
+fn att_face_matches_opencv_python_with_any_thread_count() {
+    // opencv-python 4.9.0 detectMultiScale3(bordered, 1.1, 10, outputRejectLevels=True) gives
+    // [[53, 81, 81, 81]], rejectLevels [25], levelWeights [5.122573173022829]
+    // (test/fixtures/opencv_haar.json, robustness/grayscale/att_faces__s1__1.pgm).
+    let face = load("haarcascade_frontalface_default.xml");
+    let (w, h, img) = att_face_bordered();
+    let g = Gray { width: w, height: h, data: &img };
+    for threads in [1, 2, 5] {
+        let opts = DetectOptions { scale_factor: 1.1, min_neighbors: 10, threads, ..Default::default() };
+        let found = face.detect_multi_scale3(g, &opts).unwrap();
+        assert_eq!(found.len(), 1, "threads {threads}");
+        assert_eq!(found[0].rect, Rect { x: 53, y: 81, w: 81, h: 81 });
+        assert_eq!(found[0].reject_level, 25);
+        assert_eq!(found[0].level_weight, 5.122573173022829);
+    }
+}
