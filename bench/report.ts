@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchFile } from './run.js';
 import { barChart, lineChart } from './lib/svg.js';
+import { eldLabel } from './suites/service.js';
 
 /* The shapes the suites write (only the fields the report reads). */
 interface LoadCell {
@@ -159,8 +160,8 @@ export function writeReport(b: BenchFile, dir: string): void {
     for (const l of service.levels) {
       md.push(`| ${l.connections} | ${fx(l.ours.rps)} | ${fx(l.deepface.rps)} | ${fx(l.ours.rps / l.deepface.rps, 1)} | ${fx(l.ours.p50_ms, 0)} / ${fx(l.ours.p99_ms, 0)} | ${fx(l.deepface.p50_ms, 0)} / ${fx(l.deepface.p99_ms, 0)} | ${fx(l.ours.cpu_ms_per_request, 0)} | ${fx(l.deepface.cpu_ms_per_request, 0)} | ${l.ours.non2xx + l.ours.errors + l.ours.timeouts} / ${l.deepface.non2xx + l.deepface.errors + l.deepface.timeouts} |`);
     }
-    const eld = service.levels.flatMap((l) => l.event_loop.map((e) => `c${l.connections} ${e.argv.includes('model-server') ? 'model server' : 'gateway'} p99 ${e.p99_ms} ms (max ${e.max_ms})`));
-    if (eld.length) md.push('', `Event-loop delay under that load: ${eld.join('; ')}.`);
+    const eld = service.levels.flatMap((l) => l.event_loop.map((e) => `| ${l.connections} | ${eldLabel(e.argv)} | ${e.p50_ms} | ${e.p99_ms} | ${e.max_ms} |`));
+    if (eld.length) md.push('', 'Event-loop delay during each load (perf_hooks.monitorEventLoopDelay beyond its 5 ms sampling period; the idle Node process shows what the busy machine alone adds):', '', '| c | process | p50 ms | p99 ms | max ms |', '|---|---|---|---|---|', ...eld);
     md.push('');
   }
   if (library) {

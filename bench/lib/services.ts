@@ -15,6 +15,8 @@ export interface OurService {
   consoleUrl: string;
   modelServerUrl: string;
   eldDir: string | null;
+  /** An idle Node process with the same probe: the machine's own scheduling delay, for reference. */
+  eldBaselinePid: number | null;
   /** Milliseconds from spawn to /readiness 200. */
   readyMs: number;
   stop(): Promise<void>;
@@ -73,12 +75,13 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
   mkdirSync(o.logDir, { recursive: true });
   const proc = start(process.execPath, [join(REPO_ROOT, 'bin', 'facecompute.js'), 'serve'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}.log`) });
   const gatewayUrl = `http://127.0.0.1:${gateway}`;
+  const baseline = eldDir ? start(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}-eld-baseline.log`) }) : null;
   let readyMs: number;
   try {
     const at = await waitFor(async () => (await fetch(`${gatewayUrl}/readiness`)).status === 200, o.readyTimeoutMs ?? 300_000, proc);
     readyMs = at - proc.startedAt;
   } catch (err) {
-    await proc.stop();
+    await Promise.all([proc.stop(), baseline?.stop()]);
     rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
@@ -88,9 +91,10 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
     consoleUrl: `http://127.0.0.1:${consolePort}`,
     modelServerUrl: `http://127.0.0.1:${modelServer}`,
     eldDir,
+    eldBaselinePid: baseline?.pid ?? null,
     readyMs,
     async stop() {
-      await proc.stop();
+      await Promise.all([proc.stop(), baseline?.stop()]);
       rmSync(dataDir, { recursive: true, force: true });
       if (eldDir) rmSync(eldDir, { recursive: true, force: true });
     },

@@ -24,13 +24,19 @@ export async function deepFaceReady(df: DeepFaceService, body: string, timeoutMs
 }
 
 export function resetEventLoop(ours: OurService): void {
-  for (const pid of processTree(ours.proc.pid)) {
+  for (const pid of [...processTree(ours.proc.pid), ...(ours.eldBaselinePid ? [ours.eldBaselinePid] : [])]) {
     try {
       process.kill(pid, 'SIGUSR2');
     } catch {
       // gone
     }
   }
+}
+
+export function eldLabel(argv: string): string {
+  if (argv.includes('model-server')) return 'model server';
+  if (argv.includes('serve')) return 'gateway (serve)';
+  return argv === '' ? 'idle node (machine baseline)' : argv;
 }
 
 export interface Cell extends LoadResult {
@@ -136,7 +142,7 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
     );
     ctx.table(
       ['c', 'process', 'event-loop p50 ms', 'p99 ms', 'max ms'],
-      levels.flatMap((l) => l.event_loop.map((e) => [l.connections, e.argv.includes('model-server') ? 'model-server' : `serve (${e.pid})`, e.p50_ms, e.p99_ms, e.max_ms])),
+      levels.flatMap((l) => l.event_loop.map((e) => [l.connections, eldLabel(e.argv), e.p50_ms, e.p99_ms, e.max_ms])),
     );
     ctx.log(`service: peak RSS after the load: ours ${memory.ours.peakRssMb.toFixed(0)} MB (${memory.ours.processes.length} processes), DeepFace ${memory.deepface.peakRssMb.toFixed(0)} MB`);
     return {
