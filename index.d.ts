@@ -11,3 +11,65 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
+
+export interface FaceImage {
+  width: number
+  height: number
+  channels: number
+  /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
+  data: Buffer
+}
+
+export interface NativeFace {
+  /** DeepFace's integer box as its detector wrapper builds it. */
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  /** 10 integers: the person's right eye, left eye, nose, mouth right, mouth left, each (x, y). */
+  landmarks: Array<number>
+  /** The unrounded box `[x1, y1, x2, y2]` in original-image pixels. */
+  rawBox: Array<number>
+  /** The unrounded landmarks (same order as `landmarks`). */
+  rawLandmarks: Array<number>
+}
+
+export interface NativeTensor {
+  data: Float32Array
+  dims: Array<number>
+}
+
+export interface PreparedInput {
+  /** The network input, laid out as the detector expects (see each prepare function). */
+  tensor: Float32Array
+  dims: Array<number>
+  /** retinaface: the resize factor (boxes are divided by it); yunet: DeepFace's ratio (1 if not resized). */
+  scale: number
+  resized: boolean
+}
+
+export interface ResnetLevelInput {
+  stride: number
+  cls: NativeTensor
+  bbox: NativeTensor
+  landmark: NativeTensor
+}
+
+/** Decodes MobileNet-0.25 outputs for a network input of `width x height` made with `scale`. */
+export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/** Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride). */
+export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/** Resizes (serengil rule) and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. */
+export declare function retinafacePrepare(image: FaceImage, variantName: string): Promise<PreparedInput>
+
+/**
+ * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
+ * `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).
+ */
+export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<NativeFace>>
+
+/** DeepFace's >640 resize, then OpenCV's zero padding to multiples of 32; NCHW raw BGR. */
+export declare function yunetPrepare(image: FaceImage): Promise<PreparedInput>

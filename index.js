@@ -773,6 +773,11 @@ if (
   }
 }
 
-const { coreVersion } = nativeBinding
+const { coreVersion, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } = nativeBinding
 export { coreVersion }
+export { retinafaceDecodeMobilenet }
+export { retinafaceDecodeResnet }
+export { retinafacePrepare }
+export { yunetDecode }
+export { yunetPrepare }
 export const __napiBindingTarget = __napiLoadedBindingTarget

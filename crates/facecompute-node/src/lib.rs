@@ -7,6 +7,7 @@ mod guard;
 mod image;
 mod compare;
 mod detect;
+mod faces;
 
 use napi_derive::napi;
 
