@@ -112,7 +112,10 @@ function defaultCacheDir(env: NodeJS.ProcessEnv): string {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const known = new Set<string>(VARS.map((v) => v.name));
   for (const key of Object.keys(env)) {
-    if (key.startsWith('FACECOMPUTE_') && !known.has(key)) throw new ConfigError(`unknown configuration variable ${key}`);
+    // FACECOMPUTE_TEST_* names belong to the test harness (scripts/test-services.sh), not the service.
+    if (key.startsWith('FACECOMPUTE_') && !known.has(key) && !key.startsWith('FACECOMPUTE_TEST_')) {
+      throw new ConfigError(`unknown configuration variable ${key}`);
+    }
   }
   const raw = {} as Raw;
   const v = {} as Record<VarName, any>;
