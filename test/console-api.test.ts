@@ -25,7 +25,7 @@ eachDatabase(
     });
 
     t.test('anonymous signup: one call, no body, account and session token', async (t) => {
-      for (const headers of [{}, { 'content-type': 'application/json' }]) {
+      for (const headers of [{}, { 'content-type': 'application/json' }] as Array<Record<string, string>>) {
         const res = await c.api('POST', '/api/signup/anonymous', { headers, ip: '198.51.100.1' });
         t.equal(res.statusCode, 201);
         t.equal(res.headers['x-api-version'], 'v1');
