@@ -1,0 +1,78 @@
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/index.js';
+import { createAccountsStore } from '../src/accounts/index.js';
+import { buildConsole } from '../src/console/main.js';
+
+function cookies(res: { headers: Record<string, unknown> }): Record<string, string> {
+  const raw = res.headers['set-cookie'];
+  const list = Array.isArray(raw) ? raw : raw ? [String(raw)] : [];
+  return Object.fromEntries(list.map((c: string) => [c.split('=')[0]!, c]));
+}
+const value = (setCookie: string) => setCookie.split(';')[0]!.split('=').slice(1).join('=');
+const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+
+async function setup(t: any, env: Record<string, string> = {}) {
+  const config = loadConfig({ FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-pages-')), ...env });
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  return { app, store };
+}
+
+t.test('forms need the CSRF token; sessions are httpOnly SameSite=Lax cookies', async (t) => {
+  const { app } = await setup(t);
+  const page = await app.inject({ url: '/signup' });
+  t.equal(page.statusCode, 200);
+  const csrfCookie = cookies(page)['fc_csrf']!;
+  t.match(csrfCookie, /HttpOnly/);
+  t.match(csrfCookie, /SameSite=Lax/);
+  t.notMatch(csrfCookie, /Secure/, 'not Secure on loopback with auto');
+  const token = csrfOf(page.body);
+  t.equal(token, value(csrfCookie));
+
+  const form = (body: Record<string, string>, cookie: string) =>
+    app.inject({ method: 'POST', url: '/signup', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, payload: new URLSearchParams(body).toString() });
+  const noToken = await form({ email: 'p@example.com', password: 'correct horse battery' }, `fc_csrf=${token}`);
+  t.equal(noToken.statusCode, 403);
+  t.match(noToken.body, /reload the page/);
+  const wrong = await form({ email: 'p@example.com', password: 'correct horse battery', _csrf: 'x'.repeat(43) }, `fc_csrf=${token}`);
+  t.equal(wrong.statusCode, 403);
+  const ok = await form({ email: 'p@example.com', password: 'correct horse battery', _csrf: token }, `fc_csrf=${token}`);
+  t.equal(ok.statusCode, 303);
+  t.equal(ok.headers.location, '/account');
+  const session = cookies(ok)['fc_session']!;
+  t.match(session, /^fc_session=fc_sess_/);
+  t.match(session, /HttpOnly/);
+  t.match(session, /SameSite=Lax/);
+  t.match(session, /Path=\//);
+
+  const acct = await app.inject({ url: '/account', headers: { cookie: `fc_csrf=${token}; fc_session=${value(session)}` } });
+  t.equal(acct.statusCode, 200);
+  t.match(acct.body, 'p@example.com');
+  const csp = String(acct.headers['content-security-policy']);
+  const nonce = /script-src 'nonce-([^']+)'/.exec(csp)![1]!;
+  t.match(acct.body, `<script nonce="${nonce}">`);
+  t.match(csp, /default-src 'none'/);
+  t.notMatch(acct.body, /https?:\/\/(?!127\.0\.0\.1)[^"'\s<]*\.(css|js|woff2?)/, 'no external assets');
+
+  const anon = await app.inject({ url: '/account' });
+  t.equal(anon.statusCode, 303);
+  t.equal(anon.headers.location, '/signin');
+});
+
+t.test('Secure cookies when configured', async (t) => {
+  const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
+  t.match(cookies(await app.inject({ url: '/signin' }))['fc_csrf']!, /Secure/);
+});
+
+t.test('user text is escaped in pages', async (t) => {
+  const { app, store } = await setup(t);
+  const { session_token } = await store.signup('x@example.com', 'correct horse battery');
+  await store.createKey((await store.sessionAccount(session_token))!, 'rest', '<script>alert(1)</script>');
+  const res = await app.inject({ url: '/keys', headers: { cookie: `fc_session=${session_token}` } });
+  t.notMatch(res.body, '<script>alert(1)</script>');
+  t.match(res.body, '&lt;script&gt;alert(1)&lt;/script&gt;');
+});
