@@ -40,6 +40,7 @@ export function layout(o: LayoutOptions): Html {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <title>${o.title} · facecompute console</title>
 <style nonce="${o.nonce}">${new Html(STYLES)}</style>
 </head>
