@@ -34,6 +34,8 @@ button.danger { background:#fff; color:var(--danger); border-color:var(--danger)
 .alert.success { background:#ecfdf3; border-color:#75e0a7; color:#054f31; }
 .alert.warn { background:#fffaeb; border-color:#fec84b; color:#7a2e0e; }
 .secret { display:flex; gap:.5rem; align-items:stretch; margin:.5rem 0; flex-wrap:wrap; }
+.secret pre { flex:1; min-width:0; margin:0; white-space:pre-wrap; overflow-wrap:anywhere; }
+.secret button { align-self:flex-start; }
 .secret code { flex:1; min-width:0; overflow-wrap:anywhere; background:#111827; color:#f9fafb; padding:.6rem .75rem; border-radius:6px; font-size:.95rem; }
 code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 pre { background:#111827; color:#f9fafb; padding:.9rem 1rem; border-radius:8px; overflow-x:auto; font-size:.875rem; margin:.5rem 0; }
@@ -47,7 +49,10 @@ td code { background:#eef2f7; padding:.1rem .35rem; border-radius:4px; }
 dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.4rem 1.25rem; margin:0; }
 dl.facts dt { color:var(--muted); }
 dl.facts dd { margin:0; font-weight:600; }
-progress { width:100%; height:12px; accent-color:var(--accent); margin:.25rem 0; }
+progress { -webkit-appearance:none; appearance:none; width:100%; height:12px; border:0; border-radius:999px; background:#e5e7eb; overflow:hidden; margin:.25rem 0; }
+progress::-webkit-progress-bar { background:#e5e7eb; border-radius:999px; }
+progress::-webkit-progress-value { background:var(--accent); border-radius:999px; }
+progress::-moz-progress-bar { background:var(--accent); border-radius:999px; }
 .muted { color:var(--muted); }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
