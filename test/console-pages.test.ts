@@ -63,6 +63,23 @@ t.test('forms need the CSRF token; sessions are httpOnly SameSite=Lax cookies', 
   t.equal(anon.headers.location, '/signin');
 });
 
+t.test('a stale form in a browser gets an HTML error page; the API stays JSON', async (t) => {
+  const { app, store } = await setup(t);
+  const { session_token } = await store.signup('stale@example.com', 'correct horse battery');
+  const res = await app.inject({
+    method: 'POST',
+    url: '/keys',
+    headers: { cookie: `fc_session=${session_token}; fc_csrf=${'a'.repeat(43)}`, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=x&_csrf=' + 'b'.repeat(43),
+  });
+  t.equal(res.statusCode, 403);
+  t.match(res.headers['content-type'], /^text\/html/);
+  t.match(res.body, /reload the page/);
+  const api = await app.inject({ method: 'POST', url: '/api/keys', headers: { cookie: `fc_session=${session_token}`, accept: 'text/html' }, payload: { name: 'x' } });
+  t.equal(api.statusCode, 403);
+  t.equal(api.json().error, 'csrf_failed');
+});
+
 t.test('Secure cookies when configured', async (t) => {
   const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
   t.match(cookies(await app.inject({ url: '/signin' }))['fc_csrf']!, /Secure/);

@@ -6,6 +6,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ServiceError } from '../../errors/index.js';
+import { escapeHtml } from '../views/html.js';
 
 function describeValidation(err: FastifyError): string {
   const first = err.validation?.[0];
@@ -38,7 +39,16 @@ async function errors(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const se = toServiceError(err);
     if (se.code === 'internal_error') req.log.error({ err }, 'unhandled console error');
-    void reply.code(se.status).headers(se.headers).type('application/json; charset=utf-8').send(se.toBody());
+    void reply.code(se.status).headers(se.headers);
+    // A person who submitted a stale web form gets a page, not JSON; the API always answers JSON.
+    if (!req.url.startsWith('/api/') && String(req.headers.accept ?? '').includes('text/html')) {
+      void reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', "default-src 'none'")
+        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Error · facecompute console</title><main><h1>Something went wrong</h1><p>${escapeHtml(se.detail)}</p><p><a href="/">Back to the console</a></p></main></html>`);
+      return;
+    }
+    void reply.type('application/json; charset=utf-8').send(se.toBody());
   });
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).type('application/json; charset=utf-8').send(new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
