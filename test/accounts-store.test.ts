@@ -1,5 +1,6 @@
 import t from 'tap';
 import { sha256 } from '../src/accounts/secrets.js';
+import { MIGRATION_NAMES } from '../src/accounts/migrations.js';
 import { rejectsCode } from './helpers/errors.js';
 import { eachDatabase } from './helpers/accounts-db.js';
 
@@ -10,8 +11,9 @@ eachDatabase(t, async (t, tdb) => {
 
   t.test('migrations are versioned and re-running them is a no-op', async (t) => {
     const again = await tdb.open();
-    const rows = await again.db.selectFrom('kysely_migration' as any).select('name' as any).execute();
-    t.same(rows.map((r: any) => r.name), ['0001_accounts_keys_usage_sessions']);
+    const rows = await again.db.selectFrom('kysely_migration' as any).select('name' as any).orderBy('name' as any).execute();
+    t.same(rows.map((r: any) => r.name), MIGRATION_NAMES);
+    t.same(MIGRATION_NAMES, ['0001_accounts_keys_usage_sessions', '0002_login_failures']);
     await again.close();
   });
 
@@ -147,6 +149,27 @@ eachDatabase(t, async (t, tdb) => {
     t.equal(refused, 40, 'exactly 40 insufficient_credits');
     t.same((await store.getAccount(account.id)).free_calls, { total: 50, used: 50, remaining: 0 });
     t.comment(`${tdb.name}: ${ok} succeeded, ${refused} insufficient_credits`);
+  });
+
+  t.test('password guessing is throttled per email', async (t) => {
+    await store.signup('guess@example.com', 'correct horse battery');
+    for (let i = 0; i < 9; i++) await rejectsCode(t, store.login('guess@example.com', `wrong ${i} password`), 'invalid_credentials');
+    t.equal((await store.login('Guess@example.com', 'correct horse battery')).account.email, 'guess@example.com', 'a success clears the failures');
+    for (let i = 0; i < 10; i++) await rejectsCode(t, store.login('guess@example.com', `wrong ${i} password`), 'invalid_credentials');
+    const e = await rejectsCode(t, store.login('guess@example.com', 'correct horse battery'), 'rate_limited');
+    t.equal(e?.headers['retry-after'], '900');
+    const rows = await store.db.selectFrom('login_failures').selectAll().execute();
+    t.notOk(rows.some((r) => r.email_hash.includes('guess')), 'emails are stored hashed');
+    await store.db.updateTable('login_failures').set({ created_at: new Date(Date.now() - 16 * 60_000).toISOString() }).execute();
+    t.ok(await store.login('guess@example.com', 'correct horse battery'), 'failures age out');
+  });
+
+  t.test('expired sessions stop working and are cleaned up', async (t) => {
+    const { session_token } = await store.signup('expired@example.com', 'correct horse battery');
+    await store.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('token_hash', '=', sha256(session_token)).execute();
+    t.equal(await store.sessionAccount(session_token), null);
+    await store.login('expired@example.com', 'correct horse battery');
+    t.notOk(await store.db.selectFrom('sessions').select('id').where('token_hash', '=', sha256(session_token)).executeTakeFirst(), 'deleted');
   });
 
   t.test('anonymous signup is rate-limited per client address', async (t) => {

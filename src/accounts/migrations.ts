@@ -60,6 +60,18 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('signup_events_address').on('signup_events').columns(['address_hash', 'created_at']).execute();
       },
     },
+    '0002_login_failures': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('login_failures')
+          .addColumn('id', 'integer', serial)
+          .addColumn('email_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('login_failures_email').on('login_failures').columns(['email_hash', 'created_at']).execute();
+        await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+      },
+    },
   };
 }
 
@@ -72,7 +84,14 @@ class StaticProvider implements MigrationProvider {
 
 /** Brings the schema up to date; throws (refusing start-up) if any migration fails. */
 export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new StaticProvider(dialect) });
+  // Kysely looks for its bookkeeping tables across all schemas unless told which one; name the
+  // connection's current schema so that other schemas in the same database cannot mislead it.
+  let migrationTableSchema: string | undefined;
+  if (dialect === 'postgres') {
+    const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db);
+    migrationTableSchema = rows[0]?.s;
+  }
+  const migrator = new Migrator({ db, provider: new StaticProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

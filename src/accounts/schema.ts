@@ -46,10 +46,17 @@ export interface SignupEventsTable {
   created_at: string;
 }
 
+export interface LoginFailuresTable {
+  id: Generated<number>;
+  email_hash: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   usage: UsageTable;
   sessions: SessionsTable;
   signup_events: SignupEventsTable;
+  login_failures: LoginFailuresTable;
 }

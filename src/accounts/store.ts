@@ -62,6 +62,8 @@ export interface StoreOptions {
 
 const KIND_NAME: Record<KeyKind, string> = { rest: 'REST', mcp: 'MCP' };
 const HOUR_MS = 3600_000;
+const LOGIN_WINDOW_MS = 15 * 60_000;
+const LOGIN_FAILURES_MAX = 10;
 
 function now(): string {
   return new Date().toISOString();
@@ -174,12 +176,32 @@ export class AccountsStore implements AccountsPort {
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
 
+  /**
+   * Password guessing is throttled per email (not per address, which NAT and proxies share):
+   * after `LOGIN_FAILURES_MAX` failures in `LOGIN_WINDOW_MS` the email is refused until they age out.
+   */
   async login(email: unknown, password: unknown): Promise<SessionResult> {
     if (typeof email !== 'string' || typeof password !== 'string') throw new ServiceError('invalid_request', 'email and password are required');
-    const row = await this.db.selectFrom('accounts').selectAll().where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+    const normalized = email.trim().toLowerCase();
+    const emailHash = sha256(`login:${normalized}`);
+    const since = new Date(Date.now() - LOGIN_WINDOW_MS).toISOString();
+    await this.db.deleteFrom('login_failures').where('created_at', '<', since).execute();
+    const { n } = await this.db
+      .selectFrom('login_failures')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('email_hash', '=', emailHash)
+      .executeTakeFirstOrThrow();
+    if (Number(n) >= LOGIN_FAILURES_MAX) {
+      throw new ServiceError('rate_limited', 'too many failed sign-ins for this email; try again in 15 minutes', { headers: { 'retry-after': String(LOGIN_WINDOW_MS / 1000) } });
+    }
+    const row = await this.db.selectFrom('accounts').selectAll().where('email', '=', normalized).executeTakeFirst();
     const ok = await verifyPassword(row?.password_hash ?? null, password);
-    if (!row || !ok) throw new ServiceError('invalid_credentials', 'the email or password is wrong');
+    if (!row || !ok) {
+      await this.db.insertInto('login_failures').values({ email_hash: emailHash, created_at: now() }).execute();
+      throw new ServiceError('invalid_credentials', 'the email or password is wrong');
+    }
     if (row.status !== 'active') throw new ServiceError('account_inactive', 'the account is disabled');
+    await this.db.deleteFrom('login_failures').where('email_hash', '=', emailHash).execute();
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
 
@@ -244,6 +266,8 @@ export class AccountsStore implements AccountsPort {
   private async createSession(accountId: string): Promise<string> {
     const token = randomSecret(SESSION_PREFIX);
     const t = Date.now();
+    // Expired sessions are useless; dropping them here keeps the table from growing without a cron.
+    await this.db.deleteFrom('sessions').where('expires_at', '<=', new Date(t).toISOString()).execute();
     await this.db
       .insertInto('sessions')
       .values({ id: randomUUID(), account_id: accountId, token_hash: sha256(token), created_at: new Date(t).toISOString(), expires_at: new Date(t + this.sessionTtlMs).toISOString() })
