@@ -2,8 +2,8 @@
  * The console in real Chromium: sign up, keys shown once, revocation, MCP keys and client
  * configuration, and the anonymous-to-account upgrade. Screenshots go to test-output/screenshots/.
  *
- * Whether a key is accepted is asked of AccountsPort.authenticate, unless FACECOMPUTE_TEST_GATEWAY_URL
- * names a running gateway wired to the same database, in which case a real compute call is made.
+ * Whether a key is accepted is asked through test/helpers/key-check.ts: AccountsPort.authenticate by
+ * default, or a real gateway (FACECOMPUTE_TEST_GATEWAY_URL) sharing FACECOMPUTE_TEST_BROWSER_DATA_DIR.
  */
 import t from 'tap';
 import { mkdirSync, mkdtempSync } from 'node:fs';
@@ -11,39 +11,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { loadConfig } from '../src/config/index.js';
-import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
+import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
 import { launchChromium } from './helpers/browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
+import { createKeyCheck } from './helpers/key-check.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
 mkdirSync(SHOTS, { recursive: true });
 
-/** True when the REST gateway (or, without one, the accounts port it uses) accepts the key. */
-async function restKeyAccepted(store: AccountsStore, key: string): Promise<boolean> {
-  const gateway = process.env['FACECOMPUTE_TEST_GATEWAY_URL'];
-  if (gateway) {
-    const res = await fetch(`${gateway.replace(/\/+$/, '')}/verify`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
-    const body = (await res.json()) as { error?: string };
-    return !(res.status === 401 && body.error === 'invalid_api_key');
-  }
-  try {
-    await store.authenticate(key, 'rest');
-    return true;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'invalid_api_key') return false;
-    throw err;
-  }
-}
-
 const config = loadConfig({
-  FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-browser-')),
+  FACECOMPUTE_DATA_DIR: process.env['FACECOMPUTE_TEST_BROWSER_DATA_DIR'] ?? mkdtempSync(join(tmpdir(), 'fc-browser-')),
   FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.facecompute.example',
   FACECOMPUTE_PUBLIC_MCP_URL: 'https://mcp.facecompute.example/mcp',
   FACECOMPUTE_LOG_LEVEL: 'silent',
 });
 const store = await createAccountsStore(config);
 const app = await buildConsole({ config, store });
+const keys = createKeyCheck(store);
+t.comment(`key acceptance checked via ${keys.via}`);
+const restKeyAccepted = (key: string) => keys.accepted(key, 'rest');
 await app.listen({ host: '127.0.0.1', port: 0 });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 let browser: Browser;
@@ -110,7 +97,7 @@ t.test('sign up, create a named key, see it once, reload, revoke', async (t) => 
   await page.getByRole('button', { name: 'Copied' }).waitFor();
   t.equal(await page.evaluate(() => navigator.clipboard.readText()), key, 'the copy button copies the key');
   await shot(page, '03-keys-created');
-  t.ok(await restKeyAccepted(store, key), 'the new key is accepted');
+  t.ok(await restKeyAccepted(key), 'the new key is accepted');
 
   await page.goto(`${base}/keys`);
   const html = await page.content();
@@ -123,7 +110,7 @@ t.test('sign up, create a named key, see it once, reload, revoke', async (t) => 
   await row.getByRole('button', { name: 'Revoke key laptop' }).click();
   await page.waitForURL(`${base}/keys`);
   await page.locator('tr', { hasText: 'laptop' }).locator('.badge.revoked').waitFor();
-  t.notOk(await restKeyAccepted(store, key), 'the revoked key is refused');
+  t.notOk(await restKeyAccepted(key), 'the revoked key is refused');
   await shot(page, '05-keys-revoked');
 
   // Keyboard: the create form can be reached and submitted without a mouse.
@@ -155,8 +142,8 @@ t.test('MCP page: create an MCP key and copy a client configuration', async (t) 
   await page.getByRole('button', { name: 'Copy the Cursor configuration' }).click();
   t.same(JSON.parse(await page.evaluate(() => navigator.clipboard.readText())), cursor);
   await shot(page, '06-mcp-created');
-  t.equal((await store.authenticate(key, 'mcp')).kind, 'mcp');
-  t.notOk(await restKeyAccepted(store, key), 'an MCP key is refused on REST');
+  t.ok(await keys.accepted(key, 'mcp'), 'the MCP key is accepted on MCP');
+  t.notOk(await restKeyAccepted(key), 'an MCP key is refused on REST');
   await page.goto(`${base}/mcp`);
   t.notOk((await page.content()).includes(key));
   await shot(page, '07-mcp-list');
@@ -200,7 +187,7 @@ t.test('anonymous account, then upgrade with email and password, then a card', a
 
   await page.getByRole('link', { name: 'API keys' }).click();
   t.ok((await page.content()).includes(key.slice(0, 16)), 'the anonymous key is kept');
-  t.ok(await restKeyAccepted(store, key));
+  t.ok(await restKeyAccepted(key));
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL(`${base}/signin`);
