@@ -106,6 +106,8 @@ eachDatabase(
       isErrorBody(t, await c.api('GET', '/api/account'), 401, 'unauthorized');
       isErrorBody(t, await c.api('GET', '/api/account', { token: 'fc_live_notasession' }), 401, 'unauthorized');
       isErrorBody(t, await c.api('GET', '/api/nothing'), 404, 'not_found');
+      isErrorBody(t, await c.api('POST', '/api/login', { body: { email: 'a@example.com', password: 'x'.repeat(200_000) } }), 413, 'request_too_large');
+      isErrorBody(t, await c.api('POST', '/api/login', { body: { email: 'a@example.com', password: 'x'.repeat(300) } }), 400, 'invalid_request');
     });
 
     t.test('upgrade keeps keys and usage; card raises to 100', async (t) => {

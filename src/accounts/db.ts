@@ -35,6 +35,9 @@ export function openDb(opts: DbOptions): OpenDb {
       max: 10,
       ...(opts.pgSchema ? { options: `-c search_path=${opts.pgSchema}` } : {}),
     });
+    // An idle pooled connection that drops (server restart, network) emits 'error' on the pool; unheard,
+    // it would crash the process. The pool replaces the connection and the next query reports failures.
+    pool.on('error', () => undefined);
     return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
   }
   if (url !== '') {

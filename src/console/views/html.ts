@@ -31,5 +31,6 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
 /** Timestamps as people read them, in UTC so that every viewer sees the same value. */
 export function when(iso: string | null): string {
   if (!iso) return '—';
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+  // Non-breaking inside the date and inside the time, so narrow cells wrap only between the two.
+  return `${iso.slice(0, 10).replace(/-/g, '\u2011')} ${iso.slice(11, 16)}\u00a0UTC`;
 }

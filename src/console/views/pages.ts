@@ -10,7 +10,9 @@ export interface Notice {
 
 function notice(n: Notice | undefined): Html | '' {
   if (!n) return '';
-  return html`<div class="alert ${n.kind}" role="${n.kind === 'error' ? 'alert' : 'status'}">${n.text}</div>`;
+  // Error details are written for the API (lower-case sentences); a page shows them as sentences.
+  const text = n.text.charAt(0).toUpperCase() + n.text.slice(1) + (/[.!?]$/.test(n.text) ? '' : '.');
+  return html`<div class="alert ${n.kind}" role="${n.kind === 'error' ? 'alert' : 'status'}">${text}</div>`;
 }
 
 const csrfField = (csrf: string) => html`<input type="hidden" name="_csrf" value="${csrf}">`;
@@ -126,7 +128,7 @@ export interface KeysPageOptions {
 function keyTable(o: KeysPageOptions): Html {
   const action = o.kind === 'rest' ? '/keys' : '/mcp/keys';
   if (o.keys.length === 0) return html`<p class="muted">No keys yet.</p>`;
-  return html`<table>
+  return html`<div class="table-wrap"><table>
 <caption class="sr-only">Your ${o.kind === 'rest' ? 'API' : 'MCP'} keys</caption>
 <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
 <tbody>
@@ -134,17 +136,17 @@ ${o.keys.map(
   (k) => html`<tr data-key-id="${k.id}">
 <td>${k.name}</td>
 <td><code>${k.prefix}…</code></td>
-<td>${when(k.created_at)}</td>
-<td>${when(k.last_used_at)}</td>
+<td class="date">${when(k.created_at)}</td>
+<td class="date">${when(k.last_used_at)}</td>
 <td>${
     k.revoked_at
-      ? html`<span class="badge revoked">Revoked ${when(k.revoked_at)}</span>`
+      ? html`<span class="badge revoked" title="${when(k.revoked_at)}">Revoked</span><br><span class="hint">${when(k.revoked_at)}</span>`
       : html`<form method="post" action="${action}/${k.id}/revoke">${csrfField(o.csrf)}<button type="submit" class="danger" aria-label="Revoke key ${k.name}">Revoke</button></form>`
   }</td>
 </tr>`,
 )}
 </tbody>
-</table>`;
+</table></div>`;
 }
 
 function createdBox(created: CreatedKey | undefined): Html | '' {

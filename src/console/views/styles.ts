@@ -43,6 +43,8 @@ table { width:100%; border-collapse:collapse; }
 th, td { text-align:left; padding:.55rem .5rem; border-bottom:1px solid var(--line); vertical-align:middle; }
 th { font-size:.85rem; color:var(--muted); font-weight:600; }
 td code { background:#eef2f7; padding:.1rem .35rem; border-radius:4px; }
+.badge { white-space:nowrap; }
+.table-wrap { overflow-x:auto; }
 .badge { display:inline-block; font-size:.8rem; font-weight:600; padding:.1rem .5rem; border-radius:999px; background:#eef2f7; color:#1f2937; }
 .badge.revoked { background:#fee4e2; color:#912018; }
 .badge.active { background:#dcfae6; color:#085d3a; }
