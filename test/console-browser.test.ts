@@ -197,3 +197,26 @@ t.test('anonymous account, then upgrade with email and password, then a card', a
   t.match(await page.getByRole('alert').textContent(), /email or password is wrong/);
   await shot(page, '12-signin-error');
 });
+
+t.test('keyboard focus is visible, and the pages fit a phone', async (t) => {
+  const page = await newPage();
+  await page.goto(`${base}/signin`);
+  await page.keyboard.press('Tab');
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content', 'the first stop skips the navigation');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Tab');
+  const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
+  t.equal(outline, 'solid', 'focused links show an outline');
+  await shot(page, '13-keyboard-focus');
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${base}/signup`);
+  await page.getByRole('button', { name: 'Continue without an email' }).click();
+  await page.waitForURL(`${base}/keys`);
+  await page.getByLabel('Name', { exact: true }).fill('phone');
+  await page.getByRole('button', { name: 'Create API key' }).click();
+  await page.getByTestId('new-key').waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  t.ok(overflow <= 0, `no horizontal page scroll on a phone (${overflow}px)`);
+  await shot(page, '14-phone-keys');
+});

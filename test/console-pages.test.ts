@@ -80,6 +80,14 @@ t.test('a stale form in a browser gets an HTML error page; the API stays JSON', 
   t.equal(api.json().error, 'csrf_failed');
 });
 
+t.test('FACECOMPUTE_COOKIE_SECURE=auto is Secure unless the console binds loopback', async (t) => {
+  const { secureCookies } = await import('../src/console/app.js');
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1' })), false);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0' })), true);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0', FACECOMPUTE_COOKIE_SECURE: 'false' })), false);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_COOKIE_SECURE: 'true' })), true);
+});
+
 t.test('Secure cookies when configured', async (t) => {
   const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
   t.match(cookies(await app.inject({ url: '/signin' }))['fc_csrf']!, /Secure/);

@@ -59,4 +59,10 @@ progress::-moz-progress-bar { background:var(--accent); border-radius:999px; }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
 .or { margin:1.25rem 0 .5rem; color:var(--muted); }
+@media (max-width: 600px) {
+  header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
+  header.top nav { flex-basis:100%; }
+  main { padding:1rem 1rem 2rem; }
+  .card { padding:1rem; }
+}
 `;
