@@ -88,6 +88,17 @@ t.test('FACECOMPUTE_COOKIE_SECURE=auto is Secure unless the console binds loopba
   t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_COOKIE_SECURE: 'true' })), true);
 });
 
+t.test('behind a trusted proxy the signup limit counts X-Forwarded-For; otherwise the socket address', async (t) => {
+  const signup = (app: any, xff: string) => app.inject({ method: 'POST', url: '/api/signup/anonymous', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': xff } });
+  const trusting = await setup(t, { FACECOMPUTE_TRUSTED_PROXIES: '127.0.0.1', FACECOMPUTE_SIGNUP_RATE_LIMIT: '1' });
+  t.equal((await signup(trusting.app, '198.51.100.20')).statusCode, 201);
+  t.equal((await signup(trusting.app, '198.51.100.21')).statusCode, 201, 'another client behind the proxy');
+  t.equal((await signup(trusting.app, '198.51.100.20')).statusCode, 429);
+  const plain = await setup(t, { FACECOMPUTE_SIGNUP_RATE_LIMIT: '1' });
+  t.equal((await signup(plain.app, '198.51.100.20')).statusCode, 201);
+  t.equal((await signup(plain.app, '198.51.100.21')).statusCode, 429, 'a forged header is not believed');
+});
+
 t.test('Secure cookies when configured', async (t) => {
   const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
   t.match(cookies(await app.inject({ url: '/signin' }))['fc_csrf']!, /Secure/);

@@ -49,6 +49,9 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger as unknown as FastifyBaseLogger } : { logger: false }),
     bodyLimit: MAX_BODY_BYTES,
+    // The signup limit is per client address; behind a proxy that is X-Forwarded-For, believed only
+    // from the proxies named in the configuration.
+    trustProxy: config.accounts.trustedProxies.length > 0 ? config.accounts.trustedProxies : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && UUID.test(given) ? given : randomUUID();
