@@ -101,7 +101,22 @@ t.test('behind a trusted proxy the signup limit counts X-Forwarded-For; otherwis
 
 t.test('Secure cookies when configured', async (t) => {
   const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
-  t.match(cookies(await app.inject({ url: '/signin' }))['fc_csrf']!, /Secure/);
+  const set = cookies(await app.inject({ url: '/signin' }))['__Host-fc_csrf']!;
+  t.match(set, /Secure/);
+  t.match(set, /Path=\//);
+  t.notMatch(set, /Domain=/);
+  const csrf = value(set);
+  const ok = await app.inject({
+    method: 'POST',
+    url: '/signup',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `__Host-fc_csrf=${csrf}` },
+    payload: new URLSearchParams({ email: 'secure@example.com', password: 'correct horse battery', _csrf: csrf }).toString(),
+  });
+  t.equal(ok.statusCode, 303);
+  const session = cookies(ok)['__Host-fc_session']!;
+  t.match(session, /Secure/);
+  t.equal((await app.inject({ url: '/account', headers: { cookie: `__Host-fc_session=${value(session)}` } })).statusCode, 200);
+  t.equal((await app.inject({ url: '/account', headers: { cookie: `fc_session=${value(session)}` } })).statusCode, 303, 'the unprefixed name is not read');
 });
 
 t.test('user text is escaped in pages', async (t) => {

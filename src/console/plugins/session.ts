@@ -11,8 +11,13 @@ import { ServiceError } from '../../errors/index.js';
 import { hashesEqual } from '../../accounts/secrets.js';
 import type { AccountsStore } from '../../accounts/index.js';
 
-export const SESSION_COOKIE = 'fc_session';
-export const CSRF_COOKIE = 'fc_csrf';
+/**
+ * Cookie names. With Secure cookies they carry the `__Host-` prefix, which browsers accept only from
+ * this exact host over HTTPS with Path=/ and no Domain, so a sibling subdomain cannot plant one.
+ */
+export function cookieNames(secure: boolean): { session: string; csrf: string } {
+  return secure ? { session: '__Host-fc_session', csrf: '__Host-fc_csrf' } : { session: 'fc_session', csrf: 'fc_csrf' };
+}
 const SESSION_MAX_AGE_S = 30 * 24 * 3600;
 
 export interface SessionOptions {
@@ -44,6 +49,7 @@ function bearer(req: FastifyRequest): string | null {
 
 async function session(app: FastifyInstance, opts: SessionOptions): Promise<void> {
   const { store, secureCookies } = opts;
+  const { session: SESSION_COOKIE, csrf: CSRF_COOKIE } = cookieNames(secureCookies);
   const cookieBase = { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: secureCookies };
 
   app.decorate('checkCsrf', (req: FastifyRequest, submitted: unknown) => {
