@@ -32,7 +32,7 @@ t.test('/llms.txt and /skill.md tell an agent how to start, with concrete URLs',
   const body = skill.body;
   t.match(body, /^---\nname: facecompute\ndescription: /);
   t.match(body, 'curl -s -X POST http://console.example:8082/api/signup/anonymous');
-  t.match(body, 'curl -s -X POST http://console.example:8082/api/keys');
+  t.match(body, 'curl -s -X POST http://console.example:8082/api/keys -H "Authorization: Bearer $SESSION_TOKEN"');
   t.match(body, 'curl -s https://api.facecompute.example/capabilities');
   for (const route of ['verify', 'represent', 'compare']) t.match(body, `curl -s -X POST https://api.facecompute.example/${route} -H "Authorization: Bearer $API_KEY"`);
   for (const code of ['missing_api_key', 'insufficient_credits', 'rate_limited', 'queue_full']) t.match(body, new RegExp(`\\| \`${code}\`[^\\n]*\\| \\d{3} \\| \\S`), `says what to do on ${code}`);

@@ -53,23 +53,24 @@ Face verification, embeddings and 1:N comparison with DeepFace's models, thresho
 ## 1. Sign up anonymously (one call, no email)
 
 \`\`\`sh
-curl -s -X POST ${u.console}/api/signup/anonymous
-# 201 {"account":{"id":"…","tier":"anonymous","free_calls":{"total":10,"used":0,"remaining":10},…},"session_token":"fc_sess_…"}
-export SESSION_TOKEN=fc_sess_…   # from the answer
+export SESSION_TOKEN=$(curl -s -X POST ${u.console}/api/signup/anonymous | jq -r .session_token)
 \`\`\`
 
+The answer is \`201 {"account":{"id":"…","tier":"anonymous","free_calls":{"total":10,"used":0,"remaining":10},…},"session_token":"fc_sess_…"}\`.
 The session token authenticates you to the console API only (\`Authorization: Bearer $SESSION_TOKEN\`).
-Anonymous signups are limited per client address per hour (\`429 signup_rate_limited\`); reuse your account.
+Anonymous signups are limited per client address per hour (\`429 signup_rate_limited\`): sign up once and
+keep the token.
 
 ## 2. Create your API key (shown once)
 
 \`\`\`sh
-curl -s -X POST ${u.console}/api/keys \\
-  -H "Authorization: Bearer $SESSION_TOKEN" -H 'content-type: application/json' \\
-  -d '{"name":"my-agent"}'
-# 201 {"id":"…","name":"my-agent","prefix":"fc_live_AbCdEfGh","key":"fc_live_…","created_at":"…"}
-export API_KEY=fc_live_…   # store it now: only its hash is kept, it cannot be shown again
+export API_KEY=$(curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" \\
+  -H 'content-type: application/json' -d '{"name":"my-agent"}' | jq -r .key)
 \`\`\`
+
+The answer is \`201 {"id":"…","name":"my-agent","prefix":"fc_live_AbCdEfGh","key":"fc_live_…","created_at":"…"}\`.
+Store the key now: only its hash is kept and it cannot be shown again. (Without jq, read \`session_token\`
+and \`key\` from the JSON answers.)
 
 An anonymous account holds one REST key (a second is \`409 key_limit_reached\`) and one MCP key.
 List keys with \`GET /api/keys\`; revoke with \`DELETE /api/keys/{id}\`.
