@@ -89,6 +89,7 @@ export interface Config {
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    trustedProxies: string[];
     billingProvider: 'test' | 'stripe';
     stripeApiBase: string;
     stripeSecretKey: string;
@@ -190,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      trustedProxies: v.FACECOMPUTE_TRUSTED_PROXIES,
       billingProvider: v.FACECOMPUTE_BILLING_PROVIDER,
       stripeApiBase: v.FACECOMPUTE_STRIPE_API_BASE,
       stripeSecretKey: v.FACECOMPUTE_STRIPE_SECRET_KEY,
