@@ -30,6 +30,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# ---- stripe-mock (Stripe's official API mock) for the billing tests, built from the Go module proxy --
+if command -v go >/dev/null 2>&1; then
+  if [ ! -x "$(go env GOPATH)/bin/stripe-mock" ]; then
+    log "go install github.com/stripe/stripe-mock@latest"
+    go install github.com/stripe/stripe-mock@latest
+  fi
+else
+  echo "go not found: the Stripe billing tests need stripe-mock (go install github.com/stripe/stripe-mock@latest)" >&2
+fi
+
 # ---- Python tooling for model conversion (offline tools only, never at service run time) ---------
 if [ ! -x .venv/bin/python ]; then
   log "python venv for model converters"

@@ -142,9 +142,10 @@ export function extractFaces(img: NativeImage, detections: Detection[], opts: Ex
       ...d,
       leftEye: d.leftEye ?? null,
       rightEye: d.rightEye ?? null,
-      nose: d.nose ?? null,
-      mouthLeft: d.mouthLeft ?? null,
-      mouthRight: d.mouthRight ?? null,
+      // The binding takes the optional landmarks as absent (undefined), not null.
+      nose: d.nose ?? undefined,
+      mouthLeft: d.mouthLeft ?? undefined,
+      mouthRight: d.mouthRight ?? undefined,
     }));
     const out = await native.extractFaces(img, dets, opts);
     return out.map((f) => ({ face: f.face, confidence: f.confidence, area: f.area as FacialArea }));
