@@ -25,7 +25,7 @@ export function fieldName(path: string, extra?: string): string {
 const BOOL_FIELDS = new Set(['align', 'enforce_detection', 'l2_normalize', 'anti_spoofing']);
 
 export function validationDetail(errors: AjvError[]): string {
-  const e = errors.find((x) => x.keyword === 'additionalProperties') ?? errors.find((x) => x.keyword === 'required') ?? errors.find((x) => x.keyword === 'anyOf') ?? errors[0];
+  const e = errors.find((x) => x.keyword === 'additionalProperties') ?? errors.find((x) => x.keyword === 'required') ?? errors.find((x) => x.keyword === 'anyOf') ?? errors.find((x) => x.keyword === 'oneOf') ?? errors[0];
   if (!e) return 'invalid request body';
   switch (e.keyword) {
     case 'additionalProperties':
@@ -40,8 +40,7 @@ export function validationDetail(errors: AjvError[]): string {
       if (last === 'img') return `field '${f}' must be an image string or an array of image strings`;
       return `field '${f}' has the wrong type`;
     }
-    case 'minProperties':
-    case 'maxProperties':
+    case 'oneOf':
       return `field '${fieldName(e.instancePath)}' must hold exactly one of img or embedding`;
     default: {
       const f = fieldName(e.instancePath);

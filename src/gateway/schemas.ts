@@ -66,9 +66,8 @@ export const compareBody = {
     source: {
       type: 'object',
       additionalProperties: false,
-      minProperties: 1,
-      maxProperties: 1,
       properties: { img: imageString, embedding },
+      oneOf: [{ required: ['img'] }, { required: ['embedding'] }],
       description: 'Exactly one of {img} or {embedding}.',
     },
     targets: { type: 'array', items: embedding, description: 'Target embeddings; required unless targets_b64.' },
