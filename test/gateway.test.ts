@@ -31,6 +31,8 @@ let imgServer: Server;
 const localRoot = mkdtempSync(join(tmpdir(), 'fc-local-'));
 writeFileSync(join(localRoot, 'face.png'), PNG);
 
+const blob = (b: Buffer) => new Blob([new Uint8Array(b)]);
+
 interface Res { status: number; headers: Headers; json: any; text: string; ms: number }
 
 async function req(method: string, path: string, body?: unknown, opts: { key?: string | null; headers?: Record<string, string>; raw?: BodyInit; base?: string } = {}): Promise<Res> {
@@ -190,7 +192,7 @@ t.test('limits', async (t) => {
   isError(t, await req('POST', '/compare', { source: { embedding: Array(128).fill(0.1) }, targets_b64: b64 }), 413, 'too_many_targets', 'b64 targets');
   // multipart file over the image limit
   const fd = new FormData();
-  fd.append('img', new Blob([Buffer.concat([PNG, Buffer.alloc((1 << 20) + 10)])]), 'a.png');
+  fd.append('img', blob(Buffer.concat([PNG, Buffer.alloc((1 << 20) + 10)])), 'a.png');
   isError(t, await req('POST', '/represent', undefined, { raw: fd }), 413, 'image_too_large', 'multipart file');
 });
 
@@ -199,7 +201,7 @@ t.test('input modes give identical embeddings', async (t) => {
   const viaB64 = await emb(await req('POST', '/represent', { img: B64 }));
   const viaUri = await emb(await req('POST', '/represent', { img: `data:image/png;base64,${B64}` }));
   const fd = new FormData();
-  fd.append('img', new Blob([PNG], { type: 'image/png' }), 'face.png');
+  fd.append('img', blob(PNG), 'face.png');
   fd.append('align', 'false');
   const viaUpload = await emb(await req('POST', '/represent', undefined, { raw: fd }));
   const viaUrl = await emb(await req('POST', '/represent', { img: 'http://images.example.com/face.png' }));
@@ -212,27 +214,27 @@ t.test('input modes give identical embeddings', async (t) => {
   t.notSame(other, viaB64);
   // multipart verify with two files and a bad boolean
   const v = new FormData();
-  v.append('img1', new Blob([PNG]), 'a.png');
-  v.append('img2', new Blob([PNG2]), 'b.png');
+  v.append('img1', blob(PNG), 'a.png');
+  v.append('img2', blob(PNG2), 'b.png');
   v.append('enforce_detection', '0');
   v.append('threshold', '0.5');
   const vr = await req('POST', '/verify', undefined, { raw: v });
   t.equal(vr.status, 200, vr.text);
   t.equal(vr.json.threshold, 0.5);
   const bad = new FormData();
-  bad.append('img1', new Blob([PNG]), 'a.png');
-  bad.append('img2', new Blob([PNG]), 'b.png');
+  bad.append('img1', blob(PNG), 'a.png');
+  bad.append('img2', blob(PNG), 'b.png');
   bad.append('align', 'no');
   const br = await req('POST', '/verify', undefined, { raw: bad });
   isError(t, br, 400, 'invalid_request', 'multipart bad boolean');
   t.match(br.json.detail, /align/);
   const unk = new FormData();
-  unk.append('img', new Blob([PNG]), 'a.png');
+  unk.append('img', blob(PNG), 'a.png');
   unk.append('foo', 'bar');
   t.match((await req('POST', '/represent', undefined, { raw: unk })).json.detail, /foo/);
   // compare with an uploaded source
   const c = new FormData();
-  c.append('source', new Blob([PNG]), 'a.png');
+  c.append('source', blob(PNG), 'a.png');
   c.append('targets', JSON.stringify([viaB64, other]));
   const cr = await req('POST', '/compare', undefined, { raw: c });
   t.equal(cr.status, 200, cr.text);
