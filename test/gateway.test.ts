@@ -409,3 +409,40 @@ t.test('readiness with the model server down', async (t) => {
   const v = await req('POST', '/compare', { source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.1)] }, { base: b });
   t.equal(v.status, 200, 'vector-only compare works without a model server');
 });
+
+t.test('Redis limiter: readiness and shared 429 across two gateways', async (t) => {
+  const url = process.env['FACECOMPUTE_TEST_REDIS_URL'];
+  if (!url) {
+    if (process.env['CI'] === 'true' || process.env['CI'] === '1') t.fail('FACECOMPUTE_TEST_REDIS_URL is not set in CI');
+    else t.plan(0, 'skipped: FACECOMPUTE_TEST_REDIS_URL not set');
+    return;
+  }
+  const key = `redis-key-${Date.now()}`;
+  const keys = JSON.stringify([{ key, accountId: `acct-redis-${Date.now()}`, kind: 'rest' }]);
+  const env = { FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`, FACECOMPUTE_REDIS_URL: url, FACECOMPUTE_RATE_LIMIT_REQUESTS: '4', TEST_KEYS: keys };
+  const [g1, g2] = await Promise.all([startGateway(env), startGateway(env)]);
+  t.teardown(() => { g1.kill('SIGKILL'); g2.kill('SIGKILL'); });
+  const r = await req('GET', '/readiness', undefined, { base: `http://127.0.0.1:${g1.port}`, key: null });
+  t.equal(r.status, 200);
+  const body = { img1: Array(128).fill(0.1), img2: Array(128).fill(0.2) };
+  const codes: number[] = [];
+  for (let i = 0; i < 6; i++) codes.push((await req('POST', '/verify', body, { key, base: `http://127.0.0.1:${(i % 2 ? g2 : g1).port}` })).status);
+  t.same(codes, [200, 200, 200, 200, 429, 429], 'the window is shared by both replicas');
+});
+
+t.test('metrics on the admin listener', async (t) => {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const g = await startGateway({ FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`, FACECOMPUTE_METRICS_PORT: String(port), TEST_KEYS: JSON.stringify(KEYS) });
+  t.teardown(() => g.kill('SIGKILL'));
+  await req('GET', '/health', undefined, { base: `http://127.0.0.1:${g.port}`, key: null });
+  await req('POST', '/verify', {}, { base: `http://127.0.0.1:${g.port}` });
+  const m = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  t.match(m, /facecompute_gateway_requests_total\{route="\/health",code="200"\} 1/);
+  t.match(m, /facecompute_gateway_requests_total\{route="\/verify",code="400"\} 1/);
+  t.match(m, /facecompute_gateway_request_duration_seconds_bucket/);
+  t.match(m, /facecompute_gateway_queue_depth/);
+  t.match(m, /facecompute_gateway_upstream_errors_total/);
+  t.match(m, /facecompute_gateway_limiter_rejections_total/);
+  const pub = await req('GET', '/metrics', undefined, { base: `http://127.0.0.1:${g.port}`, key: null });
+  t.equal(pub.status, 404, 'not on the public port');
+});
