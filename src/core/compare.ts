@@ -26,8 +26,10 @@ export function decodeVectorsB64(b64: string, dims: number): Float32Array {
   if ((buf.length / 4) % dims !== 0) {
     throw new ServiceError('embedding_dimension_mismatch', `targets_b64 holds ${buf.length / 4} floats, not a multiple of ${dims} dimensions`);
   }
-  const out = new Float32Array(buf.length / 4);
-  for (let i = 0; i < out.length; i++) out[i] = buf.readFloatLE(i * 4);
+  // Copy into an aligned buffer, then view it as float32 (little-endian hosts only: x64, arm64).
+  const aligned = new Uint8Array(buf.length);
+  aligned.set(buf);
+  const out = new Float32Array(aligned.buffer);
   validateVectors(out, dims);
   return out;
 }

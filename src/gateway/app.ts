@@ -188,6 +188,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       }
     }
     metrics.requests.inc({ route, code: String(reply.statusCode) });
+    req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
     if (fc?.counted) {
       inFlight = Math.max(0, inFlight - 1);
       if (inFlight === 0) idleWaiters.splice(0).forEach((f) => f());
@@ -208,6 +209,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${cfg.capacity.rateLimitConcurrent}`);
     reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
     if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
+    if (req.url === '/verify' || req.url === '/represent') queue.assertRoom();
     const c = await limiter.acquire(req.auth.accountId);
     if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
     req.fc!.slot = true;

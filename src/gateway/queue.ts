@@ -12,6 +12,8 @@ export interface QueueStats {
 export interface ComputeQueue {
   run<T>(job: () => Promise<T>, onWait?: (ms: number) => void): Promise<T>;
   stats(): QueueStats;
+  /** Throws queue_full when a new job could neither run nor wait (cheap early refusal). */
+  assertRoom(): void;
 }
 
 export function createQueue(slots: number, capacity: number, timeoutMs: number): ComputeQueue {
@@ -52,5 +54,8 @@ export function createQueue(slots: number, capacity: number, timeoutMs: number):
       }
     },
     stats: () => ({ running, waiting: waiters.length }),
+    assertRoom() {
+      if (running >= slots && waiters.length >= capacity) throw new ServiceError('queue_full', 'the compute queue is full; retry later', { headers: { 'retry-after': '1' } });
+    },
   };
 }

@@ -5,7 +5,7 @@
  * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
  */
 import { ServiceError } from '../../errors/index.js';
-import { compareOneToMany, decodeVectorsB64, validateVectors, type Metric } from '../../core/compare.js';
+import { compareOneToMany, decodeVectorsB64, type Metric } from '../../core/compare.js';
 import { embeddingDims as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
 import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, PipelineOptions, NullArea } from '../../model-server/protocol.js';
 import type { Upstream } from '../upstream/client.js';
@@ -289,7 +289,6 @@ export function createComputeService(d: ComputeDeps): ComputeService {
         source = checkEmbedding(e.embedding, dims, 'source embedding from the model server');
         sourceInfo = { facial_area: e.facial_area, face_confidence: e.face_confidence };
       }
-      validateVectors(targets, dims);
       const r = await compareOneToMany(source, targets, dims, metric as Metric, b.top_k);
       const pretuned = thresholdOf(c, p.model_name, metric);
       const threshold = b.threshold || pretuned;
