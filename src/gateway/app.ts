@@ -27,11 +27,16 @@ import { parseMultipart } from './multipart.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const VERSION: string = (() => {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return '0.0.0';
+  // src/gateway/app.ts (tsx) or dist/src/gateway/app.js (built)
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const p = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (p.name === 'facecompute' && p.version) return p.version;
+    } catch {
+      /* try the next */
+    }
   }
+  return '0.0.0';
 })();
 
 export interface GatewayDeps {

@@ -251,7 +251,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const p = pipeline(b, c);
       const batch = Array.isArray(b.img);
       const list = batch ? (b.img as string[]) : [b.img as string];
-      if (list.length > d.limits.max_batch_images) throw new ServiceError('invalid_request', `img: a batch holds at most ${d.limits.max_batch_images} images`);
+      if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
       const images: Buffer[] = [];
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
       const r = await upstreamRun(() =>
