@@ -44,7 +44,7 @@ function vectors(n: number): number[][] {
 interface Row { name: string; rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number; body_bytes: number }
 
 async function cannon(name: string, url: string, body: string | Buffer, headers: Record<string, string>, connections = CONNECTIONS): Promise<Row> {
-  const r = await autocannon({ url, method: 'POST', body, headers, connections, duration: DURATION, pipelining: 1 });
+  const r = await autocannon({ url, method: 'POST', body, headers, connections, duration: DURATION, pipelining: 1, timeout: 60 });
   const row = { name, rps: Math.round(r.requests.average * 10) / 10, p50_ms: r.latency.p50, p99_ms: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, requests: r.requests.total, body_bytes: Buffer.byteLength(body) };
   process.stderr.write(`${name}: ${row.rps} req/s p50 ${row.p50_ms} ms p99 ${row.p99_ms} ms non2xx ${row.non2xx}\n`);
   return row;

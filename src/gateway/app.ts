@@ -163,6 +163,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     disableRequestLogging: true,
+    // Bounds slow clients: a whole request (headers and body) must arrive within this time.
+    requestTimeout: cfg.capacity.upstreamTimeoutMs + cfg.inputs.remoteTimeoutMs + 30_000,
   });
 
   registerErrorHandling(app, (_req, e) => {
@@ -202,6 +204,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   // Auth + rate limit (headers only, before the body is read).
   async function authAndLimit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > cfg.limits.maxRequestBytes) {
+      throw new ServiceError('request_too_large', `the request body is larger than the limit of ${cfg.limits.maxRequestBytes} bytes`, { headers: { connection: 'close' } });
+    }
     const secret = bearer(req);
     if (!secret) throw new ServiceError('missing_api_key', 'an API key is required: Authorization: Bearer <key> or x-api-key');
     req.auth = await accounts.authenticate(secret, 'rest');

@@ -12,10 +12,10 @@ export interface Proc {
   kill(signal?: NodeJS.Signals): void;
 }
 
-export async function spawnProc(script: string, env: Record<string, string>, timeoutMs = 20_000): Promise<Proc> {
+export async function spawnProc(script: string, env: Record<string, string>, timeoutMs = 20_000, nodeArgs: string[] = []): Promise<Proc> {
   const clean: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) clean[k] = v;
-  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, script)], { env: { ...clean, FACECOMPUTE_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd: REPO_ROOT });
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', resolve(REPO_ROOT, script)], { env: { ...clean, FACECOMPUTE_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd: REPO_ROOT });
   const lines: string[] = [];
   const extra: Record<string, number> = {};
   const exited = new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
@@ -45,7 +45,7 @@ export async function spawnProc(script: string, env: Record<string, string>, tim
 
 export const startFakeModelServer = (env: Record<string, string> = {}) => spawnProc('test/helpers/fake-model-server.ts', env);
 
-export const startGateway = (env: Record<string, string>) => spawnProc('test/helpers/gateway-entry.ts', { FACECOMPUTE_GATEWAY_PORT: '0', FACECOMPUTE_HOST: '127.0.0.1', ...env });
+export const startGateway = (env: Record<string, string>, nodeArgs: string[] = []) => spawnProc('test/helpers/gateway-entry.ts', { FACECOMPUTE_GATEWAY_PORT: '0', FACECOMPUTE_HOST: '127.0.0.1', ...env }, 20_000, nodeArgs);
 
 export async function setFault(msPort: number, mode: string, delay_ms = 0): Promise<void> {
   await fetch(`http://127.0.0.1:${msPort}/__fault`, { method: 'POST', body: JSON.stringify({ mode, delay_ms }) });
