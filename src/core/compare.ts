@@ -1,88 +1,123 @@
-// TEMPORARY: replaced by the native binding at merge
 /**
- * Pure-TS stand-in for the native SIMD comparison core, with exactly its API, so that the gateway and
- * its tests run before the binding lands on main.
+ * Typed wrapper over the native vector comparison (crates/facecompute-core/src/compare). Every
+ * native failure comes back as a ServiceError with a stable code (contract §5).
+ *
+ * Zero-copy: `query` and `targets` are read in place by the native task, which keeps them alive
+ * until it settles. Do not write to them before the returned promise settles.
  */
-import { ServiceError } from '../errors/index.js';
+import { fromNative, ServiceError } from '../errors/index.js';
+import { native } from './native.js';
 
 export type Metric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
 
-export function validateVectors(data: Float32Array, dims: number): void {
-  if (!Number.isInteger(dims) || dims <= 0) throw new ServiceError('invalid_request', 'dims must be a positive integer');
-  if (data.length % dims !== 0) {
-    throw new ServiceError('embedding_dimension_mismatch', `vector data of length ${data.length} is not a multiple of ${dims} dimensions`);
-  }
-  for (let i = 0; i < data.length; i++) {
-    if (!Number.isFinite(data[i]!)) throw new ServiceError('invalid_embedding', `element ${i} is not a finite number`);
+export const METRICS: readonly Metric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+
+export interface Comparison {
+  indices: Uint32Array;
+  distances: Float64Array;
+}
+
+/**
+ * Below this many floats (query × targets) the comparison runs on the JS thread: the work is a few
+ * microseconds, less than a round trip through the libuv pool.
+ */
+const SYNC_MAX_FLOATS = 32 * 1024;
+
+function call<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    throw fromNative(err);
   }
 }
 
+function checkDims(dims: number): void {
+  if (!Number.isInteger(dims) || dims < 1 || dims > 0xffff_ffff) {
+    throw new ServiceError('invalid_request', `dims must be a positive integer, got ${String(dims)}`);
+  }
+}
+
+function checkMetric(metric: string): asserts metric is Metric {
+  if (!(METRICS as readonly string[]).includes(metric)) {
+    throw new ServiceError('invalid_request', `unknown distance_metric '${String(metric).slice(0, 40)}': expected ${METRICS.join(', ')}`);
+  }
+}
+
+function checkTopK(topK: number | undefined): void {
+  if (topK === undefined) return;
+  if (!Number.isInteger(topK) || topK < 1 || topK > 0xffff_ffff) {
+    throw new ServiceError('invalid_request', `top_k must be a positive integer, got ${String(topK)}`);
+  }
+}
+
+function checkFloats(value: unknown, name: string): asserts value is Float32Array {
+  if (!(value instanceof Float32Array)) {
+    throw new ServiceError('invalid_request', `${name} must be a Float32Array`);
+  }
+}
+
+/** Decodes base64 little-endian float32, row-major N×dims, validating every value. */
 export function decodeVectorsB64(b64: string, dims: number): Float32Array {
-  if (typeof b64 !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0) {
-    throw new ServiceError('invalid_embedding', 'targets_b64 is not valid base64');
-  }
-  const buf = Buffer.from(b64, 'base64');
-  if (buf.length % 4 !== 0) throw new ServiceError('invalid_embedding', 'targets_b64 length is not a multiple of 4 bytes (float32)');
-  if ((buf.length / 4) % dims !== 0) {
-    throw new ServiceError('embedding_dimension_mismatch', `targets_b64 holds ${buf.length / 4} floats, not a multiple of ${dims} dimensions`);
-  }
-  // Copy into an aligned buffer, then view it as float32 (little-endian hosts only: x64, arm64).
-  const aligned = new Uint8Array(buf.length);
-  aligned.set(buf);
-  const out = new Float32Array(aligned.buffer);
-  validateVectors(out, dims);
-  return out;
+  checkDims(dims);
+  if (typeof b64 !== 'string') throw new ServiceError('invalid_request', 'the base64 vectors must be a string');
+  return call(() => native.decodeVectorsB64(b64, dims));
 }
 
+/** Throws invalid_embedding naming the first vector with NaN/Infinity, or embedding_dimension_mismatch. */
+export function validateVectors(data: Float32Array, dims: number): void {
+  checkDims(dims);
+  checkFloats(data, 'vectors');
+  call(() => native.validateVectors(data, dims));
+}
+
+/**
+ * Distances (DeepFace's formulas, unrounded) from `query` to each `dims`-long row of `targets`.
+ * Without `topK`, `indices` is 0..N-1 in order; with it, the k nearest, nearest first, ties by index.
+ */
+export async function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: Metric, topK?: number): Promise<Comparison> {
+  checkDims(dims);
+  checkMetric(metric);
+  checkTopK(topK);
+  checkFloats(query, 'query');
+  checkFloats(targets, 'targets');
+  if (query.length + targets.length <= SYNC_MAX_FLOATS) {
+    const out = call(() => native.compareOneToManySync(query, targets, dims, metric, topK));
+    return { indices: out.indices, distances: out.distances };
+  }
+  try {
+    const out = await native.compareOneToMany(query, targets, dims, metric, topK);
+    return { indices: out.indices, distances: out.distances };
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/**
+ * The `targets_b64` path: decode, validate and compare off the JS thread. `count` is the number of
+ * target vectors decoded (N), also when `topK` returns fewer.
+ */
+export async function compareOneToManyB64(
+  query: Float32Array,
+  targetsB64: string,
+  dims: number,
+  metric: Metric,
+  topK?: number,
+): Promise<Comparison & { count: number }> {
+  checkDims(dims);
+  checkMetric(metric);
+  checkTopK(topK);
+  checkFloats(query, 'query');
+  if (typeof targetsB64 !== 'string') throw new ServiceError('invalid_request', 'targets_b64 must be a string');
+  try {
+    const out = await native.compareOneToManyB64(query, targetsB64, dims, metric, topK);
+    return { indices: out.indices, distances: out.distances, count: out.count };
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** x/‖x‖ as DeepFace's `l2_normalize` does; a zero vector is returned unchanged. */
 export function l2Normalize(v: Float32Array): Float32Array {
-  let s = 0;
-  for (let i = 0; i < v.length; i++) s += v[i]! * v[i]!;
-  const n = Math.sqrt(s) + 1e-10;
-  const out = new Float32Array(v.length);
-  for (let i = 0; i < v.length; i++) out[i] = v[i]! / n;
-  return out;
-}
-
-function distance(q: Float32Array, t: Float32Array, off: number, dims: number, metric: Metric): number {
-  let dot = 0, qq = 0, tt = 0, e = 0;
-  for (let i = 0; i < dims; i++) {
-    const a = q[i]!, b = t[off + i]!;
-    dot += a * b; qq += a * a; tt += b * b; e += (a - b) * (a - b);
-  }
-  switch (metric) {
-    case 'euclidean':
-      return Math.sqrt(e);
-    case 'euclidean_l2': {
-      const na = Math.sqrt(qq) + 1e-10, nb = Math.sqrt(tt) + 1e-10;
-      let s = 0;
-      for (let i = 0; i < dims; i++) { const d = q[i]! / na - t[off + i]! / nb; s += d * d; }
-      return Math.sqrt(s);
-    }
-    case 'cosine':
-    case 'angular': {
-      const sim = dot / ((Math.sqrt(qq) * Math.sqrt(tt)) || 1e-10);
-      return metric === 'cosine' ? 1 - sim : Math.acos(Math.min(1, Math.max(-1, sim))) / Math.PI;
-    }
-  }
-}
-
-export async function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: Metric, topK?: number): Promise<{ indices: Uint32Array; distances: Float64Array }> {
-  if (query.length !== dims) throw new ServiceError('embedding_dimension_mismatch', `source embedding has ${query.length} dimensions, expected ${dims}`);
-  validateVectors(query, dims);
-  validateVectors(targets, dims);
-  const n = targets.length / dims;
-  const d = new Float64Array(n);
-  for (let i = 0; i < n; i++) d[i] = distance(query, targets, i * dims, dims, metric);
-  let idx = Array.from({ length: n }, (_, i) => i);
-  if (topK !== undefined && topK > 0) {
-    idx.sort((a, b) => d[a]! - d[b]! || a - b);
-    idx = idx.slice(0, topK);
-  }
-  return { indices: Uint32Array.from(idx), distances: Float64Array.from(idx.map((i) => d[i]!)) };
-}
-
-export async function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: Metric, topK?: number): Promise<{ indices: Uint32Array; distances: Float64Array; count: number }> {
-  const t = decodeVectorsB64(targetsB64, dims);
-  const r = await compareOneToMany(query, t, dims, metric, topK);
-  return { ...r, count: t.length / dims };
+  checkFloats(v, 'vector');
+  return call(() => native.l2Normalize(v));
 }

@@ -10,7 +10,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createHash } from 'node:crypto';
 import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/model-server/protocol.js';
 import { probeImage } from '../../src/core/image.js';
-import { embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/compute/decision.js';
+import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/compute/decision.js';
+import type { Metric } from '../../src/core/compare.js';
 
 const MODELS = ['Facenet', 'Facenet512', 'SFace'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];
@@ -103,7 +104,7 @@ const server = createServer(async (req, res) => {
   }
   if (url === '/internal/capabilities') {
     stats.capabilities++;
-    const thresholds = Object.fromEntries(MODELS.map((m) => [m, Object.fromEntries(['cosine', 'euclidean', 'euclidean_l2', 'angular'].map((x) => [x, findThreshold(m, x)]))]));
+    const thresholds = Object.fromEntries(MODELS.map((m) => [m, Object.fromEntries((['cosine', 'euclidean', 'euclidean_l2', 'angular'] as Metric[]).map((x) => [x, findThreshold(m, x)]))]));
     return send(res, 200, {
       allowed_models: MODELS, default_model: 'Facenet', allowed_detectors: DETECTORS, default_detector: 'opencv',
       distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine',

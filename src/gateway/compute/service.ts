@@ -6,7 +6,7 @@
  */
 import { ServiceError } from '../../errors/index.js';
 import { compareOneToMany, decodeVectorsB64, type Metric } from '../../core/compare.js';
-import { embeddingDims as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
+import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
 import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, PipelineOptions, NullArea } from '../../model-server/protocol.js';
 import type { Upstream } from '../upstream/client.js';
 import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
