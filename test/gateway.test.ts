@@ -448,4 +448,8 @@ t.test('metrics on the admin listener', async (t) => {
   t.match(m, /facecompute_gateway_limiter_rejections_total/);
   const pub = await req('GET', '/metrics', undefined, { base: `http://127.0.0.1:${g.port}`, key: null });
   t.equal(pub.status, 404, 'not on the public port');
+  // this gateway has remote images off (the default) and no local images root
+  const b = `http://127.0.0.1:${g.port}`;
+  isError(t, await req('POST', '/verify', { img1: 'https://images.example.com/face.png', img2: Array(128).fill(0.1) }, { base: b }), 400, 'input_mode_disabled', 'URL mode off');
+  isError(t, await req('POST', '/verify', { img1: 'file:face.png', img2: Array(128).fill(0.1) }, { base: b }), 400, 'input_mode_disabled', 'file mode off');
 });

@@ -71,6 +71,44 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A ComputeService wired from the configuration: image-input policy, remote fetcher, limits and the
+ * allowlist fallback. The MCP endpoint calls it with its own policy, e.g.
+ * `{ inputPolicy: { remoteImages: cfg.mcp.strictUrls ? 'allowlist' : cfg.inputs.remoteImages, localImagesRoot: '' } }`.
+ */
+export function createConfiguredCompute(
+  cfg: Config,
+  o: { upstream: Upstream; queue: ComputeQueue; remoteFetch?: Partial<RemoteFetchOptions>; inputPolicy?: Partial<Pick<InputSettings, 'remoteImages' | 'localImagesRoot'>>; onQueueWait?: (ms: number) => void },
+): { compute: ComputeService; fetcher: RemoteFetcher | null } {
+  const inputSettings: InputSettings = {
+    remoteImages: o.inputPolicy?.remoteImages ?? cfg.inputs.remoteImages,
+    localImagesRoot: o.inputPolicy?.localImagesRoot ?? cfg.inputs.localImagesRoot,
+    maxImageBytes: cfg.limits.maxImageBytes,
+    maxImagePixels: cfg.limits.maxImagePixels,
+  };
+  const fetcher =
+    inputSettings.remoteImages === 'off'
+      ? null
+      : createRemoteFetcher({
+          mode: inputSettings.remoteImages,
+          allowedOrigins: cfg.inputs.remoteOrigins,
+          maxBytes: cfg.limits.maxImageBytes,
+          timeoutMs: cfg.inputs.remoteTimeoutMs,
+          maxRedirects: cfg.inputs.remoteMaxRedirects,
+          ...o.remoteFetch,
+        });
+  const compute = createComputeService({
+    upstream: o.upstream,
+    resolver: new ImageResolver(inputSettings, fetcher),
+    queue: o.queue,
+    inputSettings,
+    limits: gatewayLimits(cfg),
+    fallback: { allowedModels: cfg.models.allowedModels, defaultModel: cfg.models.defaultModel, allowedDetectors: cfg.models.allowedDetectors, defaultDetector: cfg.models.defaultDetector },
+    ...(o.onQueueWait ? { onQueueWait: o.onQueueWait } : {}),
+  });
+  return { compute, fetcher };
+}
+
 export function gatewayLimits(c: Config): GatewayLimits {
   return {
     max_request_bytes: c.limits.maxRequestBytes,
@@ -103,7 +141,6 @@ function bearer(req: FastifyRequest): string | null {
 
 export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config: cfg, accounts, logger } = deps;
-  const limits = gatewayLimits(cfg);
   const limiter =
     deps.limiter ??
     (cfg.redisUrl
@@ -120,30 +157,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
       onError: (k) => metrics.upstreamErrors.inc({ kind: k }),
     });
-  const inputSettings: InputSettings = {
-    remoteImages: cfg.inputs.remoteImages,
-    localImagesRoot: cfg.inputs.localImagesRoot,
-    maxImageBytes: cfg.limits.maxImageBytes,
-    maxImagePixels: cfg.limits.maxImagePixels,
-  };
-  const fetcher =
-    cfg.inputs.remoteImages === 'off'
-      ? null
-      : createRemoteFetcher({
-          mode: cfg.inputs.remoteImages,
-          allowedOrigins: cfg.inputs.remoteOrigins,
-          maxBytes: cfg.limits.maxImageBytes,
-          timeoutMs: cfg.inputs.remoteTimeoutMs,
-          maxRedirects: cfg.inputs.remoteMaxRedirects,
-          ...deps.remoteFetch,
-        });
-  const compute = createComputeService({
+  const { compute, fetcher } = createConfiguredCompute(cfg, {
     upstream,
-    resolver: new ImageResolver(inputSettings, fetcher),
     queue,
-    inputSettings,
-    limits,
-    fallback: { allowedModels: cfg.models.allowedModels, defaultModel: cfg.models.defaultModel, allowedDetectors: cfg.models.allowedDetectors, defaultDetector: cfg.models.defaultDetector },
+    remoteFetch: deps.remoteFetch,
     onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
   });
 
