@@ -35,18 +35,32 @@ function rss(pid: number): number {
   }
 }
 
+/** user+system CPU time of a process in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+let CPU_PIDS: number[] = [];
+
 function vectors(n: number): number[][] {
   let s = 12345;
   const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff) * 2 - 1;
   return Array.from({ length: n }, () => Array.from({ length: DIMS }, rnd).map((x) => Math.fround(x)));
 }
 
-interface Row { name: string; rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number; body_bytes: number }
+interface Row { name: string; rps: number; p50_ms: number; p99_ms: number; errors: number; non2xx: number; requests: number; body_bytes: number; server_cpu_ms_per_request: number }
 
 async function cannon(name: string, url: string, body: string | Buffer, headers: Record<string, string>, connections = CONNECTIONS): Promise<Row> {
+  const c0 = CPU_PIDS.map(cpuMs);
   const r = await autocannon({ url, method: 'POST', body, headers, connections, duration: DURATION, pipelining: 1, timeout: 60 });
-  const row = { name, rps: Math.round(r.requests.average * 10) / 10, p50_ms: r.latency.p50, p99_ms: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, requests: r.requests.total, body_bytes: Buffer.byteLength(body) };
-  process.stderr.write(`${name}: ${row.rps} req/s p50 ${row.p50_ms} ms p99 ${row.p99_ms} ms non2xx ${row.non2xx}\n`);
+  const row = { name, rps: Math.round(r.requests.average * 10) / 10, p50_ms: r.latency.p50, p99_ms: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, requests: r.requests.total, body_bytes: Buffer.byteLength(body), server_cpu_ms_per_request: 0 };
+  const cpu = CPU_PIDS.map((p, i) => cpuMs(p) - c0[i]!).reduce((a, b) => a + b, 0);
+  row.server_cpu_ms_per_request = r.requests.total > 0 ? Math.round((cpu / r.requests.total) * 1000) / 1000 : 0;
+  process.stderr.write(`${name}: ${row.rps} req/s p50 ${row.p50_ms} ms p99 ${row.p99_ms} ms non2xx ${row.non2xx} cpu/req ${row.server_cpu_ms_per_request} ms\n`);
   return row;
 }
 
@@ -61,6 +75,7 @@ async function overload(base: string, ms: Proc, gwPid: number, capacity: number)
   let maxRss = 0;
   const sampler = setInterval(() => (maxRss = Math.max(maxRss, rss(gwPid))), 100);
   const rss0 = rss(gwPid);
+  const cpu0 = cpuMs(gwPid);
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (Date.now() < end) {
@@ -75,11 +90,14 @@ async function overload(base: string, ms: Proc, gwPid: number, capacity: number)
   clearInterval(sampler);
   await setFault(ms.port, 'none', 0);
   const pct = (a: number[], p: number) => { const s = [...a].sort((x, y) => x - y); return Math.round((s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0) * 100) / 100; };
-  const out: Record<string, unknown> = { concurrency, capacity, duration_s: DURATION, rss_before_bytes: rss0, rss_max_bytes: maxRss };
+  const total = Object.values(lat).reduce((a, v) => a + v.length, 0);
+  const out: Record<string, unknown> = { concurrency, capacity, duration_s: DURATION, rss_before_bytes: rss0, rss_max_bytes: maxRss, gateway_cpu_ms_per_request: Math.round(((cpuMs(gwPid) - cpu0) / Math.max(1, total)) * 1000) / 1000 };
   for (const [k, v] of Object.entries(lat)) out[k] = { count: v.length, p50_ms: pct(v, 50), p99_ms: pct(v, 99), max_ms: pct(v, 100) };
   process.stderr.write(`overload: ${JSON.stringify(out)}\n`);
   return out;
 }
+
+const LOAD0 = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
 
 async function main(): Promise<void> {
   const external = process.env['MODEL_SERVER_URL'];
@@ -98,6 +116,8 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     await request(`${base}/capabilities`).then((r) => r.body.dump());
+    // server CPU per request: the gateway's own CPU (plus the model server's where it is called)
+    CPU_PIDS = [gw.proc.pid!];
     const source = vectors(1)[0]!;
     for (const n of [1000, 10000]) {
       const t = vectors(n);
@@ -107,9 +127,12 @@ async function main(): Promise<void> {
     }
     const a = makePng(64, 64, 1);
     const b = makePng(64, 64, 2);
+    CPU_PIDS = ms ? [gw.proc.pid!, ms.proc.pid!] : [gw.proc.pid!];
     rows.push(await cannon('verify_images_via_gateway', `${base}/verify`, JSON.stringify({ img1: a.toString('base64'), img2: b.toString('base64') }), H));
     const frame = encodeFrame(<VerifyHeader>{ op: 'verify', model_name: 'Facenet', detector_backend: 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', img1: { image: 0 }, img2: { image: 1 }, distance_metric: 'cosine', threshold: null }, [a, b]);
+    CPU_PIDS = ms ? [ms.proc.pid!] : [];
     rows.push(await cannon('verify_images_model_server_direct', `${msUrl}/internal/verify`, frame, { 'content-type': FRAME_CONTENT_TYPE }));
+    CPU_PIDS = [gw.proc.pid!];
     rows.push(await cannon('verify_embeddings_via_gateway', `${base}/verify`, JSON.stringify({ img1: vectors(1)[0], img2: source }), H));
   } finally {
     gw.kill('SIGKILL');
@@ -135,7 +158,9 @@ async function main(): Promise<void> {
     connections: CONNECTIONS,
     duration_s: DURATION,
     scenarios: rows,
-    gateway_overhead: viaGw && direct ? { p50_ms: viaGw.p50_ms - direct.p50_ms, p99_ms: viaGw.p99_ms - direct.p99_ms, rps_ratio: Math.round((viaGw.rps / direct.rps) * 1000) / 1000 } : null,
+    gateway_overhead: viaGw && direct ? { p50_ms: viaGw.p50_ms - direct.p50_ms, p99_ms: viaGw.p99_ms - direct.p99_ms, rps_ratio: Math.round((viaGw.rps / direct.rps) * 1000) / 1000, gateway_cpu_ms_per_request: Math.round((viaGw.server_cpu_ms_per_request - direct.server_cpu_ms_per_request) * 1000) / 1000 } : null,
+    load_average_at_start: LOAD0,
+    note: 'Shared 2-core machine: latency and req/s include scheduling delay from other processes (see load_average_at_start); server_cpu_ms_per_request is the robust figure.',
     overload_3x: over,
   };
   mkdirSync(dirname(OUT), { recursive: true });

@@ -71,15 +71,17 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   const note = (k: string) => opts.onError?.(k);
 
   async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200]): Promise<{ status: number; json: unknown }> {
-    const timeout = AbortSignal.timeout(opts.timeoutMs);
-    const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+    // Timeouts are the pool's headersTimeout/bodyTimeout (cheap); a per-call AbortSignal.timeout costs
+    // a timer and a GC-tracked signal per request.
+    const timeout = { aborted: false };
+    const signal = ctx.signal;
     let res: Dispatcher.ResponseData;
     try {
       res = await pool.request({
         method,
         path,
         body,
-        signal,
+        ...(signal ? { signal } : {}),
         headers: { 'x-request-id': ctx.requestId, ...(body ? { 'content-type': FRAME_CONTENT_TYPE } : {}), accept: 'application/json' },
       });
     } catch (err) {
