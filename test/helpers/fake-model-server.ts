@@ -17,7 +17,7 @@ const MODELS = ['Facenet', 'Facenet512', 'SFace'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];
 let mode = 'none';
 let delayMs = 0;
-const stats = { compute: 0, readiness: 0, capabilities: 0, requestIds: [] as string[] };
+const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, requestIds: [] as string[] };
 
 function embedding(bytes: Buffer, dims: number): number[] {
   const out: number[] = [];
@@ -136,6 +136,7 @@ const server = createServer(async (req, res) => {
   send(res, 404, { error: 'not_found', detail: 'no such internal route' });
 });
 
+server.on('connection', () => stats.connections++);
 server.listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
   const a = server.address();
   process.stdout.write(`LISTENING ${typeof a === 'object' && a ? a.port : 0}\n`);

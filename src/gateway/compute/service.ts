@@ -156,7 +156,12 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       fetchCaps(requestId).catch(() => undefined);
       return cached.caps;
     }
-    return fetchCaps(requestId);
+    const stale = cached;
+    // A model server that stops answering does not take /capabilities down while a stale copy exists.
+    return fetchCaps(requestId).catch((err: unknown) => {
+      if (stale) return stale.caps;
+      throw err;
+    });
   }
 
   /** Capabilities for vector-only work: never waits on the model server. */
