@@ -256,7 +256,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     req.fc!.consumed = true;
   }
 
-  const ctxOf = (req: FastifyRequest) => ({ requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined });
+  /** The compute context; its signal aborts upstream work when the client goes away. */
+  const ctxOf = (req: FastifyRequest, reply: FastifyReply) => {
+    const ac = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) ac.abort();
+    });
+    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal };
+  };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };
   app.addSchema(S.errorResponse);
 
@@ -283,14 +290,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));
 
   const computeRoute = { onRequest: authAndLimit, preValidation: multipartBody, preHandler: consume };
-  app.post('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req) =>
-    compute.verify(req.body as never, ctxOf(req)),
+  app.post('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) =>
+    compute.verify(req.body as never, ctxOf(req, reply)),
   );
-  app.post('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req) =>
-    compute.represent(req.body as never, ctxOf(req)),
+  app.post('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) =>
+    compute.represent(req.body as never, ctxOf(req, reply)),
   );
-  app.post('/compare', { ...computeRoute, schema: { body: S.compareBody, response: { 200: S.compareResponse, ...err } } }, async (req) =>
-    compute.compare(req.body as never, ctxOf(req)),
+  app.post('/compare', { ...computeRoute, schema: { body: S.compareBody, response: { 200: S.compareResponse, ...err } } }, async (req, reply) =>
+    compute.compare(req.body as never, ctxOf(req, reply)),
   );
 
   void sendError;

@@ -203,7 +203,12 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     if (toBool(v, false)) throw new ServiceError('unsupported_option', 'anti_spoofing=true is not offered by this service; only false is accepted');
   }
 
-  const upstreamRun = <T>(job: () => Promise<T>) => d.queue.run(job, d.onQueueWait);
+  /** Runs an upstream job in the compute queue; skipped when the client has gone away meanwhile. */
+  const upstreamRun = <T>(job: () => Promise<T>, signal?: AbortSignal) =>
+    d.queue.run(() => {
+      if (signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
+      return job();
+    }, d.onQueueWait);
 
   return {
     async capabilities(ctx) {
@@ -247,7 +252,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       }
       return upstreamRun(() =>
         d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
-      );
+      ctx.signal);
     },
 
     async represent(b, ctx) {
@@ -261,7 +266,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
       const r = await upstreamRun(() =>
         d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
-      );
+      ctx.signal);
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
@@ -290,7 +295,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       if (b.source.embedding !== undefined) source = checkEmbedding(b.source.embedding, dims, 'source.embedding');
       else {
         const img = await d.resolver.resolve(b.source.img!, 'source.img', ctx);
-        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx));
+        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
         source = checkEmbedding(e.embedding, dims, 'source embedding from the model server');
         sourceInfo = { facial_area: e.facial_area, face_confidence: e.face_confidence };
       }
