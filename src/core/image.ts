@@ -1,64 +1,157 @@
-// TEMPORARY: replaced by the native binding at merge
 /**
- * Header-only image probe: format and dimensions of JPEG, PNG, GIF, BMP and WebP, without decoding a
- * pixel. Throws ServiceError invalid_image for anything else or a corrupt header.
+ * Typed wrappers over the native image core: decoding with limits, OpenCV-exact pixel operations,
+ * DeepFace face extraction and model-input tensors. Every native failure becomes a ServiceError with
+ * a stable code (invalid_image, image_too_large, too_many_pixels, invalid_request, ...).
  */
-import { ServiceError } from '../errors/index.js';
+import { fromNative } from '../errors/index.js';
+import { native } from './native.js';
+
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp';
+export type ChannelOrder = 'bgr' | 'rgb';
+export type Interpolation = 'linear' | 'cubic' | 'area';
+export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace';
+export type Point = [number, number];
+
+/** 8-bit pixels, rows top to bottom, channels interleaved (1 or 3; 3 is BGR unless said otherwise). */
+export interface NativeImage {
+  width: number;
+  height: number;
+  channels: number;
+  data: Buffer;
+}
 
 export interface ImageProbe {
-  format: string;
+  format: ImageFormat;
   width: number;
   height: number;
 }
 
-function bad(why: string): never {
-  throw new ServiceError('invalid_image', why);
+export interface DecodeOptions {
+  maxBytes: number;
+  maxPixels: number;
+  order: ChannelOrder;
 }
 
-function probeJpeg(b: Buffer): ImageProbe {
-  let i = 2;
-  while (i + 4 <= b.length) {
-    if (b[i] !== 0xff) bad('corrupt JPEG header');
-    let marker = b[i + 1]!;
-    while (marker === 0xff && i + 2 < b.length) { i++; marker = b[i + 1]!; }
-    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) { i += 2; continue; }
-    if (i + 4 > b.length) break;
-    const len = b.readUInt16BE(i + 2);
-    if (len < 2) bad('corrupt JPEG segment');
-    const sof = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
-    if (sof) {
-      if (i + 9 > b.length) break;
-      const height = b.readUInt16BE(i + 5);
-      const width = b.readUInt16BE(i + 7);
-      return { format: 'jpeg', width, height };
-    }
-    i += 2 + len;
+export interface Detection {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  leftEye?: Point | null;
+  rightEye?: Point | null;
+  nose?: Point | null;
+  mouthLeft?: Point | null;
+  mouthRight?: Point | null;
+  confidence: number;
+}
+
+export interface ExtractOptions {
+  align: boolean;
+  expandPercentage: number;
+  borderTop: number;
+  borderLeft: number;
+  originalWidth: number;
+  originalHeight: number;
+}
+
+export interface FacialArea {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  leftEye: Point | null;
+  rightEye: Point | null;
+  nose?: Point | null;
+  mouthLeft?: Point | null;
+  mouthRight?: Point | null;
+}
+
+export interface ExtractedFace {
+  face: NativeImage;
+  area: FacialArea;
+  confidence: number;
+}
+
+export interface TensorSpec {
+  width: number;
+  height: number;
+  layout: 'nchw' | 'nhwc';
+  channelOrder: ChannelOrder;
+  preprocess: 'deepface_float' | 'uint8_truncate';
+  normalization: Normalization;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw fromNative(err);
   }
-  bad('JPEG header has no frame size');
 }
 
+/** Format and stored size from the header alone (sync, enforces no limit). */
 export function probeImage(bytes: Buffer): ImageProbe {
-  const b = bytes;
-  let r: ImageProbe;
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) r = probeJpeg(b);
-  else if (b.length >= 24 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
-    if (b.toString('latin1', 12, 16) !== 'IHDR') bad('corrupt PNG header');
-    r = { format: 'png', width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-  } else if (b.length >= 10 && (b.toString('latin1', 0, 6) === 'GIF87a' || b.toString('latin1', 0, 6) === 'GIF89a')) {
-    r = { format: 'gif', width: b.readUInt16LE(6), height: b.readUInt16LE(8) };
-  } else if (b.length >= 26 && b[0] === 0x42 && b[1] === 0x4d) {
-    const hdr = b.readUInt32LE(14);
-    if (hdr === 12) r = { format: 'bmp', width: b.readUInt16LE(18), height: b.readUInt16LE(20) };
-    else r = { format: 'bmp', width: Math.abs(b.readInt32LE(18)), height: Math.abs(b.readInt32LE(22)) };
-  } else if (b.length >= 30 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP') {
-    const chunk = b.toString('latin1', 12, 16);
-    if (chunk === 'VP8 ') r = { format: 'webp', width: b.readUInt16LE(26) & 0x3fff, height: b.readUInt16LE(28) & 0x3fff };
-    else if (chunk === 'VP8L') {
-      const v = b.readUInt32LE(21);
-      r = { format: 'webp', width: (v & 0x3fff) + 1, height: ((v >>> 14) & 0x3fff) + 1 };
-    } else if (chunk === 'VP8X') r = { format: 'webp', width: b.readUIntLE(24, 3) + 1, height: b.readUIntLE(27, 3) + 1 };
-    else bad('corrupt WebP header');
-  } else bad('not a JPEG, PNG, WebP, GIF or BMP image');
-  if (r.width <= 0 || r.height <= 0) bad('image has zero width or height');
-  return r;
+  try {
+    return native.probeImage(bytes) as ImageProbe;
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** Decodes like cv2.imdecode(IMREAD_COLOR) after checking the byte and pixel limits. */
+export function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage> {
+  return call(() => native.decodeImage(bytes, opts));
+}
+
+export function resizeImage(img: NativeImage, width: number, height: number, interpolation: Interpolation): Promise<NativeImage> {
+  return call(() => native.resizeImage(img, width, height, interpolation));
+}
+
+/** DeepFace's resize_image on uint8 pixels: aspect-preserving resize and centred black padding. */
+export function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage> {
+  return call(() => native.letterbox(img, width, height));
+}
+
+export function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage> {
+  return call(() => native.copyMakeBorder(img, top, bottom, left, right));
+}
+
+/** The w×h window at (x, y); parts outside the image are black. */
+export function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage> {
+  return call(() => native.cropPadded(img, x, y, w, h));
+}
+
+/** getRotationMatrix2D((cx, cy), angleDeg, 1) + warpAffine(INTER_CUBIC, black border). */
+export function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage> {
+  return call(() => native.rotateImage(img, cx, cy, angleDeg));
+}
+
+export function toGray(img: NativeImage): Promise<NativeImage> {
+  return call(() => native.toGray(img));
+}
+
+/** The black border DeepFace adds before detection when align=true. */
+export function deepfaceBorder(img: NativeImage): Promise<{ image: NativeImage; top: number; left: number }> {
+  return call(() => native.deepfaceBorder(img));
+}
+
+/** All faces of one image, cropped, aligned and reported as DeepFace does, in one native call. */
+export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractOptions): Promise<ExtractedFace[]> {
+  return call(async () => {
+    const dets = detections.map((d) => ({
+      ...d,
+      leftEye: d.leftEye ?? null,
+      rightEye: d.rightEye ?? null,
+      nose: d.nose ?? null,
+      mouthLeft: d.mouthLeft ?? null,
+      mouthRight: d.mouthRight ?? null,
+    }));
+    const out = await native.extractFaces(img, dets, opts);
+    return out.map((f) => ({ face: f.face, confidence: f.confidence, area: f.area as FacialArea }));
+  });
+}
+
+/** Letterboxes every face to the model input and applies its preprocessing, as one batch. */
+export function facesToTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array> {
+  return call(() => native.facesToTensor(faces, spec));
 }
