@@ -273,10 +273,12 @@ def build_facenet(w: KerasWeights, dim: int) -> onnx.ModelProto:
 
     for i in range(1, 11):
         p = f"Block17_{i}"
+        # DeepFace numbers the second branch after the block (Block17_3_Branch_3_...), except in block 1.
+        br = f"{p}_Branch_{i}"
         b0 = cbr(x, 896, p + "_Branch_0_Conv2d_1x1", 128, 1, same=True)
-        b1 = cbr(x, 896, p + "_Branch_1_Conv2d_0a_1x1", 128, 1, same=True)
-        b1 = cbr(b1, 128, p + "_Branch_1_Conv2d_0b_1x7", 128, (1, 7), same=True)
-        b1 = cbr(b1, 128, p + "_Branch_1_Conv2d_0c_7x1", 128, (7, 1), same=True)
+        b1 = cbr(x, 896, br + "_Conv2d_0a_1x1", 128, 1, same=True)
+        b1 = cbr(b1, 128, br + "_Conv2d_0b_1x7", 128, (1, 7), same=True)
+        b1 = cbr(b1, 128, br + "_Conv2d_0c_7x1", 128, (7, 1), same=True)
         mixed = g.op("Concat", [b0, b1], axis=1)
         x = residual(x, 896, p, mixed, 256, 0.1, True)
 
@@ -292,10 +294,12 @@ def build_facenet(w: KerasWeights, dim: int) -> onnx.ModelProto:
 
     for i in range(1, 7):
         p = f"Block8_{i}"
+        # Same naming quirk as Block17, for blocks 2..5; block 6 goes back to Branch_1.
+        br = f"{p}_Branch_{i if 1 < i < 6 else 1}"
         b0 = cbr(x, 1792, p + "_Branch_0_Conv2d_1x1", 192, 1, same=True)
-        b1 = cbr(x, 1792, p + "_Branch_1_Conv2d_0a_1x1", 192, 1, same=True)
-        b1 = cbr(b1, 192, p + "_Branch_1_Conv2d_0b_1x3", 192, (1, 3), same=True)
-        b1 = cbr(b1, 192, p + "_Branch_1_Conv2d_0c_3x1", 192, (3, 1), same=True)
+        b1 = cbr(x, 1792, br + "_Conv2d_0a_1x1", 192, 1, same=True)
+        b1 = cbr(b1, 192, br + "_Conv2d_0b_1x3", 192, (1, 3), same=True)
+        b1 = cbr(b1, 192, br + "_Conv2d_0c_3x1", 192, (3, 1), same=True)
         mixed = g.op("Concat", [b0, b1], axis=1)
         # The last block has scale 1 and no activation (Sandberg's noReLU block).
         x = residual(x, 1792, p, mixed, 384, 0.2 if i < 6 else 1.0, i < 6)
@@ -421,7 +425,7 @@ def build_openface(w: KerasWeights) -> onnx.ModelProto:
     kern, bias = w.layer("dense_layer", [("kernel", (736, 128)), ("bias", (128,))])
     x = g.op("Gemm", [x, g.const(kern.T.copy(), "dense_W"), g.const(bias, "dense_B")], transB=1)
     # K.l2_normalize: x / sqrt(max(sum(x^2), 1e-12))
-    ss = g.op("ReduceSumSquare", [x, g.const(np.array([1], np.int64), "axes")], keepdims=1)
+    ss = g.op("ReduceSumSquare", [x], axes=[1], keepdims=1)
     ss = g.op("Max", [ss, g.const(np.array(1e-12, np.float32), "eps")])
     g.op("Div", [x, g.op("Sqrt", [ss])], outputs=["embedding"])
     vout = helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["N", 128])

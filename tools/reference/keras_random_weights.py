@@ -46,7 +46,7 @@ SHARED_DEEPFACE = os.path.abspath(os.path.join(REPO, "..", "shared", "data", "de
 SEED = {"facenet128": 20260401, "facenet512": 20260402, "openface": 20260403, "retinaface_r50": 20260404}
 # Chosen so that activations neither explode nor vanish through the random deep nets (checked by the
 # output statistics this script prints).
-GAIN = {"facenet128": 1.0, "facenet512": 1.0, "openface": 1.0, "retinaface_r50": 1.0}
+GAIN = {"facenet128": 2.0, "facenet512": 2.0, "openface": 2.0, "retinaface_r50": 1.0}
 WEIGHT_FILE = {
     "facenet128": "facenet_weights.h5",
     "facenet512": "facenet512_weights.h5",
@@ -156,10 +156,20 @@ def manifest_from_h5(path: str, arch: str) -> dict:
     return {
         "arch": arch,
         "seed": SEED[arch],
-        "init": {"kernel_gain": GAIN[arch]},
+        "init": {"kernel_gain": GAIN[arch], "center_kernels": True},
         "root_attrs": root_attrs,
         "layers": layers,
     }
+
+
+def write_manifest(manifest: dict, path: str) -> None:
+    # One layer per line: small, and diffs stay readable when an architecture changes.
+    head = {k: v for k, v in manifest.items() if k != "layers"}
+    lines = [json.dumps(l, separators=(",", ":")) for l in manifest["layers"]]
+    with open(path, "w") as f:
+        f.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"layers":[\n')
+        f.write(",\n".join(lines))
+        f.write("\n]}\n")
 
 
 def run_arch(arch: str, crops: list, tf, versions: dict) -> None:
@@ -176,9 +186,7 @@ def run_arch(arch: str, crops: list, tf, versions: dict) -> None:
         bare.save_weights(layout)
         manifest = manifest_from_h5(layout, arch)
         os.makedirs(MANIFEST_DIR, exist_ok=True)
-        with open(os.path.join(MANIFEST_DIR, f"{arch}.json"), "w") as f:
-            json.dump(manifest, f, indent=0, separators=(",", ":"))
-            f.write("\n")
+        write_manifest(manifest, os.path.join(MANIFEST_DIR, f"{arch}.json"))
         # Random weights through the numpy-only generator, then DeepFace's own loader.
         os.unlink(wpath)
         random_h5.write_h5(manifest, manifest["seed"], wpath)

@@ -17,8 +17,10 @@ are drawn from one `np.random.default_rng(seed)` stream in manifest order, by th
     moving_mean      N(0,1) * 0.1                       (not 0: the fold must use it)
     moving_variance  U(0.5, 2.0)                        (not 1: the fold must use it)
 
-`gain` comes from the manifest's `init.kernel_gain` (chosen per model so activations stay in a sane
-range through a deep random network).
+`gain` comes from the manifest's `init.kernel_gain`. With `init.center_kernels`, each output unit's
+kernel is made zero-sum over its fan-in (before scaling): post-ReLU inputs are all positive, and
+uncentred random filters pass that common mode on layer after layer until every input gives nearly the
+same output. Centred filters keep the outputs input-dependent, which is what the parity test needs.
 """
 from __future__ import annotations
 
@@ -32,11 +34,14 @@ import h5py
 import numpy as np
 
 
-def draw(rng: np.random.Generator, kind: str, shape, gain: float) -> np.ndarray:
+def draw(rng: np.random.Generator, kind: str, shape, gain: float, center: bool) -> np.ndarray:
     shape = tuple(int(s) for s in shape)
     if kind in ("kernel", "depthwise_kernel"):
         fan_in = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        return (rng.standard_normal(shape) * (gain / np.sqrt(fan_in))).astype(np.float32)
+        k = rng.standard_normal(shape)
+        if center and len(shape) > 1:
+            k = k - k.reshape(-1, shape[-1]).mean(axis=0)
+        return (k * (gain / np.sqrt(fan_in))).astype(np.float32)
     if kind == "bias":
         return (rng.standard_normal(shape) * 0.05).astype(np.float32)
     if kind == "gamma":
@@ -57,10 +62,12 @@ def weight_kind(full_name: str) -> str:
 def generate(manifest: dict, seed: int):
     """Yields (layer_name, weight_full_name, array) in manifest order."""
     rng = np.random.default_rng(seed)
-    gain = float(manifest.get("init", {}).get("kernel_gain", 1.0))
+    init = manifest.get("init", {})
+    gain = float(init.get("kernel_gain", 1.0))
+    center = bool(init.get("center_kernels", False))
     for layer in manifest["layers"]:
         for wt in layer["weights"]:
-            arr = draw(rng, weight_kind(wt["name"]), wt["shape"], gain)
+            arr = draw(rng, weight_kind(wt["name"]), wt["shape"], gain, center)
             yield layer["name"], wt["name"], arr
 
 
