@@ -1,0 +1,123 @@
+/**
+ * Embedding latency and throughput of the converted recognition models with onnxruntime-node (issue 4 §4).
+ *
+ *   npm run bench:models [-- --models facenet128,openface --batches 1,8,32 --threads 1,2 --seconds 3]
+ *
+ * Uses the random-weight ONNX models built from the committed manifests (real graphs; speed does not
+ * depend on weight values). Prints a table with ratios and writes bench/results/models.json.
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { buildRandomOnnx, type KerasArch } from '../../test/helpers/keras-models.js';
+import { REPO_ROOT } from '../../test/helpers/shared.js';
+
+const SIZE: Record<string, number> = { facenet128: 160, facenet512: 160, openface: 96 };
+
+function arg(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : dflt;
+}
+
+const models = arg('models', 'facenet128,facenet512,openface').split(',') as KerasArch[];
+const batches = arg('batches', '1,8,32').split(',').map(Number);
+const threads = arg('threads', '1,2').split(',').map(Number);
+const seconds = Number(arg('seconds', '3'));
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+interface Row {
+  model: string;
+  threads: number;
+  batch: number;
+  runs: number;
+  median_ms: number;
+  p90_ms: number;
+  per_face_ms: number;
+  faces_per_s: number;
+}
+
+async function measure(session: ort.InferenceSession, S: number, batch: number): Promise<Omit<Row, 'model' | 'threads'>> {
+  const x = new Float32Array(batch * S * S * 3);
+  for (let i = 0; i < x.length; i++) x[i] = ((i * 2654435761) >>> 24) / 255; // deterministic, face-like range
+  const feed = { input: new ort.Tensor('float32', x, [batch, S, S, 3]) };
+  for (let i = 0; i < 2; i++) await session.run(feed); // warm-up: allocations and kernel selection
+  const times: number[] = [];
+  const end = performance.now() + seconds * 1000;
+  while (times.length < 5 || (performance.now() < end && times.length < 500)) {
+    const t0 = performance.now();
+    await session.run(feed);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const median = quantile(times, 0.5);
+  return {
+    batch,
+    runs: times.length,
+    median_ms: +median.toFixed(3),
+    p90_ms: +quantile(times, 0.9).toFixed(3),
+    per_face_ms: +(median / batch).toFixed(3),
+    faces_per_s: +((1000 * batch) / median).toFixed(2),
+  };
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  for (const model of models) {
+    const { onnx } = buildRandomOnnx(model);
+    for (const t of threads) {
+      const session = await ort.InferenceSession.create(onnx, {
+        intraOpNumThreads: t,
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+        graphOptimizationLevel: 'all',
+      });
+      for (const b of batches) {
+        const r = { model, threads: t, ...(await measure(session, SIZE[model]!, b)) };
+        rows.push(r);
+        process.stderr.write(`${model} threads=${t} batch=${b}: ${r.median_ms} ms\n`);
+      }
+      await session.release();
+    }
+  }
+
+  const base = (r: Row) => rows.find((x) => x.model === r.model && x.threads === r.threads && x.batch === 1)!;
+  const oneThread = (r: Row) => rows.find((x) => x.model === r.model && x.threads === 1 && x.batch === r.batch);
+  const header = ['model', 'thr', 'batch', 'median ms', 'p90 ms', 'ms/face', 'faces/s', 'x vs batch1', 'x vs 1 thr'];
+  const lines = rows.map((r) => {
+    const t1 = oneThread(r);
+    return [
+      r.model, String(r.threads), String(r.batch), r.median_ms.toFixed(2), r.p90_ms.toFixed(2), r.per_face_ms.toFixed(2),
+      r.faces_per_s.toFixed(1), (r.faces_per_s / base(r).faces_per_s).toFixed(2),
+      t1 ? (r.faces_per_s / t1.faces_per_s).toFixed(2) : '-',
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const fmt = (l: string[]) => l.map((c, i) => c.padStart(widths[i]!)).join('  ');
+  console.log(fmt(header));
+  for (const l of lines) console.log(fmt(l));
+
+  const out = {
+    bench: 'models',
+    command: `npm run bench:models -- --models ${models.join(',')} --batches ${batches.join(',')} --threads ${threads.join(',')} --seconds ${seconds}`,
+    date: new Date().toISOString(),
+    node: process.version,
+    onnxruntime_node: (await import('onnxruntime-node/package.json', { with: { type: 'json' } })).default.version,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    logical_cpus: cpus().length,
+    weights: 'random (tools/reference/manifests, seeded); speed does not depend on weight values',
+    input: 'NHWC float32, BGR [0,1]; preprocessing not included',
+    rows,
+  };
+  const dir = resolve(REPO_ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = resolve(dir, 'models.json');
+  writeFileSync(`${file}.tmp`, JSON.stringify(out, null, 2) + '\n');
+  renameSync(`${file}.tmp`, file);
+  console.log(`wrote ${file}`);
+}
+
+await main();
