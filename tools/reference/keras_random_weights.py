@@ -57,7 +57,9 @@ SIZE = {"facenet128": 160, "facenet512": 160, "openface": 96}
 
 # (image, crop side as a fraction of min(H, W), letterbox aspect or None)
 CROP_SPECS = [("img1.jpg", 0.62, None), ("img2.jpg", 0.70, None), ("img3.jpg", 0.66, 0.75)]
-RETINA_INPUT = ("couple.jpg", 128, 160)  # image, output H, output W (RGB)
+# image, output H, output W (RGB). The second is not a multiple of 32, to pin the ceil(H/s) feature sizes
+# and the FPN crop after upsampling.
+RETINA_INPUTS = [("couple.jpg", 128, 160), ("img1.jpg", 90, 118)]
 
 
 def nearest_crop(img: np.ndarray, y0: int, x0: int, h: int, w: int, oh: int, ow: int) -> np.ndarray:
@@ -89,14 +91,14 @@ def make_crops(cv2) -> list:
             with open(os.path.join(CROPS_DIR, fn), "wb") as f:
                 f.write(np.ascontiguousarray(crop).tobytes())
             out.append({"file": fn, "size": S, "source": name, "side_frac": frac, "letterbox_aspect": aspect})
-    rname, rh, rw = RETINA_INPUT
-    img = cv2.imread(os.path.join(SHARED_DEEPFACE, rname))
-    H, W = img.shape[:2]
-    rgb = nearest_crop(img, 0, 0, H, W, rh, rw)[:, :, ::-1]
-    fn = f"{os.path.splitext(rname)[0]}_{rh}x{rw}.rgb"
-    with open(os.path.join(CROPS_DIR, fn), "wb") as f:
-        f.write(np.ascontiguousarray(rgb).tobytes())
-    out.append({"file": fn, "height": rh, "width": rw, "source": rname, "channels": "RGB"})
+    for rname, rh, rw in RETINA_INPUTS:
+        img = cv2.imread(os.path.join(SHARED_DEEPFACE, rname))
+        H, W = img.shape[:2]
+        rgb = nearest_crop(img, 0, 0, H, W, rh, rw)[:, :, ::-1]
+        fn = f"{os.path.splitext(rname)[0]}_{rh}x{rw}.rgb"
+        with open(os.path.join(CROPS_DIR, fn), "wb") as f:
+            f.write(np.ascontiguousarray(rgb).tobytes())
+        out.append({"file": fn, "height": rh, "width": rw, "source": rname, "channels": "RGB"})
     with open(os.path.join(CROPS_DIR, "index.json"), "w") as f:
         json.dump({"generator": "tools/reference/keras_random_weights.py make_crops", "crops": out}, f, indent=1)
     return out
@@ -209,16 +211,16 @@ def run_arch(arch: str, crops: list, tf, versions: dict) -> None:
 
         results = []
         if arch == "retinaface_r50":
-            c = [c for c in crops if c["file"].endswith(".rgb")][0]
-            x = read_crop(c["file"], c["height"], c["width"]).astype(np.float32)[None]
-            outs = model(x, training=False)
-            names = [o.name.split("/")[0].split(":")[0] for o in model.outputs]
-            tensors = []
-            for name, o in zip(names, outs):
-                o = np.asarray(o, np.float32)
-                tensors.append({"keras_name": name, "shape": list(o.shape), "data": [float(v) for v in o.ravel()]})
-                print(f"  {name}: {o.shape} mean|x|={np.abs(o).mean():.4g}")
-            results.append({"file": c["file"], "height": c["height"], "width": c["width"], "outputs": tensors})
+            for c in [c for c in crops if c["file"].endswith(".rgb")]:
+                x = read_crop(c["file"], c["height"], c["width"]).astype(np.float32)[None]
+                outs = model(x, training=False)
+                names = [o.name.split("/")[0].split(":")[0] for o in model.outputs]
+                tensors = []
+                for name, o in zip(names, outs):
+                    o = np.asarray(o, np.float32)
+                    tensors.append({"keras_name": name, "shape": list(o.shape), "data": [float(v) for v in o.ravel()]})
+                    print(f"  {c['file']} {name}: {o.shape} mean|x|={np.abs(o).mean():.4g} std={o.std():.4g}")
+                results.append({"file": c["file"], "height": c["height"], "width": c["width"], "outputs": tensors})
         else:
             S = SIZE[arch]
             for c in crops:
