@@ -3,11 +3,11 @@
  *
  *   npm run bench:models [-- --models facenet128,openface --batches 1,8,32 --threads 1,2 --seconds 3]
  *
- * Uses the random-weight ONNX models built from the committed manifests (real graphs; speed does not
+ * Uses the random-weight ONNX models built from the committed layer layouts (real graphs; speed does not
  * depend on weight values). Prints a table with ratios and writes bench/results/models.json.
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { buildRandomOnnx, type KerasArch } from '../../test/helpers/keras-models.js';
@@ -38,6 +38,8 @@ interface Row {
   p90_ms: number;
   per_face_ms: number;
   faces_per_s: number;
+  /** Process CPU time (all threads) per face: less sensitive than wall time to other load on the host. */
+  cpu_ms_per_face: number;
 }
 
 async function measure(session: ort.InferenceSession, S: number, batch: number): Promise<Omit<Row, 'model' | 'threads'>> {
@@ -46,12 +48,15 @@ async function measure(session: ort.InferenceSession, S: number, batch: number):
   const feed = { input: new ort.Tensor('float32', x, [batch, S, S, 3]) };
   for (let i = 0; i < 2; i++) await session.run(feed); // warm-up: allocations and kernel selection
   const times: number[] = [];
+  const cpu0 = process.cpuUsage();
   const end = performance.now() + seconds * 1000;
   while (times.length < 5 || (performance.now() < end && times.length < 500)) {
     const t0 = performance.now();
     await session.run(feed);
     times.push(performance.now() - t0);
   }
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMsPerFace = (cpu.user + cpu.system) / 1000 / times.length / batch;
   times.sort((a, b) => a - b);
   const median = quantile(times, 0.5);
   return {
@@ -61,6 +66,7 @@ async function measure(session: ort.InferenceSession, S: number, batch: number):
     p90_ms: +quantile(times, 0.9).toFixed(3),
     per_face_ms: +(median / batch).toFixed(3),
     faces_per_s: +((1000 * batch) / median).toFixed(2),
+    cpu_ms_per_face: +cpuMsPerFace.toFixed(3),
   };
 }
 
@@ -86,13 +92,14 @@ async function main(): Promise<void> {
 
   const base = (r: Row) => rows.find((x) => x.model === r.model && x.threads === r.threads && x.batch === 1)!;
   const oneThread = (r: Row) => rows.find((x) => x.model === r.model && x.threads === 1 && x.batch === r.batch);
-  const header = ['model', 'thr', 'batch', 'median ms', 'p90 ms', 'ms/face', 'faces/s', 'x vs batch1', 'x vs 1 thr'];
+  const header = ['model', 'thr', 'batch', 'median ms', 'p90 ms', 'ms/face', 'faces/s', 'x vs batch1', 'x vs 1 thr', 'cpu ms/face'];
   const lines = rows.map((r) => {
     const t1 = oneThread(r);
     return [
       r.model, String(r.threads), String(r.batch), r.median_ms.toFixed(2), r.p90_ms.toFixed(2), r.per_face_ms.toFixed(2),
       r.faces_per_s.toFixed(1), (r.faces_per_s / base(r).faces_per_s).toFixed(2),
       t1 ? (r.faces_per_s / t1.faces_per_s).toFixed(2) : '-',
+      r.cpu_ms_per_face.toFixed(2),
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -108,7 +115,8 @@ async function main(): Promise<void> {
     onnxruntime_node: (await import('onnxruntime-node/package.json', { with: { type: 'json' } })).default.version,
     cpu: cpus()[0]?.model ?? 'unknown',
     logical_cpus: cpus().length,
-    weights: 'random (tools/reference/manifests, seeded); speed does not depend on weight values',
+    loadavg_at_end: loadavg(),
+    weights: 'random (models/converters/keras_layouts, seeded); speed does not depend on weight values',
     input: 'NHWC float32, BGR [0,1]; preprocessing not included',
     rows,
   };

@@ -19,6 +19,10 @@ outputs, for stride s in 32, 16, 8 (all NHWC, like the Keras model's outputs):
 (H/s rounds up, following the Keras 'same'/padded convolutions.) The order of outputs is the order of
 the Keras model's outputs (stride 32 cls, bbox, landmark, then 16, then 8).
 
+Tensors are found by layer name. If the file names its layers differently, they are paired by position
+with the model's layer order from keras_layouts/<arch>.json (DeepFace's own Keras `save_weights` layout),
+which is how Keras's `load_weights` (and so DeepFace) reads them anyway.
+
 Exit status: 0 on success, 2 on usage errors, 1 when the weights do not match the architecture (missing
 layer, wrong shape, unused layers). The output is written to a temporary file and renamed, so a failed
 run never leaves a partial model behind.
@@ -26,6 +30,7 @@ run never leaves a partial model behind.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -37,6 +42,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
+KNOWN_KINDS = {"kernel", "bias", "gamma", "beta", "moving_mean", "moving_variance"}
+LAYOUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keras_layouts")
 
 
 class ConversionError(Exception):
@@ -67,32 +74,62 @@ class KerasWeights:
             raise ConversionError(f"{path}: no 'layer_names' attribute; not a Keras weights file")
         self.layer_names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
         self._used: set = set()
+        self._alias: Dict[str, str] = {}
+
+    def _has_weights(self, name: str) -> bool:
+        return name in self._root and len(self._root[name].attrs.get("weight_names", [])) > 0
+
+    def match_layout(self, layout_path: str) -> Optional[str]:
+        """When the file names its layers differently from DeepFace's current code, pair them by position.
+
+        That is what DeepFace itself does: Keras's HDF5 `load_weights` ignores names and assigns the
+        file's weighted layers, in order, to the model's weighted layers. The committed layout (the Keras
+        model's own `save_weights` layout) gives the model's order. Shapes are still checked per tensor.
+        Returns a note for the user when it had to do so.
+        """
+        if not os.path.isfile(layout_path):
+            return None
+        with open(layout_path) as f:
+            layout = json.load(f)
+        expected = [l["name"] for l in layout["layers"] if l["weights"]]
+        present = [n for n in self.layer_names if self._has_weights(n)]
+        if all(n in self._root for n in expected):
+            return None
+        if len(expected) != len(present):
+            return (f"layer names differ from DeepFace's and the file has {len(present)} weighted layers where "
+                    f"the architecture has {len(expected)}; cannot pair them by position")
+        self._alias = dict(zip(expected, present))
+        return "layer names differ from DeepFace's; paired weighted layers by position, as Keras load_weights does"
 
     def close(self) -> None:
         self._f.close()
 
     def layer(self, name: str, expect: Sequence[Tuple[str, Tuple[int, ...]]]) -> List[np.ndarray]:
-        if name not in self._root:
+        file_name = self._alias.get(name, name)
+        if file_name not in self._root:
             raise ConversionError(f"missing layer '{name}' in weights file")
-        g = self._root[name]
+        g = self._root[file_name]
+        label = name if file_name == name else f"{name}' (file: '{file_name}"
         wn = [n.decode() if isinstance(n, bytes) else str(n) for n in g.attrs.get("weight_names", [])]
         if len(wn) != len(expect):
             raise ConversionError(
-                f"layer '{name}': expected {len(expect)} tensors ({', '.join(k for k, _ in expect)}), "
+                f"layer '{label}': expected {len(expect)} tensors ({', '.join(k for k, _ in expect)}), "
                 f"file has {len(wn)} ({', '.join(wn)})"
             )
         out = []
         for full, (kind, shape) in zip(wn, expect):
             leaf = full.split("/")[-1].split(":")[0]
-            if leaf != kind:
-                raise ConversionError(f"layer '{name}': expected tensor '{kind}', file has '{full}'")
+            # Keras assigns a layer's tensors by position; names only catch a swapped order when they use
+            # the standard kinds (very old files use other names, e.g. param_0).
+            if leaf in KNOWN_KINDS and leaf != kind:
+                raise ConversionError(f"layer '{label}': expected tensor '{kind}', file has '{full}'")
             arr = np.asarray(g[full], dtype=np.float32)
             if tuple(arr.shape) != tuple(shape):
                 raise ConversionError(
-                    f"layer '{name}' tensor '{kind}': shape mismatch, expected {tuple(shape)}, file has {arr.shape}"
+                    f"layer '{label}' tensor '{kind}': shape mismatch, expected {tuple(shape)}, file has {arr.shape}"
                 )
             out.append(arr)
-        self._used.add(name)
+        self._used.add(file_name)
         return out
 
     def check_all_used(self) -> None:
@@ -451,6 +488,9 @@ def _register_retinaface() -> None:
 
 def convert(arch: str, src: str, dst: str) -> None:
     w = KerasWeights(src)
+    note = w.match_layout(os.path.join(LAYOUT_DIR, f"{arch}.json"))
+    if note:
+        print(f"keras_to_onnx: {arch}: {note}", file=sys.stderr)
     try:
         model = ARCHS[arch](w)
         w.check_all_used()
@@ -464,6 +504,10 @@ def convert(arch: str, src: str, dst: str) -> None:
     try:
         with open(tmp, "wb") as f:
             f.write(model.SerializeToString())
+        # mkstemp creates 0600; give the model the permissions a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, dst)
     except BaseException:
         if os.path.exists(tmp):

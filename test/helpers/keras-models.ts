@@ -11,7 +11,7 @@ import { REPO_ROOT } from './shared.js';
 export type KerasArch = 'facenet128' | 'facenet512' | 'openface' | 'retinaface_r50';
 
 export const VENV_PYTHON = resolve(REPO_ROOT, '.venv', 'bin', 'python');
-export const MANIFEST_DIR = resolve(REPO_ROOT, 'tools', 'reference', 'manifests');
+export const MANIFEST_DIR = resolve(REPO_ROOT, 'models', 'converters', 'keras_layouts');
 export const PARITY_FIXTURES = resolve(REPO_ROOT, 'test', 'fixtures', 'keras-parity');
 export const CONVERTER = resolve(REPO_ROOT, 'models', 'converters', 'keras_to_onnx.py');
 export const RANDOM_H5 = resolve(REPO_ROOT, 'tools', 'reference', 'random_h5.py');

@@ -8,7 +8,7 @@ Runs in a heavy venv OUTSIDE the repository (TensorFlow + tf-keras + deepface + 
 For each model it
   1. builds DeepFace's own Keras model (the retina-face package's for retinaface_r50), with weight loading
      stubbed out, and calls `model.save_weights()` to learn the exact HDF5 layout;
-  2. writes that layout as a layer manifest (tools/reference/manifests/<arch>.json, committed);
+  2. writes that layout as a layer manifest (models/converters/keras_layouts/<arch>.json, committed; the converter also uses it);
   3. fills it with seeded random weights via random_h5.py (numpy + h5py, the same code the test runs);
   4. loads that .h5 through DeepFace's own loader (DEEPFACE_HOME pointed at a temp dir) and checks every
      loaded tensor equals the generated one;
@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 import random_h5  # noqa: E402
 
-MANIFEST_DIR = os.path.join(HERE, "manifests")
+MANIFEST_DIR = os.path.join(REPO, "models", "converters", "keras_layouts")
 FIXTURES = os.path.join(REPO, "test", "fixtures", "keras-parity")
 CROPS_DIR = os.path.join(FIXTURES, "crops")
 SHARED_DEEPFACE = os.path.abspath(os.path.join(REPO, "..", "shared", "data", "deepface"))
@@ -235,7 +235,7 @@ def run_arch(arch: str, crops: list, tf, versions: dict) -> None:
         out = {
             "arch": arch,
             "seed": manifest["seed"],
-            "manifest": f"tools/reference/manifests/{arch}.json",
+            "manifest": f"models/converters/keras_layouts/{arch}.json",
             "generator": "tools/reference/keras_random_weights.py",
             "versions": versions,
             "results": results,

@@ -95,6 +95,9 @@ def write_h5(manifest: dict, seed: int, out_path: str) -> None:
                 groups[layer["name"]] = g
             for lname, wname, arr in generate(manifest, seed):
                 groups[lname].create_dataset(wname, data=arr)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
