@@ -517,6 +517,9 @@ def convert(arch: str, src: str, dst: str) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # Run as a script, this module is __main__; make `import keras_to_onnx` in the architecture modules
+    # return this same module, so there is one ConversionError class.
+    sys.modules.setdefault("keras_to_onnx", sys.modules[__name__])
     _register_retinaface()
     ap = argparse.ArgumentParser(description="Convert DeepFace Keras weights (.h5) to ONNX, without TensorFlow.")
     ap.add_argument("--arch", required=True, choices=sorted(ARCHS))

@@ -3,7 +3,7 @@
  * seeded .h5 from the committed layer manifest (tools/reference/random_h5.py, numpy + h5py) and converts
  * it with models/converters/keras_to_onnx.py, both with the repository's converter venv (.venv).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from './shared.js';
@@ -38,9 +38,10 @@ export function buildRandomOnnx(arch: KerasArch, dir = SCRATCH): { h5: string; o
   mkdirSync(dir, { recursive: true });
   const h5 = resolve(dir, `${arch}.h5`);
   const onnx = resolve(dir, `${arch}.onnx`);
-  const py = requireVenv();
-  execFileSync(py, [RANDOM_H5, resolve(MANIFEST_DIR, `${arch}.json`), h5], { cwd: REPO_ROOT, stdio: 'pipe' });
-  execFileSync(py, [CONVERTER, '--arch', arch, h5, onnx], { cwd: REPO_ROOT, stdio: 'pipe' });
+  for (const args of [[RANDOM_H5, resolve(MANIFEST_DIR, `${arch}.json`), h5], [CONVERTER, '--arch', arch, h5, onnx]]) {
+    const r = python(args);
+    if (r.status !== 0) throw new Error(`${args.map((a) => a.replace(REPO_ROOT + '/', '')).join(' ')} failed (${r.status}):\n${r.stderr}`);
+  }
   return { h5, onnx };
 }
 
