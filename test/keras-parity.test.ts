@@ -21,6 +21,7 @@ import {
   type KerasArch,
 } from './helpers/keras-models.js';
 import { deepfaceFloatPreprocess } from '../src/model-server/models/preprocess.js';
+import { decodeRetinaFace, LANDMARK_NAMES, type RawStride } from './helpers/retinaface-decode.js';
 
 const REL_TOL = 1e-4;
 
@@ -30,7 +31,16 @@ interface RecognitionExpected {
 }
 interface RetinaExpected {
   arch: string;
-  results: { file: string; height: number; width: number; outputs: { keras_name: string; shape: number[]; data: number[] }[] }[];
+  results: {
+    file: string;
+    height: number;
+    width: number;
+    outputs: { keras_name: string; shape: number[]; data: number[] }[];
+    detect_faces: {
+      threshold: number;
+      faces: { score: number; facial_area: number[]; landmarks: Record<string, [number, number]> }[];
+    };
+  }[];
 }
 
 function loadExpected<T>(arch: string): T {
@@ -120,6 +130,33 @@ t.test('retinaface_r50: raw per-stride outputs match the retina-face Keras model
       const ratio = maxAbsDiff(got.data as Float32Array, e.data) / norm(e.data);
       if (ratio > worst.ratio) worst = { ratio, where: `${r.file} ${names[i]}` };
       t.ok(ratio <= REL_TOL, `${r.file} ${names[i]}: max|diff|/‖keras‖ = ${ratio.toExponential(3)}`);
+    });
+
+    // Decoded with retina-face's semantics, the converted outputs give retina-face's own detections.
+    const strides: RawStride[] = [32, 16, 8].map((stride) => {
+      const cls = out[`cls_prob_s${stride}`]!;
+      return {
+        stride,
+        height: cls.dims[1]!,
+        width: cls.dims[2]!,
+        cls: cls.data as Float32Array,
+        bbox: out[`bbox_pred_s${stride}`]!.data as Float32Array,
+        landmark: out[`landmark_pred_s${stride}`]!.data as Float32Array,
+      };
+    });
+    const want = r.detect_faces.faces;
+    const got = decodeRetinaFace(strides, r.height, r.width, r.detect_faces.threshold);
+    t.ok(want.length > 0, `${r.file}: retina-face found ${want.length} faces at ${r.detect_faces.threshold}`);
+    t.equal(got.length, want.length, `${r.file}: same number of detections after NMS`);
+    want.forEach((w, k) => {
+      const g = got[k];
+      if (!g) return;
+      t.ok(Math.abs(g.score - w.score) <= 1e-5, `${r.file} face ${k + 1}: score ${g.score} vs ${w.score}`);
+      // Integer boxes come from truncation, so a 1e-6 difference may straddle an integer.
+      t.ok(g.facial_area.every((v, i) => Math.abs(v - w.facial_area[i]!) <= 1), `${r.file} face ${k + 1}: box ${g.facial_area} vs ${w.facial_area}`);
+      const lm = LANDMARK_NAMES.map((n) => w.landmarks[n]!);
+      const dl = Math.max(...g.landmarks.flatMap((p, i) => [Math.abs(p[0] - lm[i]![0]), Math.abs(p[1] - lm[i]![1])]));
+      t.ok(dl <= 1e-2, `${r.file} face ${k + 1}: landmarks within ${dl.toExponential(2)} px`);
     });
   }
   t.comment(`retinaface_r50: worst max|diff|/norm ${worst.ratio.toExponential(3)} on ${worst.where}`);

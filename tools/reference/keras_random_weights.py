@@ -53,6 +53,8 @@ WEIGHT_FILE = {
     "openface": "openface_weights.h5",
     "retinaface_r50": "retinaface.h5",
 }
+# Random weights give face probabilities spread over (0, 1); this keeps a handful of boxes to decode.
+DETECT_THRESHOLD = 0.8
 SIZE = {"facenet128": 160, "facenet512": 160, "openface": 96}
 
 # (image, crop side as a fraction of min(H, W), letterbox aspect or None)
@@ -220,7 +222,22 @@ def run_arch(arch: str, crops: list, tf, versions: dict) -> None:
                     o = np.asarray(o, np.float32)
                     tensors.append({"keras_name": name, "shape": list(o.shape), "data": [float(v) for v in o.ravel()]})
                     print(f"  {c['file']} {name}: {o.shape} mean|x|={np.abs(o).mean():.4g} std={o.std():.4g}")
-                results.append({"file": c["file"], "height": c["height"], "width": c["width"], "outputs": tensors})
+                # retina-face's own decoding of these outputs (anchors, +1 box convention, clipping,
+                # threshold, NMS 0.4), on the image as is (allow_upscaling=False keeps im_scale = 1),
+                # for checking a decoder against DeepFace's semantics.
+                from retinaface import RetinaFace
+                bgr = np.ascontiguousarray(read_crop(c["file"], c["height"], c["width"])[:, :, ::-1])
+                faces = RetinaFace.detect_faces(bgr, threshold=DETECT_THRESHOLD, model=model, allow_upscaling=False)
+                dets = []
+                for _, f in faces.items():
+                    dets.append({
+                        "score": float(f["score"]),
+                        "facial_area": [int(v) for v in f["facial_area"]],
+                        "landmarks": {k: [float(v[0]), float(v[1])] for k, v in f["landmarks"].items()},
+                    })
+                print(f"  {c['file']}: {len(dets)} detections at threshold {DETECT_THRESHOLD}")
+                results.append({"file": c["file"], "height": c["height"], "width": c["width"], "outputs": tensors,
+                                 "detect_faces": {"threshold": DETECT_THRESHOLD, "allow_upscaling": False, "faces": dets}})
         else:
             S = SIZE[arch]
             for c in crops:
