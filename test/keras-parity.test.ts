@@ -197,6 +197,31 @@ t.test('converter refuses weights that do not fit the architecture', async (t) =
   t.equal(r.status, 2, 'missing input file: usage error');
 });
 
+t.test('converter reads full-model saves (weights under model_weights)', async (t) => {
+  const dir = resolve(SCRATCH, 'fullmodel');
+  mkdirSync(dir, { recursive: true });
+  const src = resolve(dir, 'openface.h5');
+  const wrapped = resolve(dir, 'openface_full.h5');
+  const out = resolve(dir, 'openface_full.onnx');
+  t.equal(python([RANDOM_H5, resolve(MANIFEST_DIR, 'openface.json'), src]).status, 0);
+  const copy = [
+    'import h5py, sys',
+    'src, dst = sys.argv[1], sys.argv[2]',
+    'with h5py.File(src, "r") as a, h5py.File(dst, "w") as b:',
+    '    g = b.create_group("model_weights")',
+    '    for k, v in a.attrs.items(): g.attrs[k] = v',
+    '    for k in a: a.copy(a[k], g, name=k)',
+    '    b.attrs["model_config"] = "{}"',
+  ].join('\n');
+  t.equal(python(['-c', copy, src, wrapped]).status, 0);
+  const r = python([CONVERTER, '--arch', 'openface', wrapped, out]);
+  t.equal(r.status, 0, r.stderr);
+  const e = loadExpected<RecognitionExpected>('openface').results[0]!;
+  const session = await ort.InferenceSession.create(out, { intraOpNumThreads: 1 });
+  const y = await session.run({ input: new ort.Tensor('float32', deepfaceFloatPreprocess({ width: 96, height: 96, data: readCrop(e.file) }), [1, 96, 96, 3]) });
+  t.ok(maxAbsDiff(y['embedding']!.data as Float32Array, e.embedding) / norm(e.embedding) <= REL_TOL, 'same embedding');
+});
+
 t.test('converter pairs differently named layers by position, as Keras load_weights does', async (t) => {
   const dir = resolve(SCRATCH, 'renamed');
   mkdirSync(dir, { recursive: true });
