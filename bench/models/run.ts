@@ -5,8 +5,14 @@
  *
  * Uses the random-weight ONNX models built from the committed layer layouts (real graphs; speed does not
  * depend on weight values). Prints a table with ratios and writes bench/results/models.json.
+ *
+ * Baseline, in the same run: DeepFace's own Keras models with the same weights on TensorFlow
+ * (bench/models/keras_baseline.py) when KERAS_PYTHON (default /work/venvs/keras/bin/python) exists; pass
+ * --no-keras to skip it. CI has no TensorFlow, so there it prints a skip line.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -24,6 +30,22 @@ const models = arg('models', 'facenet128,facenet512,openface').split(',') as Ker
 const batches = arg('batches', '1,8,32').split(',').map(Number);
 const threads = arg('threads', '1,2').split(',').map(Number);
 const seconds = Number(arg('seconds', '3'));
+const KERAS_PYTHON = process.env['KERAS_PYTHON'] ?? '/work/venvs/keras/bin/python';
+const withKeras = !process.argv.includes('--no-keras') && existsSync(KERAS_PYTHON);
+
+interface KerasRow { model: string; threads: number; batch: number; runs: number; median_ms: number; faces_per_s: number }
+
+async function kerasBaseline(model: KerasArch, h5: string, t: number): Promise<KerasRow[]> {
+  const { stdout } = await promisify(execFile)(
+    KERAS_PYTHON,
+    [resolve(REPO_ROOT, 'bench', 'models', 'keras_baseline.py'), '--arch', model, '--h5', h5, '--threads', String(t),
+      '--batches', batches.join(','), '--seconds', String(seconds)],
+    { cwd: REPO_ROOT, maxBuffer: 16 << 20 },
+  );
+  const line = stdout.trim().split('\n').pop()!;
+  const r = JSON.parse(line) as { rows: Omit<KerasRow, 'model' | 'threads'>[] };
+  return r.rows.map((x) => ({ model, threads: t, ...x }));
+}
 
 function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -72,8 +94,10 @@ async function measure(session: ort.InferenceSession, S: number, batch: number):
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
+  const keras: KerasRow[] = [];
+  if (!withKeras) process.stderr.write(`keras baseline skipped (${process.argv.includes('--no-keras') ? '--no-keras' : `no ${KERAS_PYTHON}`})\n`);
   for (const model of models) {
-    const { onnx } = buildRandomOnnx(model);
+    const { onnx, h5 } = buildRandomOnnx(model);
     for (const t of threads) {
       const session = await ort.InferenceSession.create(onnx, {
         intraOpNumThreads: t,
@@ -87,19 +111,27 @@ async function main(): Promise<void> {
         process.stderr.write(`${model} threads=${t} batch=${b}: ${r.median_ms} ms\n`);
       }
       await session.release();
+      if (withKeras) {
+        const k = await kerasBaseline(model, h5, t);
+        keras.push(...k);
+        for (const r of k) process.stderr.write(`keras ${model} threads=${t} batch=${r.batch}: ${r.median_ms} ms\n`);
+      }
     }
   }
 
   const base = (r: Row) => rows.find((x) => x.model === r.model && x.threads === r.threads && x.batch === 1)!;
   const oneThread = (r: Row) => rows.find((x) => x.model === r.model && x.threads === 1 && x.batch === r.batch);
-  const header = ['model', 'thr', 'batch', 'median ms', 'p90 ms', 'ms/face', 'faces/s', 'x vs batch1', 'x vs 1 thr', 'cpu ms/face'];
+  const header = ['model', 'thr', 'batch', 'median ms', 'p90 ms', 'ms/face', 'faces/s', 'x vs batch1', 'x vs 1 thr', 'cpu ms/face', 'keras faces/s', 'x vs keras'];
   const lines = rows.map((r) => {
     const t1 = oneThread(r);
+    const k = keras.find((x) => x.model === r.model && x.threads === r.threads && x.batch === r.batch);
     return [
       r.model, String(r.threads), String(r.batch), r.median_ms.toFixed(2), r.p90_ms.toFixed(2), r.per_face_ms.toFixed(2),
       r.faces_per_s.toFixed(1), (r.faces_per_s / base(r).faces_per_s).toFixed(2),
       t1 ? (r.faces_per_s / t1.faces_per_s).toFixed(2) : '-',
       r.cpu_ms_per_face.toFixed(2),
+      k ? k.faces_per_s.toFixed(1) : '-',
+      k ? (r.faces_per_s / k.faces_per_s).toFixed(2) : '-',
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
@@ -119,6 +151,9 @@ async function main(): Promise<void> {
     weights: 'random (models/converters/keras_layouts, seeded); speed does not depend on weight values',
     input: 'NHWC float32, BGR [0,1]; preprocessing not included',
     rows,
+    keras_baseline: withKeras
+      ? { what: "DeepFace's Keras models, same weights: model(x, training=False) at batch 1, predict_on_batch above", python: KERAS_PYTHON, rows: keras }
+      : null,
   };
   const dir = resolve(REPO_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
