@@ -2,6 +2,14 @@
  * Typed wrapper over the native vector comparison (crates/facecompute-core/src/compare). Every
  * native failure comes back as a ServiceError with a stable code (contract §5).
  *
+ * Semantics (DeepFace's formulas, deepface-reference.md §4.1), with three decisions of ours:
+ * - sums are taken in float64, so distances match a float64 computation to ~1e-12 (promised: 1e-6);
+ * - a zero vector has cosine similarity 0 with anything (cosine 1, angular 0.5), as DeepFace's batch
+ *   form gives, instead of the pairwise form's NaN;
+ * - angular clamps the cosine into [-1, 1] before arccos, so rounding never yields NaN.
+ * Base64 targets: standard alphabet (RFC 4648 §4), padding optional, no whitespace or URL-safe
+ * characters; little-endian float32, row-major N×dims.
+ *
  * Zero-copy: `query` and `targets` are read in place by the native task, which keeps them alive
  * until it settles. Do not write to them before the returned promise settles.
  */
