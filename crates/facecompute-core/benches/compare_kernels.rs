@@ -22,17 +22,19 @@ fn random(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-fn median_seconds(mut f: impl FnMut()) -> f64 {
+/// Best of several runs: the machine is shared, so the fastest run is the best estimate.
+fn best_seconds(mut f: impl FnMut()) -> f64 {
     f();
-    let mut samples = Vec::new();
+    let mut best = f64::MAX;
     let start = Instant::now();
-    while samples.len() < 5 || (start.elapsed().as_secs_f64() < 0.3 && samples.len() < 200) {
+    let mut runs = 0;
+    while runs < 7 || (start.elapsed().as_secs_f64() < 0.3 && runs < 200) {
         let t = Instant::now();
         f();
-        samples.push(t.elapsed().as_secs_f64());
+        best = best.min(t.elapsed().as_secs_f64());
+        runs += 1;
     }
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    best
 }
 
 fn reference(metric: Metric, q: &[f32], t: &[f32]) -> f64 {
@@ -92,7 +94,7 @@ fn main() {
                 for (name, f) in &impls {
                     let got = f();
                     let err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f64, f64::max);
-                    let secs = median_seconds(|| {
+                    let secs = best_seconds(|| {
                         black_box(f());
                     });
                     let vps = n as f64 / secs;
