@@ -12,6 +12,9 @@ use simsimd::SpatialSimilarity;
 use std::hint::black_box;
 use std::time::Instant;
 
+/// One implementation under test: computes every row's distance.
+type Impl = Box<dyn Fn() -> Vec<f64>>;
+
 fn random(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed;
     (0..n)
@@ -74,7 +77,7 @@ fn main() {
             }
             for metric in [Metric::Cosine, Metric::Euclidean] {
                 let want: Vec<f64> = targets.chunks_exact(dims).map(|t| reference(metric, &q, t)).collect();
-                let mut impls: Vec<(String, Box<dyn Fn() -> Vec<f64>>)> = Vec::new();
+                let mut impls: Vec<(String, Impl)> = Vec::new();
                 for kernel in Kernel::supported() {
                     let (q, t) = (q.clone(), targets.clone());
                     impls.push((

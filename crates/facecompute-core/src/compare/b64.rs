@@ -27,7 +27,7 @@ impl<'a> B64Rows<'a> {
         let Some(byte_len) = decoded_len(unpadded.len()) else {
             return Err(locate_error(unpadded, row_bytes));
         };
-        if byte_len % row_bytes != 0 {
+        if !byte_len.is_multiple_of(row_bytes) {
             // Bad characters are the more useful report when both are wrong.
             if unpadded.iter().any(|&c| !is_alphabet(c)) {
                 return Err(locate_error(unpadded, row_bytes));
@@ -39,7 +39,7 @@ impl<'a> B64Rows<'a> {
                 ),
             ));
         }
-        let group_rows = if row_bytes % 3 == 0 { 1 } else { 3 };
+        let group_rows = if row_bytes.is_multiple_of(3) { 1 } else { 3 };
         Ok(B64Rows { text: unpadded, row_bytes, count: byte_len / row_bytes, group_rows })
     }
 
@@ -89,7 +89,7 @@ pub fn decode_vectors_b64(text: &[u8], dims: usize) -> CoreResult<Vec<f32>> {
 
 /// Up to two '=' are accepted, and only where they complete a 4-character group.
 fn strip_padding(text: &[u8]) -> &[u8] {
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return text;
     }
     let pads = text.iter().rev().take(2).take_while(|&&c| c == b'=').count();
