@@ -39,6 +39,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_DEFAULT_DETECTOR', kind: 'string', default: 'opencv', doc: 'Default detector.' },
   { name: 'FACECOMPUTE_PREWARM', kind: 'list', default: '', doc: 'Models and detectors warmed before readiness; unset means every installed allowed model and detector.' },
   { name: 'FACECOMPUTE_RETINAFACE_BACKBONE', kind: 'enum', default: 'auto', values: ['auto', 'resnet50', 'mobilenet0.25'], doc: "Backbone behind the `retinaface` detector: DeepFace's ResNet-50 (retinaface.h5) or MobileNet-0.25 (biubug6). `auto` prefers ResNet-50 when installed." },
+  { name: 'FACECOMPUTE_PYTHON', kind: 'string', default: '', doc: 'Python used by the offline model converters (numpy, onnx, h5py); unset means ./.venv/bin/python when present, else python3. Never used while serving.' },
   { name: 'FACECOMPUTE_TEST_WEIGHTS', kind: 'bool', default: 'false', doc: 'Allow models built from random test weights (structural tests only). Never set in production.' },
   { name: 'FACECOMPUTE_ORT_INTRA_OP_THREADS', kind: 'int', default: '0', min: 0, max: 256, doc: 'ONNX Runtime intra-op threads per session; 0 means the number of cores.' },
   { name: 'FACECOMPUTE_ORT_INTER_OP_THREADS', kind: 'int', default: '1', min: 1, max: 256, doc: 'ONNX Runtime inter-op threads per session.' },
