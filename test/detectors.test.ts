@@ -5,6 +5,10 @@ import { RetinaFaceDetector } from '../src/model-server/detectors/retinaface.js'
 import { YunetDetector } from '../src/model-server/detectors/yunet.js';
 import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/core/faces.js';
 import { ServiceError } from '../src/errors/index.js';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT, SHARED_WEIGHTS_DIR, TEST_OUTPUT_DIR } from './helpers/shared.js';
 
 const ORT = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const fx = manifest();
@@ -90,6 +94,23 @@ t.test('YuNet detector matches cv2.FaceDetectorYN with DeepFace wrapper semantic
     }
   }
   await det.release();
+});
+
+t.test('the .pth reader refuses zip-format, truncated and foreign files', async (t) => {
+  const py = resolve(REPO_ROOT, '.venv', 'bin', 'python');
+  const conv = resolve(REPO_ROOT, 'models', 'converters', 'retinaface_mobilenet_to_onnx.py');
+  mkdirSync(TEST_OUTPUT_DIR, { recursive: true });
+  const real = readFileSync(resolve(SHARED_WEIGHTS_DIR, 'retinaface_mobilenet0.25_Final.pth'));
+  const cases: Array<[string, Buffer]> = [
+    ['zip', Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(64)])],
+    ['truncated', real.subarray(0, real.length - 1000)],
+    ['not a checkpoint', Buffer.from('hello')],
+  ];
+  for (const [label, bytes] of cases) {
+    const p = resolve(TEST_OUTPUT_DIR, `bad-${label.replace(/ /g, '-')}.pth`);
+    writeFileSync(p, bytes);
+    t.throws(() => execFileSync(py, [conv, p, resolve(TEST_OUTPUT_DIR, 'bad.onnx')], { stdio: 'pipe' }), `${label} is refused`);
+  }
 });
 
 t.test('native faces API: malformed inputs are errors, not crashes', async (t) => {

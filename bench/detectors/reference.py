@@ -20,6 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "reference"))
+from make_detector_fixtures import deepface_yunet  # noqa: E402
 
 
 def decode(data_dir: str, out: str) -> None:
@@ -40,13 +41,21 @@ def decode(data_dir: str, out: str) -> None:
 
 
 def timed(fn, imgs, reps):
+    """ms per image, total faces per pass, and the boxes [x1,y1,x2,y2] of the last pass per image."""
     fn(imgs[0])
     t0 = time.perf_counter()
-    faces = 0
+    boxes = []
     for _ in range(reps):
-        for im in imgs:
-            faces += fn(im)
-    return (time.perf_counter() - t0) * 1000 / (reps * len(imgs)), faces // reps
+        boxes = [fn(im) for im in imgs]
+    ms = (time.perf_counter() - t0) * 1000 / (reps * len(imgs))
+    return ms, sum(len(b) for b in boxes), boxes
+
+
+def yunet_boxes(det, im):
+    rows, _ = deepface_yunet(det, im)
+    h, w = im.shape[:2]
+    r = 640.0 / max(h, w) if max(h, w) > 640 else 1.0
+    return [[row[0] / r, row[1] / r, (row[0] + row[2]) / r, (row[1] + row[3]) / r] for row in rows]
 
 
 def time_refs(weights: str, out: str, reps: int) -> None:
@@ -55,19 +64,17 @@ def time_refs(weights: str, out: str, reps: int) -> None:
         index = json.load(f)
     imgs = [np.fromfile(os.path.join(out, e["name"] + ".bgr"), dtype=np.uint8).reshape(e["height"], e["width"], 3) for e in index]
     res = {"opencv": cv2.__version__}
-    from make_detector_fixtures import deepface_yunet
-
     yn = cv2.FaceDetectorYN.create(os.path.join(weights, "face_detection_yunet_2023mar.onnx"), "", (0, 0))
-    ms, faces = timed(lambda im: len(deepface_yunet(yn, im)[0]), imgs, reps)
-    res["yunet_opencv"] = {"ms_per_image": ms, "faces": faces}
+    ms, faces, boxes = timed(lambda im: yunet_boxes(yn, im), imgs, reps)
+    res["yunet_opencv"] = {"ms_per_image": ms, "faces": faces, "boxes": boxes}
     try:
         import torch
         import retinaface_torch as rt
 
         torch.set_num_threads(1)
         net = rt.load(os.path.join(weights, "retinaface_mobilenet0.25_Final.pth"))
-        ms, faces = timed(lambda im: len(rt.detect(net, im)), imgs, reps)
-        res["retinaface_torch"] = {"ms_per_image": ms, "faces": faces, "torch": torch.__version__}
+        ms, faces, boxes = timed(lambda im: [d[:4] for d in rt.detect(net, im)], imgs, reps)
+        res["retinaface_torch"] = {"ms_per_image": ms, "faces": faces, "torch": torch.__version__, "boxes": boxes}
     except ImportError as e:
         res["retinaface_torch"] = {"skipped": f"torch not installed ({e})"}
     print(json.dumps(res))
