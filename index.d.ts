@@ -9,8 +9,105 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
+ * detection.
+ */
+export declare class HaarDetector {
+  /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
+  static load(faceXml: string, eyeXml: string): HaarDetector
+  /** Faces of the image, on the libuv pool. */
+  detect(image: HaarImage): Promise<HaarFace[]>
+}
+
+export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
+
+/**
+ * Bench only: the sum of every float, read with the comparison's kernel and thread split (the
+ * memory-bandwidth yardstick of bench/compare).
+ */
+export declare function benchReadSum(data: Float32Array, dims: number): number
+
+export interface BorderedImage {
+  image: NativeImage
+  top: number
+  left: number
+}
+
+/** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
+export interface CompareEngine {
+  kernel: string
+  threads: number
+}
+
+/** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
+export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/**
+ * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
+ * decode, validation and comparison run on the libuv pool.
+ */
+export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
+export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): CompareOutput
+
+export interface CompareOutput {
+  indices: Uint32Array
+  distances: Float64Array
+  /** Targets compared (N), also when top-k returned fewer. */
+  count: number
+}
+
+export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
+
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
+
+export declare function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
+
+export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage>
+
+export interface DecodeOptions {
+  maxBytes: number
+  maxPixels: number
+  order: 'bgr' | 'rgb'
+}
+
+/** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
+export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
+
+export declare function deepfaceBorder(img: NativeImage): Promise<BorderedImage>
+
+export interface DetectionInput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+  confidence: number
+}
+
+export interface ExtractedFaceOutput {
+  face: NativeImage
+  area: FacialAreaOutput
+  confidence: number
+}
+
+export declare function extractFaces(img: NativeImage, detections: Array<DetectionInput>, opts: ExtractFacesOptions): Promise<Array<ExtractedFaceOutput>>
+
+export interface ExtractFacesOptions {
+  align: boolean
+  expandPercentage: number
+  borderTop: number
+  borderLeft: number
+  originalWidth: number
+  originalHeight: number
+}
 
 export interface FaceImage {
   width: number
@@ -19,6 +116,48 @@ export interface FaceImage {
   /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
   data: Buffer
 }
+
+export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
+
+export interface FacialAreaOutput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+}
+
+export interface HaarFace {
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  leftEye?: Array<number>
+  rightEye?: Array<number>
+}
+
+/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
+export interface HaarImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
+export interface ImageProbe {
+  format: 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
+  width: number
+  height: number
+}
+
+export declare function l2Normalize(vector: Float32Array): Float32Array
+
+export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
 
 export interface NativeFace {
   /** DeepFace's integer box as its detector wrapper builds it. */
@@ -35,6 +174,13 @@ export interface NativeFace {
   rawLandmarks: Array<number>
 }
 
+export interface NativeImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
 export interface NativeTensor {
   data: Float32Array
   dims: Array<number>
@@ -48,6 +194,11 @@ export interface PreparedInput {
   scale: number
   resized: boolean
 }
+
+/** Reads the header only: format and stored size. Enforces no limit. */
+export declare function probeImage(bytes: Buffer): ImageProbe
+
+export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: 'linear' | 'cubic' | 'area'): Promise<NativeImage>
 
 export interface ResnetLevelInput {
   stride: number
@@ -67,6 +218,22 @@ export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, 
  * scales the long side to that many pixels; without it, serengil's 1024/1980 rule (DeepFace's).
  */
 export declare function retinafacePrepare(image: FaceImage, variantName: string, longSide?: number | undefined | null): Promise<PreparedInput>
+
+export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
+export interface TensorSpecInput {
+  width: number
+  height: number
+  layout: 'nchw' | 'nhwc'
+  channelOrder: 'bgr' | 'rgb'
+  preprocess: 'deepface_float' | 'uint8_truncate'
+  normalization: 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
+}
+
+export declare function toGray(img: NativeImage): Promise<NativeImage>
+
+/** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
+export declare function validateVectors(data: Float32Array, dims: number): number
 
 /**
  * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
