@@ -9,34 +9,46 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
+
 /**
- * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
- * detection.
+ * Bench only: the sum of every float, read with the comparison's kernel and thread split (the
+ * memory-bandwidth yardstick of bench/compare).
  */
-export declare class HaarDetector {
-  /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
-  static load(faceXml: string, eyeXml: string): HaarDetector
-  /** Faces of the image, on the libuv pool. */
-  detect(image: HaarImage): Promise<HaarFace[]>
+export declare function benchReadSum(data: Float32Array, dims: number): number
+
+/** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
+export interface CompareEngine {
+  kernel: string
+  threads: number
+}
+
+/** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
+export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/**
+ * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
+ * decode, validation and comparison run on the libuv pool.
+ */
+export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
+export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): CompareOutput
+
+export interface CompareOutput {
+  indices: Uint32Array
+  distances: Float64Array
+  /** Targets compared (N), also when top-k returned fewer. */
+  count: number
 }
 
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
 
-export interface HaarFace {
-  x: number
-  y: number
-  w: number
-  h: number
-  confidence: number
-  leftEye?: Array<number>
-  rightEye?: Array<number>
-}
+/** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
+export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
 
-/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
-export interface HaarImage {
-  width: number
-  height: number
-  channels: number
-  data: Buffer
-}
+export declare function l2Normalize(vector: Float32Array): Float32Array
+
+/** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
+export declare function validateVectors(data: Float32Array, dims: number): number

@@ -773,7 +773,14 @@ if (
   }
 }
 
-const { HaarDetector, coreVersion } = nativeBinding
-export { HaarDetector }
+const { benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, coreVersion, decodeVectorsB64, l2Normalize, validateVectors } = nativeBinding
+export { benchCompareEngine }
+export { benchReadSum }
+export { compareOneToMany }
+export { compareOneToManyB64 }
+export { compareOneToManySync }
 export { coreVersion }
+export { decodeVectorsB64 }
+export { l2Normalize }
+export { validateVectors }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -41,8 +41,10 @@ fi
 
 # ---- npm packages and the native addon ------------------------------------------------------------
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund
+  # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries out of the
+  # lock file, which `npm ci` then refuses; install still follows the lock for everything else.
+  log "npm install"
+  npm install --no-audit --no-fund
 fi
 log "build native addon and TypeScript"
 npm run build:native --silent

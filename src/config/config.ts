@@ -55,6 +55,7 @@ export interface Config {
     prewarm: string[];
     retinafaceBackbone: 'auto' | 'resnet50' | 'mobilenet0.25';
     testWeights: boolean;
+    python: string;
     ort: { intraOpThreads: number; interOpThreads: number; provider: 'cpu' | 'cuda' };
     batchWindowMs: number;
     batchMax: number;
@@ -144,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       prewarm: v.FACECOMPUTE_PREWARM,
       retinafaceBackbone: v.FACECOMPUTE_RETINAFACE_BACKBONE,
       testWeights: v.FACECOMPUTE_TEST_WEIGHTS,
+      python: v.FACECOMPUTE_PYTHON,
       ort: {
         intraOpThreads: v.FACECOMPUTE_ORT_INTRA_OP_THREADS,
         interOpThreads: v.FACECOMPUTE_ORT_INTER_OP_THREADS,
