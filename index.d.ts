@@ -9,5 +9,102 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+export interface BorderedImage {
+  image: NativeImage
+  top: number
+  left: number
+}
+
+export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
+
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
+
+export declare function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
+
+export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage>
+
+export interface DecodeOptions {
+  maxBytes: number
+  maxPixels: number
+  order: 'bgr' | 'rgb'
+}
+
+export declare function deepfaceBorder(img: NativeImage): Promise<BorderedImage>
+
+export interface DetectionInput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+  confidence: number
+}
+
+export interface ExtractedFaceOutput {
+  face: NativeImage
+  area: FacialAreaOutput
+  confidence: number
+}
+
+export declare function extractFaces(img: NativeImage, detections: Array<DetectionInput>, opts: ExtractFacesOptions): Promise<Array<ExtractedFaceOutput>>
+
+export interface ExtractFacesOptions {
+  align: boolean
+  expandPercentage: number
+  borderTop: number
+  borderLeft: number
+  originalWidth: number
+  originalHeight: number
+}
+
+export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
+
+export interface FacialAreaOutput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+}
+
+export interface ImageProbe {
+  format: 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
+  width: number
+  height: number
+}
+
+export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+export interface NativeImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
+/** Reads the header only: format and stored size. Enforces no limit. */
+export declare function probeImage(bytes: Buffer): ImageProbe
+
+export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: 'linear' | 'cubic' | 'area'): Promise<NativeImage>
+
+export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
+export interface TensorSpecInput {
+  width: number
+  height: number
+  layout: 'nchw' | 'nhwc'
+  channelOrder: 'bgr' | 'rgb'
+  preprocess: 'deepface_float' | 'uint8_truncate'
+  normalization: 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
+}
+
+export declare function toGray(img: NativeImage): Promise<NativeImage>

@@ -773,6 +773,17 @@ if (
   }
 }
 
-const { coreVersion } = nativeBinding
+const { copyMakeBorder, coreVersion, cropPadded, decodeImage, deepfaceBorder, extractFaces, facesToTensor, letterbox, probeImage, resizeImage, rotateImage, toGray } = nativeBinding
+export { copyMakeBorder }
 export { coreVersion }
+export { cropPadded }
+export { decodeImage }
+export { deepfaceBorder }
+export { extractFaces }
+export { facesToTensor }
+export { letterbox }
+export { probeImage }
+export { resizeImage }
+export { rotateImage }
+export { toGray }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -138,13 +138,18 @@ export function deepfaceBorder(img: NativeImage): Promise<{ image: NativeImage; 
 /** All faces of one image, cropped, aligned and reported as DeepFace does, in one native call. */
 export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractOptions): Promise<ExtractedFace[]> {
   return call(async () => {
+    // The binding takes a missing landmark as undefined (it rejects null).
     const dets = detections.map((d) => ({
-      ...d,
-      leftEye: d.leftEye ?? null,
-      rightEye: d.rightEye ?? null,
-      nose: d.nose ?? null,
-      mouthLeft: d.mouthLeft ?? null,
-      mouthRight: d.mouthRight ?? null,
+      x: d.x,
+      y: d.y,
+      w: d.w,
+      h: d.h,
+      confidence: d.confidence,
+      leftEye: d.leftEye ?? undefined,
+      rightEye: d.rightEye ?? undefined,
+      nose: d.nose ?? undefined,
+      mouthLeft: d.mouthLeft ?? undefined,
+      mouthRight: d.mouthRight ?? undefined,
     }));
     const out = await native.extractFaces(img, dets, opts);
     return out.map((f) => ({ face: f.face, confidence: f.confidence, area: f.area as FacialArea }));
