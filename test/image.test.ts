@@ -120,9 +120,15 @@ t.test('deepfaceBorder and extractFaces reproduce DeepFace', async (t) => {
     { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400 },
   );
   t.equal(faces.length, 1);
-  t.same(faces[0]!.area, { x: 95, y: 85, w: 110, h: 110, leftEye: [175, 130], rightEye: [125, 137], nose: null, mouthLeft: null, mouthRight: null });
+  t.same(faces[0]!.area, { x: 95, y: 85, w: 110, h: 110, leftEye: [175, 130], rightEye: [125, 137] });
   t.equal(faces[0]!.confidence, 0.99);
   t.ok(maxDiff(faces[0]!.face, await png('extract/face_1_0_0.png')) <= 1, 'aligned crop');
+  const withLandmarks = await extractFaces(
+    image,
+    [{ x: 245, y: 285, w: 110, h: 110, leftEye: null, rightEye: [275, 337], nose: [300, 350], mouthLeft: [1000, 5], confidence: 0.5 }],
+    { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400 },
+  );
+  t.same(withLandmarks[0]!.area, { x: 95, y: 85, w: 110, h: 110, leftEye: null, rightEye: [125, 137], nose: [150, 150] }, 'outside landmarks dropped');
   t.equal(
     await code(extractFaces(image, [{ x: 0, y: 0, w: 10, h: 10, leftEye: [1, 2, 3] as unknown as [number, number], confidence: 1 }], {
       align: true, expandPercentage: 0, borderTop: 0, borderLeft: 0, originalWidth: 10, originalHeight: 10,

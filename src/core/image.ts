@@ -152,7 +152,16 @@ export function extractFaces(img: NativeImage, detections: Detection[], opts: Ex
       mouthRight: d.mouthRight ?? undefined,
     }));
     const out = await native.extractFaces(img, dets, opts);
-    return out.map((f) => ({ face: f.face, confidence: f.confidence, area: f.area as FacialArea }));
+    // DeepFace always reports both eyes (null when unknown) and the other landmarks only when the
+    // detector gives them.
+    return out.map((f) => {
+      const { x, y, w, h, leftEye, rightEye, nose, mouthLeft, mouthRight } = f.area;
+      const area: FacialArea = { x, y, w, h, leftEye: (leftEye as Point | undefined) ?? null, rightEye: (rightEye as Point | undefined) ?? null };
+      if (nose) area.nose = nose as Point;
+      if (mouthLeft) area.mouthLeft = mouthLeft as Point;
+      if (mouthRight) area.mouthRight = mouthRight as Point;
+      return { face: f.face, confidence: f.confidence, area };
+    });
   });
 }
 
