@@ -84,11 +84,11 @@ export interface DetectionInput {
   y: number
   w: number
   h: number
-  leftEye?: [number, number] | null
-  rightEye?: [number, number] | null
-  nose?: [number, number] | null
-  mouthLeft?: [number, number] | null
-  mouthRight?: [number, number] | null
+  leftEye?: [number, number]
+  rightEye?: [number, number]
+  nose?: [number, number]
+  mouthLeft?: [number, number]
+  mouthRight?: [number, number]
   confidence: number
 }
 

@@ -45,6 +45,8 @@ export interface GatewayDeps {
   logger: Logger;
   limiter?: Limiter;
   upstream?: Upstream;
+  /** Shared with the MCP endpoint when both run in one process (`facecompute serve`). */
+  queue?: ComputeQueue;
   /** Overrides for the remote fetcher (tests inject a fake DNS resolver here). */
   remoteFetch?: Partial<RemoteFetchOptions>;
 }
@@ -54,6 +56,7 @@ export interface Gateway {
   compute: ComputeService;
   limiter: Limiter;
   queue: ComputeQueue;
+  upstream: Upstream;
   metrics: GatewayMetrics;
   fetcher: RemoteFetcher | null;
   /** Stop taking new work: new requests get 503 gateway_draining with Connection: close. */
@@ -139,24 +142,29 @@ function bearer(req: FastifyRequest): string | null {
   return null;
 }
 
+/** The per-account limiter the configuration asks for: Redis when FACECOMPUTE_REDIS_URL is set. */
+export function createConfiguredLimiter(cfg: Config): Limiter {
+  const s = { requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent };
+  return cfg.redisUrl ? createRedisLimiter(cfg.redisUrl, s) : createMemoryLimiter(s);
+}
+
+/** The model-server client the configuration asks for (several URLs are balanced). */
+export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) => void): Upstream {
+  return createUpstream({
+    urls: cfg.modelServerUrls,
+    timeoutMs: cfg.capacity.upstreamTimeoutMs,
+    maxResponseBytes: cfg.limits.maxUpstreamResponseBytes,
+    connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
+    ...(onError ? { onError } : {}),
+  });
+}
+
 export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config: cfg, accounts, logger } = deps;
-  const limiter =
-    deps.limiter ??
-    (cfg.redisUrl
-      ? createRedisLimiter(cfg.redisUrl, { requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent })
-      : createMemoryLimiter({ requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent }));
-  const queue = createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
+  const limiter = deps.limiter ?? createConfiguredLimiter(cfg);
+  const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
   const metrics = createMetrics(() => queue.stats());
-  const upstream =
-    deps.upstream ??
-    createUpstream({
-      urls: cfg.modelServerUrls,
-      timeoutMs: cfg.capacity.upstreamTimeoutMs,
-      maxResponseBytes: cfg.limits.maxUpstreamResponseBytes,
-      connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
-      onError: (k) => metrics.upstreamErrors.inc({ kind: k }),
-    });
+  const upstream = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
   const { compute, fetcher } = createConfiguredCompute(cfg, {
     upstream,
     queue,
@@ -306,6 +314,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     compute,
     limiter,
     queue,
+    upstream,
     metrics,
     fetcher,
     startDraining() {

@@ -6,7 +6,7 @@
 import type { Server } from 'node:http';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
-import type { AccountsPort } from '../accounts/ports.js';
+import { createAccountsStore } from '../accounts/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { startMetricsServer } from './metrics.js';
 
@@ -18,24 +18,11 @@ export interface RunOptions extends Partial<Omit<GatewayDeps, 'config'>> {
   onListening?: (port: number, gw: Gateway) => void;
 }
 
-/** Opens the real accounts store. Resolved at run time so the gateway builds before it lands. */
-async function openAccounts(config: Config): Promise<AccountsPort> {
-  const modPath = '../accounts/index.js';
-  let mod: { openAccountsStore?: (c: Config) => Promise<AccountsPort> };
-  try {
-    mod = (await import(modPath)) as typeof mod;
-  } catch {
-    throw new Error('no accounts store is available (src/accounts/index.ts must export openAccountsStore(config))');
-  }
-  if (typeof mod.openAccountsStore !== 'function') throw new Error('src/accounts/index.ts does not export openAccountsStore(config)');
-  return mod.openAccountsStore(config);
-}
-
 /** Runs the gateway until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runGateway(opts: RunOptions = {}): Promise<number> {
   const config = opts.config ?? loadConfig();
   const logger = opts.logger ?? createLogger('gateway', config.logLevel);
-  const accounts = opts.accounts ?? (await openAccounts(config));
+  const accounts = opts.accounts ?? (await createAccountsStore(config));
   const gw = await buildGateway({ ...opts, config, logger, accounts });
   await gw.app.listen({ host: config.host, port: config.ports.gateway });
   const addr = gw.app.server.address();

@@ -28,6 +28,8 @@ export interface RemoteFetchOptions {
   maxBytes: number;
   timeoutMs: number;
   maxRedirects: number;
+  /** Refuse plain http:// even in public mode (the MCP endpoint's rule). */
+  httpsOnly?: boolean;
   lookup?: LookupFn;
   /**
    * TEST ONLY: maps the checked (public) address and port to the socket address actually dialled, so
@@ -102,8 +104,10 @@ export class RemoteFetcher {
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') refuse(`URL scheme ${url.protocol} is not allowed`);
     if (url.username !== '' || url.password !== '') refuse('URLs with credentials (userinfo) are not allowed');
-    if (this.opts.mode === 'allowlist') {
+    if (this.opts.mode === 'allowlist' || this.opts.httpsOnly) {
       if (url.protocol !== 'https:') refuse('only HTTPS URLs are allowed');
+    }
+    if (this.opts.mode === 'allowlist') {
       if (!this.origins.has(url.origin)) refuse(`origin ${url.origin} is not in the allowlist`);
     }
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
