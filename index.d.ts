@@ -84,11 +84,11 @@ export interface DetectionInput {
   y: number
   w: number
   h: number
-  leftEye?: [number, number] | null
-  rightEye?: [number, number] | null
-  nose?: [number, number] | null
-  mouthLeft?: [number, number] | null
-  mouthRight?: [number, number] | null
+  leftEye?: [number, number]
+  rightEye?: [number, number]
+  nose?: [number, number]
+  mouthLeft?: [number, number]
+  mouthRight?: [number, number]
   confidence: number
 }
 
@@ -213,8 +213,11 @@ export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: Nativ
 /** Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride). */
 export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
 
-/** Resizes (serengil rule) and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. */
-export declare function retinafacePrepare(image: FaceImage, variantName: string): Promise<PreparedInput>
+/**
+ * Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
+ * scales the long side to that many pixels; without it, serengil's 1024/1980 rule (DeepFace's).
+ */
+export declare function retinafacePrepare(image: FaceImage, variantName: string, longSide?: number | undefined | null): Promise<PreparedInput>
 
 export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
 

@@ -11,7 +11,8 @@ MODE=${1:-test}
 log() { printf '\n==> %s\n' "$*"; }
 
 # ---- system packages (Debian) -------------------------------------------------------------------
-APT_PACKAGES=(build-essential pkg-config python3-venv redis-server postgresql chromium)
+# cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
+APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium)
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")

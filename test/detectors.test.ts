@@ -5,6 +5,10 @@ import { RetinaFaceDetector } from '../src/model-server/detectors/retinaface.js'
 import { YunetDetector } from '../src/model-server/detectors/yunet.js';
 import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/core/faces.js';
 import { ServiceError } from '../src/errors/index.js';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT, SHARED_WEIGHTS_DIR, TEST_OUTPUT_DIR } from './helpers/shared.js';
 
 const ORT = { intraOpNumThreads: 1, interOpNumThreads: 1 };
 const fx = manifest();
@@ -32,24 +36,38 @@ t.test('converted RetinaFace MobileNet-0.25 matches the torch reference outputs'
   await session.release();
 });
 
-t.test('RetinaFace detector matches the torch + cv2 reference pipeline', async (t) => {
-  const det = await RetinaFaceDetector.create(convertRetinaface(), ORT);
-  for (const img of fx.images) {
-    const got = await det.detectRaw(bgr(img));
-    const exp = img.retinaDetect;
-    t.equal(got.length, exp.length, `${img.name}: face count`);
-    const ious = bestIous(exp.map((e) => e.box), got.map((g) => g.rawBox));
-    t.ok(ious.every((v) => v >= 0.95), `${img.name}: IoUs ${ious.map((v) => v.toFixed(3)).join(',')}`);
-    for (const g of got) {
-      t.ok(g.confidence >= 0.9, 'threshold 0.9');
-      t.equal(g.w, Math.trunc(g.rawBox[2]!) - Math.trunc(g.rawBox[0]!), 'w = int(x2) - int(x1)');
+for (const [rule, key] of [
+  ['long-side', 'retinaDetect'],
+  ['deepface', 'retinaDetectSerengil'],
+] as const) {
+  t.test(`RetinaFace detector (${rule} scale) matches the torch + cv2 reference pipeline`, async (t) => {
+    const det = await RetinaFaceDetector.create(convertRetinaface(), ORT, { scaleRule: rule });
+    for (const img of fx.images) {
+      const got = await det.detectRaw(bgr(img));
+      const exp = img[key];
+      t.equal(got.length, exp.length, `${img.name}: face count`);
+      const ious = bestIous(exp.map((e) => e.box), got.map((g) => g.rawBox));
+      t.ok(ious.every((v) => v >= 0.95), `${img.name}: IoUs ${ious.map((v) => v.toFixed(4)).join(',')}`);
+      for (const g of got) {
+        t.ok(g.confidence >= 0.9, 'threshold 0.9');
+        t.equal(g.w, Math.trunc(g.rawBox[2]!) - Math.trunc(g.rawBox[0]!), 'w = int(x2) - int(x1)');
+        const e = exp.find((x) => Math.abs(x.box[0]! - g.rawBox[0]!) < 3 && Math.abs(x.box[1]! - g.rawBox[1]!) < 3);
+        t.ok(e, 'matched');
+        if (e) {
+          const d = Math.max(...e.landmarks.flatMap((p, i) => [Math.abs(p[0]! - g.rawLandmarks[2 * i]!), Math.abs(p[1]! - g.rawLandmarks[2 * i + 1]!)]));
+          t.ok(d < 1.5, `landmarks within 1.5 px (${d.toFixed(3)})`);
+          t.ok(Math.abs(e.score - g.confidence) < 0.01, 'score');
+        }
+      }
+      if (rule === 'long-side') {
+        const faces = await det.detect(bgr(img));
+        const best = faces[0]!;
+        t.ok(best.leftEye[0] > best.rightEye[0], `${img.name}: person's left eye is on the image's right`);
+      }
     }
-    const faces = await det.detect(bgr(img));
-    const best = faces[0]!;
-    t.ok(best.leftEye[0] > best.rightEye[0], `${img.name}: person's left eye is on the image's right`);
-  }
-  await det.release();
-});
+    await det.release();
+  });
+}
 
 t.test('YuNet detector matches cv2.FaceDetectorYN with DeepFace wrapper semantics', async (t) => {
   const det = await YunetDetector.create(convertYunet(), ORT);
@@ -76,6 +94,23 @@ t.test('YuNet detector matches cv2.FaceDetectorYN with DeepFace wrapper semantic
     }
   }
   await det.release();
+});
+
+t.test('the .pth reader refuses zip-format, truncated and foreign files', async (t) => {
+  const py = resolve(REPO_ROOT, '.venv', 'bin', 'python');
+  const conv = resolve(REPO_ROOT, 'models', 'converters', 'retinaface_mobilenet_to_onnx.py');
+  mkdirSync(TEST_OUTPUT_DIR, { recursive: true });
+  const real = readFileSync(resolve(SHARED_WEIGHTS_DIR, 'retinaface_mobilenet0.25_Final.pth'));
+  const cases: Array<[string, Buffer]> = [
+    ['zip', Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(64)])],
+    ['truncated', real.subarray(0, real.length - 1000)],
+    ['not a checkpoint', Buffer.from('hello')],
+  ];
+  for (const [label, bytes] of cases) {
+    const p = resolve(TEST_OUTPUT_DIR, `bad-${label.replace(/ /g, '-')}.pth`);
+    writeFileSync(p, bytes);
+    t.throws(() => execFileSync(py, [conv, p, resolve(TEST_OUTPUT_DIR, 'bad.onnx')], { stdio: 'pipe' }), `${label} is refused`);
+  }
 });
 
 t.test('native faces API: malformed inputs are errors, not crashes', async (t) => {

@@ -17,8 +17,9 @@ async function call<T>(f: () => Promise<T>): Promise<T> {
   }
 }
 
-export function retinafacePrepare(image: FaceImage, variant: RetinafaceVariant): Promise<PreparedInput> {
-  return call(() => native.retinafacePrepare(image, variant));
+/** `longSide` scales the long side to that many pixels; without it, serengil's (DeepFace's) 1024/1980 rule. */
+export function retinafacePrepare(image: FaceImage, variant: RetinafaceVariant, longSide?: number): Promise<PreparedInput> {
+  return call(() => native.retinafacePrepare(image, variant, longSide));
 }
 
 export function retinafaceDecodeMobilenet(

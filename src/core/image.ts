@@ -138,17 +138,30 @@ export function deepfaceBorder(img: NativeImage): Promise<{ image: NativeImage; 
 /** All faces of one image, cropped, aligned and reported as DeepFace does, in one native call. */
 export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractOptions): Promise<ExtractedFace[]> {
   return call(async () => {
+    // The binding takes a missing landmark as undefined (it rejects null).
     const dets = detections.map((d) => ({
-      ...d,
-      leftEye: d.leftEye ?? null,
-      rightEye: d.rightEye ?? null,
-      // The binding takes the optional landmarks as absent (undefined), not null.
+      x: d.x,
+      y: d.y,
+      w: d.w,
+      h: d.h,
+      confidence: d.confidence,
+      leftEye: d.leftEye ?? undefined,
+      rightEye: d.rightEye ?? undefined,
       nose: d.nose ?? undefined,
       mouthLeft: d.mouthLeft ?? undefined,
       mouthRight: d.mouthRight ?? undefined,
     }));
     const out = await native.extractFaces(img, dets, opts);
-    return out.map((f) => ({ face: f.face, confidence: f.confidence, area: f.area as FacialArea }));
+    // DeepFace always reports both eyes (null when unknown) and the other landmarks only when the
+    // detector gives them.
+    return out.map((f) => {
+      const { x, y, w, h, leftEye, rightEye, nose, mouthLeft, mouthRight } = f.area;
+      const area: FacialArea = { x, y, w, h, leftEye: (leftEye as Point | undefined) ?? null, rightEye: (rightEye as Point | undefined) ?? null };
+      if (nose) area.nose = nose as Point;
+      if (mouthLeft) area.mouthLeft = mouthLeft as Point;
+      if (mouthRight) area.mouthRight = mouthRight as Point;
+      return { face: f.face, confidence: f.confidence, area };
+    });
   });
 }
 

@@ -16,6 +16,7 @@ export interface FixtureImage {
   height: number;
   retinaRaw: { priors: number };
   retinaDetect: Array<{ box: number[]; score: number; landmarks: number[][] }>;
+  retinaDetectSerengil: FixtureImage['retinaDetect'];
   yunet: { rows: number[][]; deepface: Array<{ x: number; y: number; w: number; h: number; left_eye: number[]; right_eye: number[]; confidence: number }> };
   yunetUpscaled: { factor: number; rows: number[][]; deepface: FixtureImage['yunet']['deepface'] };
 }

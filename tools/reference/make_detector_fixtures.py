@@ -8,7 +8,8 @@ against. Run once, offline, with torch + opencv-python 4.9 (a venv outside the r
   raw BGR uint8 (Node has gzip but no image decoder in this branch).
 - retinaface raw: the torch model's loc/conf/landms on that image at its own size (no resize), to
   check the converted ONNX graph.
-- retinaface detect: facecompute's MobileNet pipeline in torch + cv2 + numpy (retinaface_torch.detect).
+- retinaface detect: facecompute's MobileNet pipeline in torch + cv2 + numpy (retinaface_torch.detect),
+  at the default 320-px long side and with serengil's 1024/1980 rule.
 - yunet: cv2.FaceDetectorYN + DeepFace's YuNet.py wrapper, on the image and on its 4x pixel-repeated
   copy (larger than 640, so DeepFace's resize path runs).
 """
@@ -70,13 +71,14 @@ def main(shared: str) -> int:
         img = cv2.resize(full, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
         ih, iw = img.shape[:2]
         stem = name.rsplit(".", 1)[0]
-        with gzip.open(os.path.join(outdir, f"{stem}.bgr.gz"), "wb", compresslevel=9) as f:
+        with gzip.GzipFile(os.path.join(outdir, f"{stem}.bgr.gz"), "wb", compresslevel=9, mtime=0) as f:
             f.write(np.ascontiguousarray(img).tobytes())
         loc, conf, landms = rt.forward(net, img)
         raw = np.concatenate([loc.ravel(), conf.ravel(), landms.ravel()]).astype("<f4")
-        with gzip.open(os.path.join(outdir, f"{stem}.retina-raw.f32.gz"), "wb", compresslevel=9) as f:
+        with gzip.GzipFile(os.path.join(outdir, f"{stem}.retina-raw.f32.gz"), "wb", compresslevel=9, mtime=0) as f:
             f.write(raw.tobytes())
         dets = rt.detect(net, img)
+        dets_serengil = rt.detect(net, img, long_side=None)
         big = np.repeat(np.repeat(img, UPSCALE, axis=0), UPSCALE, axis=1)
         y_rows, y_df = deepface_yunet(yn, img)
         yb_rows, yb_df = deepface_yunet(yn, big)
@@ -87,6 +89,7 @@ def main(shared: str) -> int:
             "height": ih,
             "retinaRaw": {"priors": int(loc.shape[1])},
             "retinaDetect": [{"box": d[:4], "score": d[4], "landmarks": d[5]} for d in dets],
+            "retinaDetectSerengil": [{"box": d[:4], "score": d[4], "landmarks": d[5]} for d in dets_serengil],
             "yunet": {"rows": y_rows, "deepface": y_df},
             "yunetUpscaled": {"factor": UPSCALE, "rows": yb_rows, "deepface": yb_df},
         })

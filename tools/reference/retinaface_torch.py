@@ -1,6 +1,7 @@
-"""Reference RetinaFace MobileNet-0.25 in PyTorch, written from biubug6/Pytorch_Retinaface's
-models/net.py + models/retinaface.py (cfg_mnet, phase='test'), plus a numpy detection pipeline with
-facecompute's semantics (serengil scaling, threshold 0.9, NMS 0.4).
+"""Reference RetinaFace MobileNet-0.25 in PyTorch, written from biubug6's models/net.py +
+models/retinaface.py (phase='test'), plus a numpy detection pipeline with facecompute's semantics
+(long side 320 or serengil scaling, threshold 0.9, NMS 0.4). Priors are those of
+Face-Detector-1MB-with-landmark's cfg_mnet, where the weights come from.
 
 Offline tool only (needs torch + opencv-python, installed outside the repository); CI never runs it.
 Used by make_detector_fixtures.py and bench/detectors.
@@ -141,7 +142,7 @@ def forward(net: RetinaFace, bgr: np.ndarray):
 
 def priors(h: int, w: int) -> np.ndarray:
     out = []
-    for step, sizes in zip([8, 16, 32], [[16, 32], [64, 128], [256, 512]]):
+    for step, sizes in zip([8, 16, 32], [[10, 20], [32, 64], [128, 256]]):
         for i in range(int(np.ceil(h / step))):
             for j in range(int(np.ceil(w / step))):
                 for s in sizes:
@@ -174,12 +175,13 @@ def im_scale(h: int, w: int) -> float:
     return s
 
 
-def detect(net: RetinaFace, bgr: np.ndarray, threshold=0.9, nms=0.4):
-    """facecompute's MobileNet pipeline in numpy/cv2: returns [(x1,y1,x2,y2,score,landmarks5x2)]."""
+def detect(net: RetinaFace, bgr: np.ndarray, threshold=0.9, nms=0.4, long_side: int | None = 320):
+    """facecompute's MobileNet pipeline in numpy/cv2: returns [(x1,y1,x2,y2,score,landmarks5x2)].
+    long_side None selects serengil's 1024/1980 rule."""
     import cv2
 
     h, w = bgr.shape[:2]
-    s = im_scale(h, w)
+    s = im_scale(h, w) if long_side is None else long_side / float(max(h, w))
     img = cv2.resize(bgr, None, None, fx=s, fy=s, interpolation=cv2.INTER_LINEAR) if s != 1.0 else bgr
     ih, iw = img.shape[:2]
     loc, conf, landms = forward(net, img)

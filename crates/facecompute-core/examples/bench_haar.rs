@@ -3,6 +3,7 @@
 //! bench/results/haar-opencv.json written by tools/reference/opencv_haar.py --bench.
 
 use facecompute_core::detect::opencv::OpenCvDetector;
+use facecompute_core::image::{decode, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::Image;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,11 +27,9 @@ fn main() {
     let mut images = Vec::new();
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
-        let opts =
-            zune_core::options::DecoderOptions::default().jpeg_set_out_colorspace(zune_core::colorspace::ColorSpace::BGR);
-        let mut d = zune_jpeg::JpegDecoder::new_with_options(&bytes[..], opts);
-        let Ok(px) = d.decode() else { continue };
-        let (w, h) = d.dimensions().unwrap();
+        let limits = DecodeLimits { max_bytes: usize::MAX, max_pixels: u64::MAX };
+        let Ok(im) = decode(&bytes, limits, ChannelOrder::Bgr) else { continue };
+        let (w, h, px) = (im.width as usize, im.height as usize, im.data);
         // DeepFace's align=True border: int(0.5*H) top/bottom, int(0.5*W) left/right.
         let (bw, bh) = (w / 2, h / 2);
         let mut b = Image::new((w + 2 * bw) as u32, (h + 2 * bh) as u32, 3);

@@ -1,11 +1,12 @@
 //! Parity of the `opencv` detector with opencv-python, on the fixture written by
 //! tools/reference/opencv_haar.py (DeepFace's align=True border, detectMultiScale3(1.1, 10), eyes).
 //!
-//! Images are decoded here with zune-jpeg/zune-png, not libjpeg-turbo, so a few may differ from
-//! what OpenCV saw by a pixel value; the fixture carries a hash of OpenCV's decoded pixels, and the
-//! images whose pixels match are held to exact equality.
+//! Images go through the core's decoder, which matches cv2.imdecode; the fixture carries a hash of
+//! OpenCV's decoded pixels, and every image whose pixels match is held to exact equality. Formats
+//! the core does not decode (PGM) are covered by the unit tests instead.
 
 use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector};
+use facecompute_core::image::{decode, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::Image;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -22,31 +23,11 @@ fn weights_dir() -> PathBuf {
         .unwrap_or_else(|| manifest().join("../../../shared/weights"))
 }
 
-/// BGR, 3 channels, as cv2.imread(IMREAD_COLOR) gives (alpha dropped, grey replicated).
+/// BGR, 3 channels, with the core's decoder (libjpeg-turbo; bit-exact with cv2.imdecode).
 fn decode_bgr(path: &Path) -> Option<Image> {
     let bytes = std::fs::read(path).ok()?;
-    let lower = path.to_string_lossy().to_lowercase();
-    if lower.ends_with(".png") {
-        let opts = zune_core::options::DecoderOptions::default().png_set_strip_to_8bit(true);
-        let mut d = zune_png::PngDecoder::new_with_options(&bytes[..], opts);
-        let px = d.decode_raw().ok()?;
-        let (w, h) = d.get_dimensions()?;
-        let cs = d.get_colorspace()?;
-        let n = cs.num_components();
-        let mut out = Vec::with_capacity(w * h * 3);
-        for p in px.chunks_exact(n) {
-            match n {
-                1 | 2 => out.extend_from_slice(&[p[0], p[0], p[0]]),
-                _ => out.extend_from_slice(&[p[2], p[1], p[0]]),
-            }
-        }
-        return Image::from_raw(w as u32, h as u32, 3, out);
-    }
-    let opts = zune_core::options::DecoderOptions::default().jpeg_set_out_colorspace(zune_core::colorspace::ColorSpace::BGR);
-    let mut d = zune_jpeg::JpegDecoder::new_with_options(&bytes[..], opts);
-    let px = d.decode().ok()?;
-    let (w, h) = d.dimensions()?;
-    Image::from_raw(w as u32, h as u32, 3, px)
+    let limits = DecodeLimits { max_bytes: usize::MAX, max_pixels: u64::MAX };
+    decode(&bytes, limits, ChannelOrder::Bgr).ok()
 }
 
 /// cv2.copyMakeBorder(BORDER_CONSTANT, 0) with DeepFace's int(0.5*H), int(0.5*W).

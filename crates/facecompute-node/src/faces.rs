@@ -92,13 +92,14 @@ fn face_out(f: &FaceBox, int: IntFace) -> NativeFace {
 pub struct RetinaPrepareTask {
     img: Image,
     variant: retinaface::Variant,
+    rule: retinaface::ScaleRule,
 }
 
 impl Task for RetinaPrepareTask {
     type Output = retinaface::Prepared;
     type JsValue = PreparedInput;
     fn compute(&mut self) -> Result<Self::Output> {
-        guard::catch(|| retinaface::prepare(&self.img, self.variant))
+        guard::catch(|| retinaface::prepare(&self.img, self.variant, self.rule))
     }
     fn resolve(&mut self, _env: Env, p: Self::Output) -> Result<Self::JsValue> {
         let dims = match self.variant {
@@ -109,10 +110,15 @@ impl Task for RetinaPrepareTask {
     }
 }
 
-/// Resizes (serengil rule) and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB.
+/// Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
+/// scales the long side to that many pixels; without it, serengil's 1024/1980 rule (DeepFace's).
 #[napi(ts_return_type = "Promise<PreparedInput>")]
-pub fn retinaface_prepare(image: FaceImage, variant_name: String) -> Result<AsyncTask<RetinaPrepareTask>> {
-    Ok(AsyncTask::new(RetinaPrepareTask { img: to_image(&image)?, variant: variant(&variant_name)? }))
+pub fn retinaface_prepare(image: FaceImage, variant_name: String, long_side: Option<u32>) -> Result<AsyncTask<RetinaPrepareTask>> {
+    let rule = match long_side {
+        Some(n) => retinaface::ScaleRule::LongSide(n),
+        None => retinaface::ScaleRule::Serengil,
+    };
+    Ok(AsyncTask::new(RetinaPrepareTask { img: to_image(&image)?, variant: variant(&variant_name)?, rule }))
 }
 
 enum RetinaOutputs {

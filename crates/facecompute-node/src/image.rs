@@ -48,15 +48,15 @@ pub struct DetectionInput {
     pub y: f64,
     pub w: f64,
     pub h: f64,
-    #[napi(ts_type = "[number, number] | null")]
+    #[napi(ts_type = "[number, number]")]
     pub left_eye: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number] | null")]
+    #[napi(ts_type = "[number, number]")]
     pub right_eye: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number] | null")]
+    #[napi(ts_type = "[number, number]")]
     pub nose: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number] | null")]
+    #[napi(ts_type = "[number, number]")]
     pub mouth_left: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number] | null")]
+    #[napi(ts_type = "[number, number]")]
     pub mouth_right: Option<Vec<f64>>,
     pub confidence: f64,
 }

@@ -4,10 +4,13 @@
 //! - `Resnet50`: DeepFace's insightface R50 (`retinaface.h5`, serengil/retinaface): base anchors per
 //!   stride, `bbox_pred` with the +1 width convention and clipping, `landmark_pred`.
 //!
-//! Both use serengil/retinaface's image scaling (`im_scale = 1024/min(H,W)`, capped so that
-//! `round(im_scale*max(H,W)) <= 1980`, cv2 INTER_LINEAR with fx=fy) and DeepFace's threshold 0.9
-//! and NMS IoU 0.4, so that swapping the weights does not change the service's semantics.
-//! biubug6 itself runs at the original size with a 0.02 threshold; we deliberately do not.
+//! Both use DeepFace's threshold 0.9 and NMS IoU 0.4 and cv2 INTER_LINEAR (fx = fy) scaling.
+//! The scale differs ([`ScaleRule`]): ResNet-50 uses serengil's rule (`1024/min(H,W)`, capped so
+//! that `round(s*max(H,W)) <= 1980`). The MobileNet weights we have are from biubug6's
+//! Face-Detector-1MB-with-landmark, trained on 300-px crops with anchors of at most 256 px: at
+//! serengil's ~1024-px scale large faces fall outside its anchors and it misses or multiplies them
+//! (13 DeepFace portraits with DeepFace's border: 17 wrong face counts with that rule vs 1 at a
+//! 320-px long side), so its detector defaults to [`ScaleRule::LongSide`] 320.
 
 use super::cv_resize::{resize_linear, ResizeSpec};
 use super::nms::nms_plus_one;
@@ -30,6 +33,25 @@ pub enum Variant {
     Resnet50,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleRule {
+    /// serengil/retinaface `resize_image` (DeepFace's ResNet-50).
+    Serengil,
+    /// Scale (up or down) so that the long side is this many pixels.
+    LongSide(u32),
+}
+
+pub const MOBILENET_DEFAULT_LONG_SIDE: u32 = 320;
+
+impl ScaleRule {
+    pub fn scale(self, width: u32, height: u32) -> f64 {
+        match self {
+            ScaleRule::Serengil => im_scale(width, height),
+            ScaleRule::LongSide(n) => n as f64 / width.max(height) as f64,
+        }
+    }
+}
+
 /// serengil/retinaface `resize_image` with allow_upscaling=True.
 pub fn im_scale(width: u32, height: u32) -> f64 {
     let (mn, mx) = (width.min(height) as f64, width.max(height) as f64);
@@ -48,11 +70,16 @@ pub struct Prepared {
     pub scale: f64,
 }
 
-pub fn prepare(img: &Image, variant: Variant) -> CoreResult<Prepared> {
+pub fn prepare(img: &Image, variant: Variant, rule: ScaleRule) -> CoreResult<Prepared> {
     if img.channels != 3 || img.width == 0 || img.height == 0 || img.data.len() != img.stride() * img.height as usize {
         return Err(CoreError::invalid_image("retinaface expects a non-empty 3-channel BGR image"));
     }
-    let scale = im_scale(img.width, img.height);
+    if let ScaleRule::LongSide(n) = rule {
+        if !(16..=8192).contains(&n) {
+            return Err(CoreError::invalid_request("retinaface: long side must be 16..8192"));
+        }
+    }
+    let scale = rule.scale(img.width, img.height);
     let resized;
     let src = if scale != 1.0 {
         resized = resize_linear(img, ResizeSpec::Factor { fx: scale, fy: scale })?;
@@ -82,10 +109,13 @@ pub fn prepare(img: &Image, variant: Variant) -> CoreResult<Prepared> {
     Ok(Prepared { tensor, width: w as u32, height: h as u32, scale })
 }
 
-/// biubug6 PriorBox for cfg_mnet: per level `ceil(H/step) x ceil(W/step)` cells, two sizes per
-/// cell, `[cx, cy, w, h]` normalised to the input size.
+/// biubug6 PriorBox: per level `ceil(H/step) x ceil(W/step)` cells, two sizes per cell,
+/// `[cx, cy, w, h]` normalised to the input size. The sizes are those the weights were trained with:
+/// Face-Detector-1MB-with-landmark's cfg_mnet ([[10,20],[32,64],[128,256]]), not
+/// Pytorch_Retinaface's ([[16,32],[64,128],[256,512]]), which decodes these weights' deltas against
+/// the wrong anchors (boxes land off the face).
 pub fn mobilenet_priors(width: u32, height: u32) -> Vec<[f32; 4]> {
-    const MIN_SIZES: [[f32; 2]; 3] = [[16.0, 32.0], [64.0, 128.0], [256.0, 512.0]];
+    const MIN_SIZES: [[f32; 2]; 3] = [[10.0, 20.0], [32.0, 64.0], [128.0, 256.0]];
     const STEPS: [u32; 3] = [8, 16, 32];
     let (wf, hf) = (width as f32, height as f32);
     let mut out = Vec::new();
@@ -265,23 +295,29 @@ mod tests {
         img.data[0] = 10; // B
         img.data[1] = 20; // G
         img.data[2] = 30; // R
-        let m = prepare(&img, Variant::MobileNet).unwrap();
+        let m = prepare(&img, Variant::MobileNet, ScaleRule::Serengil).unwrap();
         assert_eq!((m.width, m.height, m.scale), (1024, 1024, 1.0));
         let plane = 1024 * 1024;
         assert_eq!([m.tensor[0], m.tensor[plane], m.tensor[2 * plane]], [10.0 - 104.0, 20.0 - 117.0, 30.0 - 123.0]);
-        let r = prepare(&img, Variant::Resnet50).unwrap();
+        let r = prepare(&img, Variant::Resnet50, ScaleRule::Serengil).unwrap();
         assert_eq!(&r.tensor[0..3], &[30.0, 20.0, 10.0]);
-        assert!(prepare(&Image::new(4, 4, 1), Variant::MobileNet).is_err());
-        let small = prepare(&Image::new(100, 50, 3), Variant::MobileNet).unwrap();
+        assert!(prepare(&Image::new(4, 4, 1), Variant::MobileNet, ScaleRule::Serengil).is_err());
+        let small = prepare(&Image::new(100, 50, 3), Variant::MobileNet, ScaleRule::Serengil).unwrap();
         assert_eq!((small.width, small.height), (1980, 990));
+        let ls = prepare(&Image::new(640, 427, 3), Variant::MobileNet, ScaleRule::LongSide(320)).unwrap();
+        assert_eq!((ls.width, ls.height, ls.scale), (320, 214, 0.5));
+        assert!(prepare(&img, Variant::MobileNet, ScaleRule::LongSide(0)).is_err());
     }
 
     #[test]
     fn priors_count_and_first() {
         let p = mobilenet_priors(64, 32);
         assert_eq!(p.len(), 2 * (8 * 4 + 4 * 2 + 2 * 1));
-        assert_eq!(p[0], [4.0 / 64.0, 4.0 / 32.0, 16.0 / 64.0, 16.0 / 32.0]);
-        assert_eq!(p[1][2], 32.0 / 64.0);
+        assert_eq!(p[0], [4.0 / 64.0, 4.0 / 32.0, 10.0 / 64.0, 10.0 / 32.0]);
+        assert_eq!(p[1][2], 20.0 / 64.0);
+        // First prior of the stride-32 level: 128 px, centre 16.
+        let last_level = 2 * (8 * 4 + 4 * 2);
+        assert_eq!(p[last_level], [16.0 / 64.0, 16.0 / 32.0, 128.0 / 64.0, 128.0 / 32.0]);
         // ceil for sizes not divisible by the step
         assert_eq!(mobilenet_priors(65, 33).len(), 2 * (9 * 5 + 5 * 3 + 3 * 2));
     }
@@ -295,27 +331,28 @@ mod tests {
     fn mobilenet_decodes_a_known_box() {
         let (w, h) = (64u32, 64u32);
         let (mut loc, mut conf, mut lm, _) = mobilenet_zero(w, h);
-        // Prior 0: cell (0,0) stride 8, centre (4,4), size 16. Shift centre by +1 prior-width*0.1
-        // → +1.6 px, double the width: exp(dw*0.2)=2 → dw = ln2/0.2.
+        // Prior 0: cell (0,0) stride 8, centre (4,4), size 10. Shift centre by +1 prior-width*0.1
+        // → +1 px, double the width: exp(dw*0.2)=2 → dw = ln2/0.2.
         loc.data[0] = 1.0;
         loc.data[2] = (2f32).ln() / 0.2;
         conf.data[1] = 0.95;
-        lm.data[0] = 1.0; // right eye x: 4 + 1.6
-        lm.data[9] = -1.0; // mouth left y: 4 - 1.6
+        lm.data[0] = 1.0; // right eye x: 4 + 1
+        lm.data[9] = -1.0; // mouth left y: 4 - 1
         // A weaker overlapping duplicate and a below-threshold one.
-        conf.data[3] = 0.93; // prior 1: same centre, size 32
+        conf.data[3] = 0.93; // prior 1: same centre, size 20
         conf.data[5] = 0.5;
         let scale = 2.0;
-        let faces = decode_mobilenet(&loc, &conf, &lm, w, h, scale, 0.9, 0.5).unwrap();
+        let faces = decode_mobilenet(&loc, &conf, &lm, w, h, scale, 0.9, 0.6).unwrap();
         assert_eq!(faces.len(), 2, "{faces:?}");
         let f = &faces[0];
         assert_eq!(f.score, 0.95);
         let close = |a: f32, b: f32| (a - b).abs() < 1e-4;
-        // centre 5.6, width 32 → x1 = -10.4, x2 = 21.6; y 4±8; all halved by scale 2.
-        assert!(close(f.x1, -10.4 / 2.0) && close(f.x2, 21.6 / 2.0), "{f:?}");
-        assert!(close(f.y1, -4.0 / 2.0) && close(f.y2, 12.0 / 2.0));
-        assert!(close(f.landmarks[0][0], 5.6 / 2.0) && close(f.landmarks[4][1], 2.4 / 2.0));
-        // Prior 1 (32x32 at 4,4 → -12..20) overlaps the first with IoU ~0.48 (+1 convention).
+        // centre 5, width 20 → x1 = -5, x2 = 15; y 4±5; all halved by scale 2.
+        assert!(close(f.x1, -5.0 / 2.0) && close(f.x2, 15.0 / 2.0), "{f:?}");
+        assert!(close(f.y1, -1.0 / 2.0) && close(f.y2, 9.0 / 2.0));
+        assert!(close(f.landmarks[0][0], 5.0 / 2.0) && close(f.landmarks[4][1], 3.0 / 2.0));
+        // Prior 1 (20x20 at 4,4 → -6..14) overlaps the first (in scaled-back px, +1 convention)
+        // with IoU ~0.51.
         assert_eq!(faces[1].score, 0.93);
         let strict = decode_mobilenet(&loc, &conf, &lm, w, h, scale, 0.9, 0.4).unwrap();
         assert_eq!(strict.len(), 1);
