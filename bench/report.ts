@@ -156,7 +156,7 @@ export function writeReport(b: BenchFile, dir: string): void {
   for (const k of Object.keys(GOALS) as GoalName[]) md.push(`| ${GOALS[k].text} | \`${k}\` = ${fx(ratios[k], 3)} | ${met(k) === null ? 'not measured' : met(k) ? 'yes' : '**no**'} |`);
   md.push('');
   if (service) {
-    md.push('## Service level: POST /verify (Dlib, opencv, img1/img2 as base64 data URIs)', '', '| c | ours req/s | DeepFace req/s | × | ours p50 / p99 ms | DeepFace p50 / p99 ms | ours CPU ms/req | DeepFace CPU ms/req | errors ours / DeepFace |', '|---|---|---|---|---|---|---|---|---|');
+    md.push('## Service level: POST /verify (Dlib, opencv, img5.jpg + img6.jpg as base64 data URIs)', '', '| c | ours req/s | DeepFace req/s | × | ours p50 / p99 ms | DeepFace p50 / p99 ms | ours CPU ms/req | DeepFace CPU ms/req | errors ours / DeepFace |', '|---|---|---|---|---|---|---|---|---|');
     for (const l of service.levels) {
       md.push(`| ${l.connections} | ${fx(l.ours.rps)} | ${fx(l.deepface.rps)} | ${fx(l.ours.rps / l.deepface.rps, 1)} | ${fx(l.ours.p50_ms, 0)} / ${fx(l.ours.p99_ms, 0)} | ${fx(l.deepface.p50_ms, 0)} / ${fx(l.deepface.p99_ms, 0)} | ${fx(l.ours.cpu_ms_per_request, 0)} | ${fx(l.deepface.cpu_ms_per_request, 0)} | ${l.ours.non2xx + l.ours.errors + l.ours.timeouts} / ${l.deepface.non2xx + l.deepface.errors + l.deepface.timeouts} |`);
     }

@@ -1,12 +1,12 @@
 // Preloaded into our gateway and model-server processes by the benchmark (NODE_OPTIONS=--import):
 // measures event-loop delay with perf_hooks.monitorEventLoopDelay and writes it to
-// $FACECOMPUTE_BENCH_ELD_DIR/<pid>.json every 200 ms. SIGUSR2 resets the histogram, so the
+// $BENCH_EVENT_LOOP_DIR/<pid>.json every 200 ms. SIGUSR2 resets the histogram, so the
 // harness can measure exactly the load window. Plain JavaScript: it runs before tsx is registered.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 
-const dir = process.env.FACECOMPUTE_BENCH_ELD_DIR;
+const dir = process.env.BENCH_EVENT_LOOP_DIR;
 if (dir) {
   // The histogram records the time between timer ticks, which includes the sampling period itself;
   // that period is subtracted so the figures are the delay beyond it.

@@ -69,7 +69,7 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
   };
   if (o.eventLoopProbe) {
     eldDir = mkdtempSync(join(tmpdir(), 'facecompute-bench-eld-'));
-    env['FACECOMPUTE_BENCH_ELD_DIR'] = eldDir;
+    env['BENCH_EVENT_LOOP_DIR'] = eldDir;
     env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} --import=${join(REPO_ROOT, 'bench', 'lib', 'eld-probe.mjs')}`.trim();
   }
   mkdirSync(o.logDir, { recursive: true });

@@ -15,7 +15,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function batchingSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
   const body = verifyBody('opencv');
   const connections = 16;
-  const seconds = ctx.quick ? 5 : 12;
+  const seconds = ctx.quick ? 8 : 20;
   const turns = ctx.quick ? 1 : 2;
   const settings = { on: { batchWindowMs: 1, batchMax: 32 }, off: { batchWindowMs: 0, batchMax: 1 } };
   const started = await Promise.allSettled([
