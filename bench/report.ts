@@ -31,6 +31,7 @@ interface EventLoop {
 }
 interface ServiceResult {
   levels: Array<{ connections: number; ours: LoadCell; deepface: LoadCell; event_loop: EventLoop[] }>;
+  yunet_c16?: { ours: LoadCell; deepface: LoadCell } | null;
   memory_after_load: { ours_peak_rss_mb: number; deepface_peak_rss_mb: number };
   agreement: unknown;
 }
@@ -160,6 +161,8 @@ export function writeReport(b: BenchFile, dir: string): void {
     for (const l of service.levels) {
       md.push(`| ${l.connections} | ${fx(l.ours.rps)} | ${fx(l.deepface.rps)} | ${fx(l.ours.rps / l.deepface.rps, 1)} | ${fx(l.ours.p50_ms, 0)} / ${fx(l.ours.p99_ms, 0)} | ${fx(l.deepface.p50_ms, 0)} / ${fx(l.deepface.p99_ms, 0)} | ${fx(l.ours.cpu_ms_per_request, 0)} | ${fx(l.deepface.cpu_ms_per_request, 0)} | ${l.ours.non2xx + l.ours.errors + l.ours.timeouts} / ${l.deepface.non2xx + l.deepface.errors + l.deepface.timeouts} |`);
     }
+    const y = service.yunet_c16;
+    if (y) md.push('', `Same pair with the yunet detector at c16: ours ${fx(y.ours.rps)} req/s (p50 ${fx(y.ours.p50_ms, 0)} ms, ${fx(y.ours.cpu_ms_per_request, 0)} CPU ms/req) vs DeepFace ${fx(y.deepface.rps)} req/s (p50 ${fx(y.deepface.p50_ms, 0)} ms, ${fx(y.deepface.cpu_ms_per_request, 0)} CPU ms/req): ${fx(y.ours.rps / y.deepface.rps, 1)}×.`);
     const eld = service.levels.flatMap((l) => l.event_loop.map((e) => `| ${l.connections} | ${eldLabel(e.argv)} | ${e.p50_ms} | ${e.p99_ms} | ${e.max_ms} |`));
     if (eld.length) md.push('', 'Event-loop delay during each load (perf_hooks.monitorEventLoopDelay beyond its 5 ms sampling period; the idle Node process shows what the busy machine alone adds):', '', '| c | process | p50 ms | p99 ms | max ms |', '|---|---|---|---|---|', ...eld);
     md.push('');

@@ -129,6 +129,21 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       levels.push({ connections: c, ours: o.cell, deepface: d, event_loop: o.eld });
       ctx.log(`service c${c}: ours ${o.cell.rps.toFixed(2)} req/s p50 ${o.cell.p50_ms} ms; DeepFace ${d.rps.toFixed(2)} req/s p50 ${d.p50_ms} ms`);
     }
+    // The opencv detector (a Haar cascade, the same algorithm and cost on both sides) dominates a
+    // request; one more c16 run with yunet shows the rest of the pipeline with a cheap detector.
+    const yBody = verifyBody('yunet');
+    const yOurs = await postJson(ourUrl, yBody, auth);
+    const yDf = await postJson(dfUrl, yBody);
+    let yunet: { connections: number; ours: Cell; deepface: Cell } | null = null;
+    if (yOurs.status === 200 && yDf.status === 200) {
+      const yb = budgets(ctx.quick, yDf.ms / 1000, yOurs.ms / 1000);
+      const o = await measured(ours.proc.pid, () => load({ url: ourUrl, body: yBody, headers: auth, connections: 16, seconds: yb.oursSeconds(16) }));
+      const d = await measured(df.proc.pid, () => load({ url: dfUrl, body: yBody, connections: 16, seconds: yb.dfSeconds(16), timeoutS: 600 }));
+      yunet = { connections: 16, ours: o, deepface: d };
+      ctx.log(`service c16 yunet: ours ${o.rps.toFixed(2)} req/s p50 ${o.p50_ms} ms (${o.cpu_ms_per_request?.toFixed(0)} CPU ms/req); DeepFace ${d.rps.toFixed(2)} req/s p50 ${d.p50_ms} ms (${d.cpu_ms_per_request?.toFixed(0)} CPU ms/req)`);
+    } else {
+      ctx.log(`service yunet: skipped (ours ${yOurs.status}, DeepFace ${yDf.status})`);
+    }
     const memory = { ours: treeMemory(ours.proc.pid), deepface: treeMemory(df.proc.pid) };
     ctx.table(
       ['c', 'ours req/s', 'DF req/s', 'x', 'ours p50/p99 ms', 'DF p50/p99 ms', 'ours CPU ms/req', 'DF CPU ms/req', 'ours non2xx/err', 'DF non2xx/err'],
@@ -155,6 +170,7 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       budgets: { seconds: LEVELS.map((c) => ({ connections: c, ours: b.oursSeconds(c), deepface: b.dfSeconds(c) })), one_verify_ms: { ours: ourTwo.ms, deepface: dfTwo.ms } },
       agreement,
       levels,
+      yunet_c16: yunet,
       memory_after_load: {
         ours_peak_rss_mb: memory.ours.peakRssMb,
         deepface_peak_rss_mb: memory.deepface.peakRssMb,
