@@ -176,7 +176,7 @@ export function writeReport(b: BenchFile, dir: string): void {
   }
   if (cold || memory) {
     md.push('## Cold start and memory', '');
-    if (cold) md.push(`- Cold start: ours ${fx(cold.ours_ready_s, 1)} s to /readiness 200 (${fx(cold.ours_first_verify_s, 1)} s to the first verify answered), DeepFace ${fx(cold.deepface_first_verify_s, 1)} s to the first verify answered: ratio ${fx(cold.ratio, 3)}.`);
+    if (cold) md.push(`- Cold start (facecompute run as ${b.suites.coldstart?.ours_entry ?? 'unknown'}): ours ${fx(cold.ours_ready_s, 1)} s to /readiness 200 (${fx(cold.ours_first_verify_s, 1)} s to the first verify answered), DeepFace ${fx(cold.deepface_first_verify_s, 1)} s to the first verify answered: ratio ${fx(cold.ratio, 3)}.`);
     if (memory) md.push(`- Peak RSS after /verify at c4: ours ${fx(memory.ours.peak_rss_mb, 0)} MB (gateway + model server), DeepFace ${fx(memory.deepface.peak_rss_mb, 0)} MB (gunicorn master + worker): ratio ${fx(memory.ratio)}. Idle: ${fx(memory.ours.idle_rss_mb, 0)} vs ${fx(memory.deepface.idle_rss_mb, 0)} MB.`);
     md.push('');
   }

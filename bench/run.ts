@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { machineInfo } from './lib/machine.js';
-import { RESULTS_DIR } from './lib/paths.js';
+import { REPO_ROOT, RESULTS_DIR } from './lib/paths.js';
 import { loadAverage, logDir } from './lib/proc.js';
 import type { SuiteContext } from './suites/context.js';
 
@@ -35,7 +35,7 @@ const LOADERS: Record<SuiteName, () => Promise<SuiteFn>> = {
 
 export interface BenchFile {
   machine: ReturnType<typeof machineInfo>;
-  suites: Partial<Record<SuiteName, { ran_at: string; seconds: number; loadavg_before: number[]; loadavg_after: number[]; commit: string; result?: Record<string, unknown>; error?: string }>>;
+  suites: Partial<Record<SuiteName, { ran_at: string; seconds: number; loadavg_before: number[]; loadavg_after: number[]; commit: string; ours_entry: string; result?: Record<string, unknown>; error?: string }>>;
 }
 
 function table(header: string[], rows: Array<Array<string | number>>): void {
@@ -43,6 +43,11 @@ function table(header: string[], rows: Array<Array<string | number>>): void {
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   process.stdout.write(`${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |\n${rows.map((r) => line(r.map(String))).join('\n')}\n`);
+}
+
+/** bin/facecompute.js runs the compiled dist/ when it exists, else the sources through tsx. */
+export function oursEntry(): string {
+  return existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')) ? 'built (dist/)' : 'source checkout (tsx)';
 }
 
 function readBench(path: string): BenchFile | null {
@@ -82,14 +87,14 @@ export async function run(args: string[]): Promise<number> {
     table,
   };
   process.stdout.write(`facecompute bench on ${machine.cpu} (${machine.cores} cores, ${machine.memory_gb} GB), commit ${machine.commit}, load ${loadAverage().join(' ')}\n`);
-  process.stdout.write('No GPU here: the CUDA execution provider is not measured.\n');
+  process.stdout.write(`No GPU here: the CUDA execution provider is not measured. facecompute runs as: ${oursEntry()}.\n`);
   let failed = 0;
   const t0 = performance.now();
   for (const name of selected) {
     process.stdout.write(`\n== ${name}\n`);
     const started = performance.now();
     const before = loadAverage();
-    const entry: NonNullable<BenchFile['suites'][SuiteName]> = { ran_at: new Date().toISOString(), seconds: 0, loadavg_before: before, loadavg_after: [], commit: machine.commit };
+    const entry: NonNullable<BenchFile['suites'][SuiteName]> = { ran_at: new Date().toISOString(), seconds: 0, loadavg_before: before, loadavg_after: [], commit: machine.commit, ours_entry: oursEntry() };
     try {
       const fn = await LOADERS[name]();
       entry.result = await fn(ctx);
