@@ -40,6 +40,7 @@ interface Lat {
   p99: number;
 }
 interface LibraryResult {
+  stages?: Array<Record<string, string | number>>;
   rows: Array<{
     detector: string;
     represent_ms: { ours: Lat; deepface: Lat };
@@ -172,6 +173,11 @@ export function writeReport(b: BenchFile, dir: string): void {
     for (const r of library.rows) {
       md.push(`| ${r.detector} | ${fx(r.represent_ms.ours.p50, 0)} / ${fx(r.represent_ms.deepface.p50, 0)} | ${fx(r.ratios['represent_p50_speedup'], 1)} | ${fx(r.verify_ms.ours.p50, 0)} / ${fx(r.verify_ms.deepface.p50, 0)} | ${fx(r.ratios['verify_p50_speedup'], 1)} | ${fx(r.sustained.ours.images_per_s)} / ${fx(r.sustained.ours_concurrency_4.images_per_s)} / ${fx(r.sustained.deepface.images_per_s)} |`);
     }
+    md.push('');
+  }
+  if (library?.stages?.length) {
+    md.push('Where one of our requests spends its time (median ms per stage, in-process; "OpenCV haar" is cv2 detectMultiScale on the same bordered image, what DeepFace runs):', '', '| detector | image | size | decode | border | detect | OpenCV haar | extract_faces | to_tensor | embed |', '|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of library.stages) md.push(`| ${['detector', 'image', 'size', 'decode_ms', 'border_ms', 'detect_ms', 'opencv_haar_ms', 'extract_faces_ms', 'to_tensor_ms', 'embed_ms'].map((k) => r[k] ?? '-').join(' | ')} |`);
     md.push('');
   }
   if (cold || memory) {

@@ -103,6 +103,27 @@ class Runner:
         return {"images": done, "failed": failed, "seconds": el, "images_per_s": done / el if el > 0 else None}
 
 
+def haar(names, repeats):
+    """OpenCV's own cascade on the images as DeepFace's opencv detector sees them (align=True:
+    bordered by half the height and width, then gray), for the stage breakdown of the library suite."""
+    import cv2
+    import numpy as np
+    cascade = cv2.CascadeClassifier(os.path.join(cv2.data.haarcascades, "haarcascade_frontalface_default.xml"))
+    out = {}
+    for name in names:
+        img = cv2.imread(str(DATA / name))
+        h, w = img.shape[:2]
+        b = cv2.copyMakeBorder(img, int(0.5 * h), int(0.5 * h), int(0.5 * w), int(0.5 * w), cv2.BORDER_CONSTANT, value=[0, 0, 0])
+        ts = []
+        for _ in range(repeats):
+            s = time.perf_counter()
+            g = cv2.cvtColor(b, cv2.COLOR_BGR2GRAY)
+            cascade.detectMultiScale3(g, 1.1, 10, outputRejectLevels=True)
+            ts.append((time.perf_counter() - s) * 1000)
+        out[name] = {"p50": pct(ts, 50), "n": len(ts), "threads": cv2.getNumThreads(), "opencv": cv2.__version__}
+    return out
+
+
 def serve(runner: Runner) -> int:
     print(json.dumps({"ready": True, "peak_rss_mb": peak_rss_mb()}), flush=True)
     for line in sys.stdin:
@@ -118,6 +139,8 @@ def serve(runner: Runner) -> int:
                 res = runner.verify(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
             elif op == "sustained":
                 res = runner.sustained(cmd["detector"], cmd["images"], float(cmd.get("max_s", 60)))
+            elif op == "haar":
+                res = {"images": haar(cmd["images"], int(cmd.get("n", 5)))}
             elif op == "rss":
                 res = {}
             elif op == "quit":

@@ -140,7 +140,9 @@ export async function librarySuite(ctx: SuiteContext): Promise<Record<string, un
 
   const df = await deepFaceWorker(ctx);
   const rows: Array<Record<string, unknown>> = [];
+  let stageRows: Array<Record<string, unknown>> = [];
   try {
+    stageRows = await stages(ctx, state, ops, df);
     for (const det of DETECTORS) {
       // Warm both (first-call costs are a cold-start matter).
       await oursVerify(det);
@@ -190,5 +192,57 @@ export async function librarySuite(ctx: SuiteContext): Promise<Record<string, un
       ];
     }),
   );
-  return { how: 'in-process: startRegistry + Pipeline (src/model-server) vs DeepFace library in one Python process', model: 'Dlib', repeats, sustained_images: sustainedImages.length, sustained_max_s: sustainedMaxS, rows };
+  return { how: 'in-process: startRegistry + Pipeline (src/model-server) vs DeepFace library in one Python process', model: 'Dlib', repeats, sustained_images: sustainedImages.length, sustained_max_s: sustainedMaxS, rows, stages: stageRows };
+}
+
+/**
+ * Where one of our requests spends its time, stage by stage (medians, ms), for the images of both
+ * suites, next to OpenCV's own Haar cascade on the same bordered image (DeepFace's opencv detector).
+ */
+async function stages(
+  ctx: SuiteContext,
+  state: Awaited<ReturnType<typeof startRegistry>>,
+  ops: ReturnType<typeof imageOps>,
+  df: { call(cmd: Record<string, unknown>): Promise<Record<string, unknown>> },
+): Promise<Array<Record<string, unknown>>> {
+  const names = ['img5.jpg', 'img6.jpg', 'img1.jpg'];
+  const n = ctx.quick ? 2 : 4;
+  const rec = state.recognizers.get('Dlib');
+  if (!rec) return [];
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  const opencv = ((await df.call({ op: 'haar', images: names, n })) as { images: Record<string, { p50: number; threads: number; opencv: string }> }).images;
+  const out: Array<Record<string, unknown>> = [];
+  for (const det of ['opencv', 'yunet']) {
+    const detector = state.detectors.get(det);
+    if (!detector) continue;
+    for (const name of names) {
+      const t: Record<string, number[]> = {};
+      const time = async <X>(k: string, f: () => Promise<X>): Promise<X> => {
+        const s = performance.now();
+        const r = await f();
+        (t[k] ??= []).push(performance.now() - s);
+        return r;
+      };
+      let size = '';
+      for (let i = 0; i < n; i++) {
+        const bytes = await readFile(join(DEEPFACE_DATA, name));
+        const img = await time('decode', () => ops.decode(bytes));
+        size = `${img.width}x${img.height}`;
+        const b = await time('border', () => ops.border(img));
+        const dets = await time('detect', () => detector.detect(b.image));
+        const faces = await time('extract_faces', () => ops.extractFaces(b.image, dets, { align: true, expandPercentage: 0, borderTop: b.top, borderLeft: b.left, originalWidth: img.width, originalHeight: img.height }));
+        if (faces.length === 0) continue;
+        const tensor = await time('to_tensor', () => ops.toTensor(faces.map((f) => f.face), { width: rec.input.width, height: rec.input.height, layout: rec.input.layout, channelOrder: rec.input.channel_order, preprocess: rec.input.preprocess, normalization: 'base' }));
+        await time('embed', () => rec.embed(tensor, faces.length));
+      }
+      const row: Record<string, unknown> = { detector: det, image: name, size, ...Object.fromEntries(Object.entries(t).map(([k, v]) => [`${k}_ms`, Math.round(med(v) * 10) / 10])) };
+      if (det === 'opencv') row['opencv_haar_ms'] = Math.round((opencv[name]?.p50 ?? NaN) * 10) / 10;
+      out.push(row);
+    }
+  }
+  ctx.table(
+    ['detector', 'image', 'size', 'decode', 'border', 'detect', 'OpenCV haar', 'extract_faces', 'to_tensor', 'embed'],
+    out.map((r) => [r['detector'] as string, r['image'] as string, r['size'] as string, ...['decode_ms', 'border_ms', 'detect_ms', 'opencv_haar_ms', 'extract_faces_ms', 'to_tensor_ms', 'embed_ms'].map((k) => (r[k] === undefined ? '-' : String(r[k])))]),
+  );
+  return out;
 }
