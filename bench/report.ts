@@ -211,6 +211,29 @@ export function writeReport(b: BenchFile, dir: string): void {
   if (service) for (const l of service.levels) if (l.ours.non2xx + l.ours.errors + l.ours.timeouts > 0) losses.push(`- /verify c${l.connections}: ${l.ours.non2xx} non-2xx (${JSON.stringify(l.ours.statuses)}) and ${l.ours.errors + l.ours.timeouts} errors/timeouts on our side.`);
   if (library) for (const r of library.rows) for (const [k, v] of Object.entries(r.ratios)) if (v < 1) losses.push(`- library ${r.detector}: ${k} = ${fx(v)} (DeepFace faster).`);
   if (ortR) for (const r of ortR.rows) if (r.variant !== 'production' && r.vs_production > 1.1) losses.push(`- ONNX Runtime: \`${r.variant}\` beat the production setting by ${fx(r.vs_production)}× at batch ${r.batch} (${r.what}) on this run.`);
+  // Causes, from the stage breakdown and the event-loop figures.
+  const stageSum = (r: Record<string, string | number>) => ['decode_ms', 'border_ms', 'detect_ms', 'extract_faces_ms', 'to_tensor_ms', 'embed_ms'].reduce((a, k) => a + (typeof r[k] === 'number' ? (r[k] as number) : 0), 0);
+  for (const r of library?.stages ?? []) {
+    const total = stageSum(r);
+    if (r['detector'] === 'opencv' && typeof r['detect_ms'] === 'number' && total > 0) {
+      losses.push(`- Cause: with opencv the Haar cascade is ${Math.round(((r['detect_ms'] as number) / total) * 100)}% of our time on ${r['image']} (${r['detect_ms']} ms; OpenCV's own cascade on the same bordered image: ${r['opencv_haar_ms']} ms). DeepFace pays the same scan, so the end-to-end ratio is bounded by it.`);
+    }
+    if (r['detector'] === 'yunet' && typeof r['extract_faces_ms'] === 'number' && total > 0 && (r['extract_faces_ms'] as number) / total > 0.3) {
+      losses.push(`- Cause: with yunet, extract_faces (alignment rotates the whole bordered image, as DeepFace does) is ${Math.round(((r['extract_faces_ms'] as number) / total) * 100)}% of our time on ${r['image']} (${r['extract_faces_ms']} ms).`);
+    }
+  }
+  if (service) {
+    const ms = service.levels.flatMap((l) => l.event_loop.filter((e) => e.argv.includes('model-server')).map((e) => e.p99_ms));
+    const base = service.levels.flatMap((l) => l.event_loop.filter((e) => e.argv === '').map((e) => e.p99_ms));
+    if (ms.length && Math.max(...ms) > 3 * Math.max(1, ...base)) {
+      losses.push(`- The model server's JS thread is not free under load: event-loop delay p99 up to ${Math.max(...ms)} ms (idle Node on the same machine: ${Math.max(...base)} ms). onnxruntime-node runs every session.run synchronously on the JS thread (inside setImmediate), so each Dlib/YuNet/RetinaFace run blocks it for its whole duration; moving inference to worker threads (or the native addon) would free it.`);
+    }
+  }
+  if (compare) {
+    const j = compare.rows.find((r) => r.n === 100_000 && r.mode === 'json');
+    const b64 = compare.rows.find((r) => r.n === 100_000 && r.mode === 'b64');
+    if (j && b64) losses.push(`- /compare over HTTP is bound by parsing, not by the kernel: 100k targets take ${fx(j.p50_ms, 0)} ms as JSON and ${fx(b64.p50_ms, 0)} ms as targets_b64 (${fx(j.body_mb, 0)} and ${fx(b64.body_mb, 0)} MB bodies), against a kernel that compares tens of millions of 128-d vectors per second.`);
+  }
   md.push(...(losses.length ? losses : ['- Nothing measured here: see the tables.']), '');
   const failed = Object.entries(b.suites).filter(([, v]) => v?.error);
   const missing = (['ort', 'library', 'service', 'coldstart', 'memory', 'compare', 'batching'] as const).filter((s) => !b.suites[s]?.result);
