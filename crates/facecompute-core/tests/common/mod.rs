@@ -55,7 +55,7 @@ pub fn reference(metric: Metric, a: &[f32], b: &[f32]) -> f64 {
 pub fn assert_close(got: f64, want: f64, what: &str) {
     let tolerance = 1e-6 * want.abs().max(1.0);
     assert!((got - want).abs() <= tolerance, "{what}: got {got}, want {want} (diff {})", (got - want).abs());
-
+}
 
 use facecompute_core::image::{decode, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::Image;
