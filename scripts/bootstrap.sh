@@ -11,7 +11,8 @@ MODE=${1:-test}
 log() { printf '\n==> %s\n' "$*"; }
 
 # ---- system packages (Debian) -------------------------------------------------------------------
-APT_PACKAGES=(build-essential pkg-config python3-venv redis-server postgresql chromium)
+# cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
+APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium)
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -28,6 +29,16 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: install Rust (rustup) first" >&2
   exit 1
+fi
+
+# ---- stripe-mock (Stripe's official API mock) for the billing tests, built from the Go module proxy --
+if command -v go >/dev/null 2>&1; then
+  if [ ! -x "$(go env GOPATH)/bin/stripe-mock" ]; then
+    log "go install github.com/stripe/stripe-mock@latest"
+    go install github.com/stripe/stripe-mock@latest
+  fi
+else
+  echo "go not found: the Stripe billing tests need stripe-mock (go install github.com/stripe/stripe-mock@latest)" >&2
 fi
 
 # ---- Python tooling for model conversion (offline tools only, never at service run time) ---------

@@ -4,6 +4,7 @@ import {
   compareOneToManyB64,
   decodeVectorsB64,
   l2Normalize,
+  packVectors,
   validateVectors,
   METRICS,
   type Metric,
@@ -210,4 +211,15 @@ t.test('the bench-only exports read every float and describe the engine', async 
   const engine = native.benchCompareEngine(100_000, 512);
   t.match(engine.kernel, /^(avx512|avx2|neon|scalar)$/);
   t.ok(engine.threads >= 1);
+});
+
+t.test('packVectors checks every JSON embedding and names the bad one', async (t) => {
+  t.same(packVectors([[1, 2], [3, 4.5]], 2), new Float32Array([1, 2, 3, 4.5]));
+  t.equal(packVectors([], 3).length, 0);
+  await rejectsWith(t, () => packVectors([[1, 2], [3]], 2), 'embedding_dimension_mismatch', /targets\[1\] has 1 values, expected 2/);
+  await rejectsWith(t, () => packVectors([[1, 2], [3, Number.NaN]], 2), 'invalid_embedding', /targets\[1\]\[1\]/);
+  await rejectsWith(t, () => packVectors([[1, '2']], 2), 'invalid_embedding', /targets\[0\]\[1\]/);
+  await rejectsWith(t, () => packVectors([[1, 1e39]], 2), 'invalid_embedding', /targets\[0\]\[1\]/);
+  await rejectsWith(t, () => packVectors([{ length: 2 }], 2, 'source'), 'invalid_embedding', /source\[0\]/);
+  await rejectsWith(t, () => packVectors('nope' as unknown as unknown[], 2), 'invalid_request');
 });

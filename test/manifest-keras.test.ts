@@ -1,7 +1,7 @@
 /**
- * models/manifest.keras.json must load with the service's manifest loader, agree with
- * ../shared/weights/SOURCES.md (URLs, sizes, sha256), with the converter's architectures, and with the
- * entries models/manifest.json already carries for the same models.
+ * The Keras-converted models and SFace in models/manifest.json must load with the service's manifest
+ * loader and agree with ../shared/weights/SOURCES.md (URLs, sizes, sha256) and with the converter's
+ * architectures.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { loadManifest, type WeightFile } from '../src/models/manifest.js';
 
-const KERAS = resolve(REPO_ROOT, 'models', 'manifest.keras.json');
+const KERAS = resolve(REPO_ROOT, 'models', 'manifest.json');
 const manifest = loadManifest(KERAS);
 
 /** Rows of SOURCES.md's tables that carry a URL and a sha256: | file | model | url | size | sha256 | */
@@ -58,22 +58,4 @@ t.test('per-model facts', async (t) => {
   t.same(rf.converter, { script: 'models/converters/keras_to_onnx.py', args: ['--arch', 'retinaface_r50', '{weights0}', '{out}'], version: 1 });
   const outputs = (rf as unknown as { onnx: { outputs: string[] } }).onnx.outputs;
   t.same(outputs, [32, 16, 8].flatMap((s) => [`cls_prob_s${s}`, `bbox_pred_s${s}`, `landmark_pred_s${s}`]));
-});
-
-t.test('agrees with the entries models/manifest.json already has', async (t) => {
-  const main = loadManifest(resolve(REPO_ROOT, 'models', 'manifest.json'));
-  for (const [name, e] of Object.entries(manifest.recognition)) {
-    const m = main.recognition[name];
-    if (!m) continue; // not merged yet
-    t.same(m.weights, e.weights, `${name} weights`);
-    t.same(m.converter, e.converter, `${name} converter`);
-    t.same(m.input, e.input, `${name} input`);
-    t.equal(m.dims, e.dims, `${name} dims`);
-    t.same([m.onnx.input, m.onnx.output], [e.onnx.input, e.onnx.output], `${name} ONNX names`);
-  }
-  const mrf = main.detectors['retinaface']?.variants?.['resnet50'];
-  if (mrf) {
-    t.same(mrf.weights, rf.weights, 'retinaface resnet50 weights');
-    t.same(mrf.converter, rf.converter, 'retinaface resnet50 converter');
-  }
 });

@@ -2,6 +2,7 @@
  * bench/compare: one query against N targets, for every metric, comparing the addon with a plain
  * TypeScript loop, numpy (when present) and this machine's measured read bandwidth over the same
  * bytes, all in the same run. Then the base64 path (decode + compare) against the Float32Array path.
+ * Times are the best of several runs (see timing.ts); numpy's are the best of its own runs.
  *
  *   npm run bench:compare [-- --n 1000,10000,100000 --dims 128,512]
  *
@@ -16,7 +17,7 @@ import { compareOneToMany, compareOneToManyB64, decodeVectorsB64, METRICS, type 
 import { native } from '../../src/core/native.js';
 import { compareJs } from './js-baseline.js';
 import { runNumpy } from './numpy.js';
-import { medianSeconds } from './timing.js';
+import { bestSeconds, bestSecondsInterleaved } from './timing.js';
 
 type Impl = 'addon' | 'js' | 'numpy' | 'read_bandwidth';
 
@@ -74,10 +75,14 @@ async function main(): Promise<void> {
     const query = randomMatrix(1, dims, 7);
     const threads = native.benchCompareEngine(n, dims).threads;
     for (const metric of METRICS) {
-      // Bandwidth is measured next to each addon run so both see the same machine load.
-      const bw = row(n, dims, metric, 'read_bandwidth', await medianSeconds(() => native.benchReadSum(targets, dims)));
-      const addon = row(n, dims, metric, 'addon', await medianSeconds(() => compareOneToMany(query, targets, dims, metric)));
-      const js = row(n, dims, metric, 'js', await medianSeconds(() => compareJs(query, targets, dims, metric), { minRuns: 3, minSeconds: 0.2 }));
+      // Bandwidth is measured interleaved with the addon so both see the same machine load.
+      const [readSeconds, addonSeconds] = await bestSecondsInterleaved([
+        () => native.benchReadSum(targets, dims),
+        () => compareOneToMany(query, targets, dims, metric),
+      ]);
+      const bw = row(n, dims, metric, 'read_bandwidth', readSeconds!);
+      const addon = row(n, dims, metric, 'addon', addonSeconds!);
+      const js = row(n, dims, metric, 'js', await bestSeconds(() => compareJs(query, targets, dims, metric), { minRuns: 3, minSeconds: 0.2 }));
       rows.push(bw, addon, js);
       const np = rows.find((r) => r.impl === 'numpy' && r.n === n && r.dims === dims && r.metric === metric);
       for (const r of [addon, js, np, bw]) {
@@ -89,9 +94,11 @@ async function main(): Promise<void> {
     }
     // The targets_b64 path: decoding is part of the price of sending base64.
     const b64 = Buffer.from(targets.buffer, targets.byteOffset, targets.byteLength).toString('base64');
-    const floatPath = await medianSeconds(() => compareOneToMany(query, targets, dims, 'cosine'));
-    const b64Path = await medianSeconds(() => compareOneToManyB64(query, b64, dims, 'cosine'));
-    const decodeOnly = await medianSeconds(() => decodeVectorsB64(b64, dims));
+    const [floatPath, b64Path, decodeOnly] = (await bestSecondsInterleaved([
+      () => compareOneToMany(query, targets, dims, 'cosine'),
+      () => compareOneToManyB64(query, b64, dims, 'cosine'),
+      () => decodeVectorsB64(b64, dims),
+    ])) as [number, number, number];
     b64Rows.push({
       n,
       dims,

@@ -74,6 +74,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_FREE_CALLS_ANONYMOUS', kind: 'int', default: '10', min: 0, doc: 'Free calls of an anonymous agent account.' },
   { name: 'FACECOMPUTE_FREE_CALLS_ACCOUNT', kind: 'int', default: '50', min: 0, doc: 'Free calls in total of a real account.' },
   { name: 'FACECOMPUTE_FREE_CALLS_CARD', kind: 'int', default: '100', min: 0, doc: 'Free calls in total of an account with a saved card.' },
+  { name: 'FACECOMPUTE_TRUSTED_PROXIES', kind: 'list', default: '', doc: 'Reverse proxies (addresses or CIDRs, e.g. 127.0.0.1,10.0.0.0/8) whose X-Forwarded-For the console believes for the client address of the anonymous-signup limit. Unset trusts none (the socket address counts).' },
   { name: 'FACECOMPUTE_SIGNUP_RATE_LIMIT', kind: 'int', default: '5', min: 1, doc: 'Anonymous signups per client address per hour.' },
   { name: 'FACECOMPUTE_BILLING_PROVIDER', kind: 'enum', default: 'test', values: ['test', 'stripe'], doc: "Card provider: `test` accepts Stripe's documented test payment-method ids; `stripe` calls the Stripe API." },
   { name: 'FACECOMPUTE_STRIPE_API_BASE', kind: 'string', default: 'https://api.stripe.com', doc: 'Stripe API base URL (tests point it at stripe-mock or a local fake).' },

@@ -2,6 +2,14 @@
  * Typed wrapper over the native vector comparison (crates/facecompute-core/src/compare). Every
  * native failure comes back as a ServiceError with a stable code (contract §5).
  *
+ * Semantics (DeepFace's formulas, deepface-reference.md §4.1), with three decisions of ours:
+ * - sums are taken in float64, so distances match a float64 computation to ~1e-12 (promised: 1e-6);
+ * - a zero vector has cosine similarity 0 with anything (cosine 1, angular 0.5), as DeepFace's batch
+ *   form gives, instead of the pairwise form's NaN;
+ * - angular clamps the cosine into [-1, 1] before arccos, so rounding never yields NaN.
+ * Base64 targets: standard alphabet (RFC 4648 §4), padding optional, no whitespace or URL-safe
+ * characters; little-endian float32, row-major N×dims.
+ *
  * Zero-copy: `query` and `targets` are read in place by the native task, which keeps them alive
  * until it settles. Do not write to them before the returned promise settles.
  */
@@ -120,4 +128,30 @@ export async function compareOneToManyB64(
 export function l2Normalize(v: Float32Array): Float32Array {
   checkFloats(v, 'vector');
   return call(() => native.l2Normalize(v));
+}
+
+/**
+ * Packs JSON embeddings (arrays of numbers) into one row-major Float32Array for the comparison,
+ * checking each as contract §3 requires: exactly `dims` finite numbers. Errors name the vector,
+ * e.g. `targets[3]`. (Values are narrowed to float32, as the model's embeddings are.)
+ */
+export function packVectors(vectors: readonly unknown[], dims: number, name = 'targets'): Float32Array {
+  checkDims(dims);
+  if (!Array.isArray(vectors)) throw new ServiceError('invalid_request', `${name} must be an array of embeddings`);
+  const out = new Float32Array(vectors.length * dims);
+  for (let i = 0; i < vectors.length; i++) {
+    const v: unknown = vectors[i];
+    if (!Array.isArray(v)) throw new ServiceError('invalid_embedding', `${name}[${i}] is not an array of numbers`);
+    if (v.length !== dims) {
+      throw new ServiceError('embedding_dimension_mismatch', `${name}[${i}] has ${v.length} values, expected ${dims}`);
+    }
+    for (let j = 0; j < dims; j++) {
+      const x: unknown = v[j];
+      if (typeof x !== 'number' || !Number.isFinite(x) || Math.abs(x) > 3.4028234663852886e38) {
+        throw new ServiceError('invalid_embedding', `${name}[${i}][${j}] is not a finite float32 number`);
+      }
+      out[i * dims + j] = x;
+    }
+  }
+  return out;
 }

@@ -6,9 +6,10 @@ import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.js';
 import type { Manifest } from '../models/manifest.js';
 import * as img from '../core/image.js';
-import { HaarDetector } from '../core/detect.js';
+import { OpenCvDetector } from '../core/detect.js';
 import { RetinaFaceDetector } from './detectors/retinaface.js';
-import { YuNetDetector } from './detectors/yunet.js';
+import { YunetDetector } from './detectors/yunet.js';
+import type { OrtOptions } from './detectors/common.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage } from './ports.js';
 import type { EngineFactory } from './registry.js';
@@ -31,6 +32,12 @@ class SkipDetector implements FaceDetector {
 
 export function engines(cfg: Config): EngineFactory {
   const ort = { intraOpThreads: cfg.models.ort.intraOpThreads, interOpThreads: cfg.models.ort.interOpThreads, provider: cfg.models.ort.provider };
+  // Detectors run one image at a time; the same thread settings as the recognizers.
+  const detectorOrt: OrtOptions = {
+    intraOpNumThreads: cfg.models.ort.intraOpThreads,
+    interOpNumThreads: cfg.models.ort.interOpThreads,
+    executionProviders: cfg.models.ort.provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+  };
   return {
     async recognizer(name: string, onnxPath: string, manifest: Manifest) {
       const entry = manifest.recognition[name];
@@ -45,13 +52,19 @@ export function engines(cfg: Config): EngineFactory {
       if (engine === 'haar') {
         const [face, eye] = await Promise.all(files.map((f) => readFile(f, 'utf8')));
         if (face === undefined || eye === undefined) throw new Error('opencv detector needs the face and eye cascades');
-        const haar = HaarDetector.load(face, eye);
+        const haar = OpenCvDetector.load(face, eye);
         return { name, detect: (image: NativeImage) => haar.detect(image) };
       }
       const file = files[0];
       if (file === undefined) throw new Error(`${name} has no model file`);
-      if (engine.startsWith('retinaface:')) return RetinaFaceDetector.create(file, engine.slice('retinaface:'.length), ort);
-      if (engine === 'yunet') return YuNetDetector.create(file, ort);
+      if (engine === 'retinaface:mobilenet0.25') {
+        const d = await RetinaFaceDetector.create(file, detectorOrt);
+        return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
+      }
+      if (engine === 'yunet') {
+        const d = await YunetDetector.create(file, detectorOrt);
+        return { name, detect: (image: NativeImage) => d.detect(image) };
+      }
       throw new Error(`unknown detector engine ${engine}`);
     },
     syntheticImage(): NativeImage {

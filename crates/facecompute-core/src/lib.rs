@@ -3,6 +3,7 @@
 //! This crate knows nothing of Node or N-API: the binding crate (`facecompute-node`) is a thin
 //! adapter over it. Every fallible function returns [`error::CoreError`], never panics on input.
 
+pub mod align;
 pub mod error;
 pub mod image;
 pub mod pixels;

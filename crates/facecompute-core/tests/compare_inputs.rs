@@ -1,8 +1,8 @@
 //! Validation, base64 decoding, top-k and normalisation: every bad input is a coded error.
 
-mod common;
+mod compare_support;
 
-use common::Rng;
+use compare_support::Rng;
 use facecompute_core::compare::{
     compare_one_to_many, compare_one_to_many_b64, compare_with, decode_vectors_b64, l2_normalize, top_k, validate_query,
     validate_vectors, Kernel, Metric, Options,
@@ -201,4 +201,53 @@ fn l2_normalize_gives_unit_norm_and_leaves_zero_alone() {
     assert!((n - 1.0).abs() < 1e-6);
     assert_eq!(l2_normalize(&[0.0, 0.0]).unwrap(), vec![0.0, 0.0]);
     assert_eq!(l2_normalize(&[1.0, f32::NAN]).unwrap_err().code, ErrorCode::InvalidEmbedding);
+}
+
+#[test]
+fn the_streaming_base64_path_equals_the_float_path_across_blocks_and_threads() {
+    let mut rng = Rng::new(12);
+    // dims 3: rows fall on character boundaries; 128 and 130: only every third row does.
+    for (dims, n) in [(3usize, 10_001usize), (128, 1_000), (128, 1_001), (130, 20_000), (1, 5), (512, 2)] {
+        let query = rng.vector(dims);
+        let targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+        let text = encode(&targets);
+        for metric in Metric::ALL {
+            for max_threads in [1, 3] {
+                let options = Options { kernel: None, max_threads };
+                let direct = compare_with(options, &query, &targets, dims, metric, None).unwrap();
+                let streamed = compare_one_to_many_b64(options, &query, text.as_bytes(), dims, metric, None).unwrap();
+                assert_eq!(direct, streamed, "dims={dims} n={n} {metric:?} threads={max_threads}");
+                let unpadded = compare_one_to_many_b64(options, &query, text.trim_end_matches('=').as_bytes(), dims, metric, Some(3)).unwrap();
+                assert_eq!(unpadded.indices, compare_with(options, &query, &targets, dims, metric, Some(3)).unwrap().indices);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_streaming_base64_path_reports_the_decoders_error_from_any_block() {
+    let mut rng = Rng::new(13);
+    let dims = 130;
+    let n = 20_000;
+    let query = rng.vector(dims);
+    let mut targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+    targets[15_432 * dims + 7] = f32::NAN;
+    let text = encode(&targets);
+    for max_threads in [1, 3] {
+        let options = Options { kernel: None, max_threads };
+        let err = compare_one_to_many_b64(options, &query, text.as_bytes(), dims, Metric::Cosine, None).unwrap_err();
+        assert_eq!(err, decode_vectors_b64(text.as_bytes(), dims).unwrap_err());
+        assert!(err.detail.contains("vector 15432") && err.detail.contains("position 7"), "{}", err.detail);
+    }
+    targets[15_432 * dims + 7] = 0.5;
+    let mut bad = encode(&targets).into_bytes();
+    let at = 19_000 * dims * 4 * 4 / 3 + 5; // a character inside vector 19000
+    bad[at] = b'#';
+    for max_threads in [1, 3] {
+        let options = Options { kernel: None, max_threads };
+        let err = compare_one_to_many_b64(options, &query, &bad, dims, Metric::Euclidean, None).unwrap_err();
+        assert_eq!(err, decode_vectors_b64(&bad, dims).unwrap_err());
+        assert_eq!(err.code, ErrorCode::InvalidEmbedding);
+        assert!(err.detail.contains("vector 19000") && err.detail.contains("'#'"), "{}", err.detail);
+    }
 }

@@ -1,1 +1,354 @@
-//! N-API exports for core::image.
+//! N-API exports for core::image, core::pixels and core::align. Everything that touches pixels is
+//! an AsyncTask; input pixel buffers are copied once into the core's `Image` (the task must own
+//! them), outputs are handed to JS without a copy.
+
+use crate::guard;
+use crate::task::Job;
+use facecompute_core::align::{self, Detection, ExtractOptions, ExtractedFace};
+use facecompute_core::image::{self as core_image, ChannelOrder, DecodeLimits};
+use facecompute_core::pixels::{self, Image, Interpolation, Layout, Normalization, Preprocess, TensorSpec};
+use facecompute_core::CoreError;
+use napi::bindgen_prelude::{AsyncTask, Buffer, Float32Array};
+use napi_derive::napi;
+
+#[napi(object)]
+pub struct NativeImage {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub data: Buffer,
+}
+
+#[napi(object)]
+pub struct ImageProbe {
+    #[napi(ts_type = "'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'")]
+    pub format: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+#[napi(object)]
+pub struct DecodeOptions {
+    pub max_bytes: f64,
+    pub max_pixels: f64,
+    #[napi(ts_type = "'bgr' | 'rgb'")]
+    pub order: String,
+}
+
+#[napi(object)]
+pub struct BorderedImage {
+    pub image: NativeImage,
+    pub top: u32,
+    pub left: u32,
+}
+
+#[napi(object)]
+pub struct DetectionInput {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+    #[napi(ts_type = "[number, number]")]
+    pub left_eye: Option<Vec<f64>>,
+    #[napi(ts_type = "[number, number]")]
+    pub right_eye: Option<Vec<f64>>,
+    #[napi(ts_type = "[number, number]")]
+    pub nose: Option<Vec<f64>>,
+    #[napi(ts_type = "[number, number]")]
+    pub mouth_left: Option<Vec<f64>>,
+    #[napi(ts_type = "[number, number]")]
+    pub mouth_right: Option<Vec<f64>>,
+    pub confidence: f64,
+}
+
+#[napi(object)]
+pub struct ExtractFacesOptions {
+    pub align: bool,
+    pub expand_percentage: f64,
+    pub border_top: f64,
+    pub border_left: f64,
+    pub original_width: f64,
+    pub original_height: f64,
+}
+
+#[napi(object)]
+pub struct FacialAreaOutput {
+    pub x: i64,
+    pub y: i64,
+    pub w: i64,
+    pub h: i64,
+    #[napi(ts_type = "[number, number] | null")]
+    pub left_eye: Option<Vec<i64>>,
+    #[napi(ts_type = "[number, number] | null")]
+    pub right_eye: Option<Vec<i64>>,
+    #[napi(ts_type = "[number, number] | null")]
+    pub nose: Option<Vec<i64>>,
+    #[napi(ts_type = "[number, number] | null")]
+    pub mouth_left: Option<Vec<i64>>,
+    #[napi(ts_type = "[number, number] | null")]
+    pub mouth_right: Option<Vec<i64>>,
+}
+
+#[napi(object)]
+pub struct ExtractedFaceOutput {
+    pub face: NativeImage,
+    pub area: FacialAreaOutput,
+    pub confidence: f64,
+}
+
+#[napi(object)]
+pub struct TensorSpecInput {
+    pub width: u32,
+    pub height: u32,
+    #[napi(ts_type = "'nchw' | 'nhwc'")]
+    pub layout: String,
+    #[napi(ts_type = "'bgr' | 'rgb'")]
+    pub channel_order: String,
+    #[napi(ts_type = "'deepface_float' | 'uint8_truncate'")]
+    pub preprocess: String,
+    #[napi(ts_type = "'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'")]
+    pub normalization: String,
+}
+
+fn bad(detail: impl Into<String>) -> CoreError {
+    CoreError::invalid_request(detail)
+}
+
+fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
+    if img.channels != 1 && img.channels != 3 {
+        return Err(bad("image must have 1 or 3 channels"));
+    }
+    Image::from_raw(img.width, img.height, img.channels, img.data.to_vec())
+        .ok_or_else(|| bad("image data length does not match width × height × channels"))
+}
+
+fn to_js(img: Image) -> NativeImage {
+    NativeImage { width: img.width, height: img.height, channels: img.channels, data: img.data.into() }
+}
+
+fn image_js(img: Image) -> napi::Result<NativeImage> {
+    Ok(to_js(img))
+}
+
+fn order(s: &str) -> Result<ChannelOrder, CoreError> {
+    match s {
+        "bgr" => Ok(ChannelOrder::Bgr),
+        "rgb" => Ok(ChannelOrder::Rgb),
+        _ => Err(bad(format!("channel order must be 'bgr' or 'rgb', not '{s}'"))),
+    }
+}
+
+/// A non-negative integer limit given as a JS number (it may exceed 2^32).
+fn limit(v: f64, what: &str) -> Result<u64, CoreError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v.min(u64::MAX as f64) as u64)
+    } else {
+        Err(bad(format!("{what} must be a non-negative number")))
+    }
+}
+
+fn int_arg(v: f64, what: &str) -> Result<i64, CoreError> {
+    if v.is_finite() && v.abs() <= 1e9 {
+        Ok(v.trunc() as i64)
+    } else {
+        Err(bad(format!("{what} must be a finite number")))
+    }
+}
+
+fn point(v: &Option<Vec<f64>>, what: &str) -> Result<Option<(f64, f64)>, CoreError> {
+    match v {
+        None => Ok(None),
+        Some(p) if p.len() == 2 => Ok(Some((p[0], p[1]))),
+        Some(_) => Err(bad(format!("{what} must be [x, y] or null"))),
+    }
+}
+
+/// Reads the header only: format and stored size. Enforces no limit.
+#[napi]
+pub fn probe_image(bytes: Buffer) -> napi::Result<ImageProbe> {
+    guard::catch(|| {
+        let info = core_image::probe(&bytes)?;
+        Ok(ImageProbe { format: info.format.as_str().to_string(), width: info.width, height: info.height })
+    })
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn decode_image(bytes: Buffer, opts: DecodeOptions) -> AsyncTask<Job<Image, NativeImage>> {
+    let args = (|| -> Result<_, CoreError> {
+        Ok((
+            DecodeLimits { max_bytes: limit(opts.max_bytes, "maxBytes")?.min(usize::MAX as u64) as usize, max_pixels: limit(opts.max_pixels, "maxPixels")? },
+            order(&opts.order)?,
+        ))
+    })();
+    AsyncTask::new(Job::new(
+        move || {
+            let (limits, order) = args?;
+            core_image::decode(&bytes, limits, order)
+        },
+        image_js,
+    ))
+}
+
+fn pixel_job(img: &NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
+    let input = to_core(img);
+    AsyncTask::new(Job::new(move || op(input?), image_js))
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn resize_image(
+    img: NativeImage,
+    width: u32,
+    height: u32,
+    #[napi(ts_arg_type = "'linear' | 'cubic' | 'area'")] interpolation: String,
+) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, move |i| {
+        let interp = match interpolation.as_str() {
+            "linear" => Interpolation::Linear,
+            "cubic" => Interpolation::Cubic,
+            "area" => Interpolation::Area,
+            other => return Err(bad(format!("interpolation must be linear, cubic or area, not '{other}'"))),
+        };
+        pixels::resize(&i, width, height, interp)
+    })
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, move |i| {
+        if width == 0 || height == 0 {
+            return Err(bad("letterbox size must be positive"));
+        }
+        pixels::letterbox(&i, width, height)
+    })
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn copy_make_border(img: NativeImage, top: u32, bottom: u32, left: u32, right: u32) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn crop_padded(img: NativeImage, x: f64, y: f64, w: f64, h: f64) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, move |i| {
+        pixels::crop_padded(&i, int_arg(x, "x")?, int_arg(y, "y")?, int_arg(w, "w")?, int_arg(h, "h")?)
+    })
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
+}
+
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(&img, |i| pixels::bgr_to_gray(&i))
+}
+
+#[napi(ts_return_type = "Promise<BorderedImage>")]
+pub fn deepface_border(img: NativeImage) -> AsyncTask<Job<(Image, u32, u32), BorderedImage>> {
+    let input = to_core(&img);
+    AsyncTask::new(Job::new(
+        move || align::deepface_border(&input?),
+        |(image, top, left)| Ok(BorderedImage { image: to_js(image), top, left }),
+    ))
+}
+
+fn area_point(p: Option<(i64, i64)>) -> Option<Vec<i64>> {
+    p.map(|(x, y)| vec![x, y])
+}
+
+fn faces_js(faces: Vec<ExtractedFace>) -> napi::Result<Vec<ExtractedFaceOutput>> {
+    Ok(faces
+        .into_iter()
+        .map(|f| ExtractedFaceOutput {
+            area: FacialAreaOutput {
+                x: f.area.x,
+                y: f.area.y,
+                w: f.area.w,
+                h: f.area.h,
+                left_eye: area_point(f.area.left_eye),
+                right_eye: area_point(f.area.right_eye),
+                nose: area_point(f.area.nose),
+                mouth_left: area_point(f.area.mouth_left),
+                mouth_right: area_point(f.area.mouth_right),
+            },
+            face: to_js(f.face),
+            confidence: f.confidence,
+        })
+        .collect())
+}
+
+#[napi(ts_return_type = "Promise<Array<ExtractedFaceOutput>>")]
+pub fn extract_faces(
+    img: NativeImage,
+    detections: Vec<DetectionInput>,
+    opts: ExtractFacesOptions,
+) -> AsyncTask<Job<Vec<ExtractedFace>, Vec<ExtractedFaceOutput>>> {
+    let args = (|| -> Result<_, CoreError> {
+        let dets = detections
+            .iter()
+            .map(|d| {
+                Ok(Detection {
+                    x: d.x,
+                    y: d.y,
+                    w: d.w,
+                    h: d.h,
+                    left_eye: point(&d.left_eye, "leftEye")?,
+                    right_eye: point(&d.right_eye, "rightEye")?,
+                    nose: point(&d.nose, "nose")?,
+                    mouth_left: point(&d.mouth_left, "mouthLeft")?,
+                    mouth_right: point(&d.mouth_right, "mouthRight")?,
+                    confidence: d.confidence,
+                })
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        let options = ExtractOptions {
+            align: opts.align,
+            expand_percentage: opts.expand_percentage,
+            border_top: int_arg(opts.border_top, "borderTop")?,
+            border_left: int_arg(opts.border_left, "borderLeft")?,
+            original_width: int_arg(opts.original_width, "originalWidth")?,
+            original_height: int_arg(opts.original_height, "originalHeight")?,
+        };
+        Ok((to_core(&img)?, dets, options))
+    })();
+    AsyncTask::new(Job::new(
+        move || {
+            let (image, dets, options) = args?;
+            align::extract_faces(&image, &dets, &options)
+        },
+        faces_js,
+    ))
+}
+
+fn spec(s: &TensorSpecInput) -> Result<TensorSpec, CoreError> {
+    Ok(TensorSpec {
+        width: s.width,
+        height: s.height,
+        layout: match s.layout.as_str() {
+            "nchw" => Layout::Nchw,
+            "nhwc" => Layout::Nhwc,
+            o => return Err(bad(format!("layout must be nchw or nhwc, not '{o}'"))),
+        },
+        channel_order: order(&s.channel_order)?,
+        preprocess: match s.preprocess.as_str() {
+            "deepface_float" => Preprocess::DeepfaceFloat,
+            "uint8_truncate" => Preprocess::Uint8Truncate,
+            o => return Err(bad(format!("preprocess must be deepface_float or uint8_truncate, not '{o}'"))),
+        },
+        normalization: Normalization::parse(&s.normalization)
+            .ok_or_else(|| bad(format!("unknown normalization '{}'", s.normalization)))?,
+    })
+}
+
+#[napi(ts_return_type = "Promise<Float32Array>")]
+pub fn faces_to_tensor(faces: Vec<NativeImage>, spec_in: TensorSpecInput) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
+    let args = (|| -> Result<_, CoreError> { Ok((faces.iter().map(to_core).collect::<Result<Vec<_>, _>>()?, spec(&spec_in)?)) })();
+    AsyncTask::new(Job::new(
+        move || {
+            let (faces, spec) = args?;
+            pixels::faces_to_tensor(&faces, &spec)
+        },
+        |v| Ok(Float32Array::new(v)),
+    ))
+}

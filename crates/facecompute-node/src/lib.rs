@@ -4,9 +4,11 @@
 //! - errors become JS `Error`s whose `code` is the core's stable code.
 
 mod guard;
+mod task;
 mod image;
 mod compare;
 mod detect;
+mod faces;
 
 use napi_derive::napi;
 

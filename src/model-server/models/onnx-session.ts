@@ -35,6 +35,7 @@ export class OnnxSession {
   }
 
   static async create(opts: OnnxSessionOptions): Promise<OnnxSession> {
+    opts = { ...opts };
     const { intraOpThreads, interOpThreads } = opts.settings;
     // intra 0 means "one per physical core" (ONNX Runtime's choice); inter must be explicit.
     if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new RangeError(`intraOpThreads must be an integer >= 0, got ${intraOpThreads}`);
@@ -43,6 +44,10 @@ export class OnnxSession {
       throw new RangeError(`sampleShape must be positive integers, got [${opts.sampleShape.join(', ')}]`);
     }
     const session = await ort.InferenceSession.create(opts.modelPath, sessionOptions(opts.settings));
+    // A graph with a single input and output (SFace's published file) is used whatever its names;
+    // the manifest's names are then documentation, not a contract.
+    if (!session.inputNames.includes(opts.inputName) && session.inputNames.length === 1) opts = { ...opts, inputName: session.inputNames[0] as string };
+    if (!session.outputNames.includes(opts.outputName) && session.outputNames.length === 1) opts = { ...opts, outputName: session.outputNames[0] as string };
     if (!session.inputNames.includes(opts.inputName) || !session.outputNames.includes(opts.outputName)) {
       await session.release();
       throw new Error(

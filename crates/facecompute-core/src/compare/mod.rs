@@ -60,7 +60,8 @@ pub fn compare_with(options: Options, query: &[f32], targets: &[f32], dims: usiz
     let stats = QueryStats::of(&query64);
     let mut distances = vec![0f64; count];
     let threads = parallel::threads_for(count, dims, options.max_threads);
-    parallel::for_row_ranges(targets, dims, &mut distances, threads, |t, out| {
+    parallel::for_row_ranges(&mut distances, threads, 1, |first, out| {
+        let t = &targets[first * dims..(first + out.len()) * dims];
         kernel.distances(&query64, &stats, metric, t, dims, out);
     });
     // The kernels mark a row whose sums are not finite with NaN; only a NaN or Infinity in that
@@ -69,20 +70,61 @@ pub fn compare_with(options: Options, query: &[f32], targets: &[f32], dims: usiz
         let at = validate::first_non_finite(&targets[row * dims..(row + 1) * dims]).unwrap_or(0);
         return Err(validate::non_finite_error(row, at));
     }
-    Ok(match k {
+    Ok(finish(distances, count, k))
+}
+
+/// Decodes base64 targets and compares them in one pass (the `targets_b64` path). Blocks of rows are
+/// decoded into a small buffer that stays in cache and compared at once, so the N×dims matrix is
+/// never materialised. Any failure is re-derived by the full decoder, so the error is exactly the
+/// one `decode_vectors_b64` reports.
+pub fn compare_one_to_many_b64(options: Options, query: &[f32], targets_b64: &[u8], dims: usize, metric: Metric, k: Option<usize>) -> CoreResult<Comparison> {
+    validate_query(query, dims)?;
+    let rows = b64::B64Rows::parse(targets_b64, dims)?;
+    let count = rows.count;
+    if k == Some(0) {
+        return Err(CoreError::invalid_request("top_k must be at least 1"));
+    }
+    if u32::try_from(count).is_err() {
+        return Err(CoreError::invalid_request("too many target vectors for one comparison"));
+    }
+    let kernel = options.kernel.unwrap_or_else(Kernel::best);
+    let query64: Vec<f64> = query.iter().map(|&x| x as f64).collect();
+    let stats = QueryStats::of(&query64);
+    // About 64 KiB of floats per block, a whole number of character-aligned groups.
+    let block_rows = ((STREAM_BLOCK_FLOATS / dims).max(1)).div_ceil(rows.group_rows) * rows.group_rows;
+    let mut distances = vec![0f64; count];
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let threads = parallel::threads_for(count, dims, options.max_threads);
+    parallel::for_row_ranges(&mut distances, threads, block_rows, |first, out| {
+        let mut buffer = vec![0f32; block_rows.min(out.len()) * dims];
+        for (b, out_block) in out.chunks_mut(block_rows).enumerate() {
+            let floats = &mut buffer[..out_block.len() * dims];
+            if !rows.decode_rows(first + b * block_rows, floats) {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            kernel.distances(&query64, &stats, metric, floats, dims, out_block);
+        }
+    });
+    if failed.into_inner() || distances.iter().any(|d| d.is_nan()) {
+        return Err(match decode_vectors_b64(targets_b64, dims) {
+            Err(e) => e,
+            Ok(_) => CoreError::new(crate::error::ErrorCode::InternalError, "base64 comparison failed without a cause"),
+        });
+    }
+    Ok(finish(distances, count, k))
+}
+
+const STREAM_BLOCK_FLOATS: usize = 16 * 1024;
+
+fn finish(distances: Vec<f64>, count: usize, k: Option<usize>) -> Comparison {
+    match k {
         Some(k) if count > 0 => {
             let (indices, distances) = top_k(&distances, k);
             Comparison { indices, distances, count }
         }
         _ => Comparison { indices: (0..count as u32).collect(), distances, count },
-    })
-}
-
-/// Decodes base64 targets and compares them in one call (the `targets_b64` path).
-pub fn compare_one_to_many_b64(options: Options, query: &[f32], targets_b64: &[u8], dims: usize, metric: Metric, k: Option<usize>) -> CoreResult<Comparison> {
-    validate_query(query, dims)?;
-    let targets = decode_vectors_b64(targets_b64, dims)?;
-    compare_with(options, query, &targets, dims, metric, k)
+    }
 }
 
 /// Benchmark yardstick: the sum of every float with the default kernel and the thread split a

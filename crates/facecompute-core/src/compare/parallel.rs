@@ -16,27 +16,29 @@ pub fn threads_for(rows: usize, dims: usize, limit: usize) -> usize {
     (rows * dims / MIN_FLOATS_PER_THREAD).clamp(1, limit.max(1)).min(rows.max(1))
 }
 
-/// Calls `work(first_row, rows_slice, out_slice)` on `threads` disjoint row ranges, the first on
-/// the calling thread. A panic in any part propagates to the caller (and from there to the guard).
-pub fn for_row_ranges<F>(targets: &[f32], dims: usize, out: &mut [f64], threads: usize, work: F)
+/// Calls `work(first_row, out_slice)` on `threads` disjoint row ranges, each starting at a multiple
+/// of `align`, the first on the calling thread. A panic in any part propagates to the caller (and
+/// from there to the binding's guard).
+pub fn for_row_ranges<F>(out: &mut [f64], threads: usize, align: usize, work: F)
 where
-    F: Fn(&[f32], &mut [f64]) + Sync,
+    F: Fn(usize, &mut [f64]) + Sync,
 {
     let rows = out.len();
     if threads <= 1 || rows < 2 {
-        work(targets, out);
+        work(0, out);
         return;
     }
-    let per = rows.div_ceil(threads);
+    let align = align.max(1);
+    let per = rows.div_ceil(threads).div_ceil(align) * align;
     std::thread::scope(|scope| {
-        let mut parts = targets.chunks(per * dims).zip(out.chunks_mut(per));
+        let mut parts = out.chunks_mut(per).enumerate();
         let first = parts.next();
-        for (t, o) in parts {
+        for (i, o) in parts {
             let work = &work;
-            scope.spawn(move || work(t, o));
+            scope.spawn(move || work(i * per, o));
         }
-        if let Some((t, o)) = first {
-            work(t, o);
+        if let Some((_, o)) = first {
+            work(0, o);
         }
     });
 }

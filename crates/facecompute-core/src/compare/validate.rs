@@ -18,7 +18,7 @@ pub fn check_dims(dims: usize) -> CoreResult<()> {
 /// Number of `dims`-long vectors in `len` values, or `embedding_dimension_mismatch`.
 pub fn count_vectors(len: usize, dims: usize) -> CoreResult<usize> {
     check_dims(dims)?;
-    if len % dims != 0 {
+    if !len.is_multiple_of(dims) {
         return Err(CoreError::new(
             ErrorCode::EmbeddingDimensionMismatch,
             format!("{len} values do not split into vectors of {dims} dimensions"),

@@ -1,7 +1,24 @@
 //! Pixel operations matching OpenCV, on 8-bit interleaved images.
 //!
-//! Signatures here are the seam the detectors and the model pipeline code against. The image work
-//! (issue 2) owns the implementations and their OpenCV parity tests.
+//! Signatures here are the seam the detectors and the model pipeline code against. Each operation
+//! reproduces OpenCV 4.9's arithmetic (fixed point where OpenCV uses it), and is checked against
+//! fixtures from tools/reference/opencv_pixels.py.
+
+mod border;
+mod downscale;
+mod gray;
+mod letterbox;
+mod resize;
+mod tensor;
+mod warp;
+
+pub use border::{copy_make_border, crop_clipped, crop_padded};
+pub use downscale::downscale_max_side;
+pub use gray::bgr_to_gray;
+pub use letterbox::{letterbox, letterbox_f64, letterbox_geometry};
+pub use resize::{resize, resize_linear_f64, ImageF64};
+pub use tensor::{face_input, faces_to_tensor, normalize_input, Layout, Normalization, Preprocess, TensorSpec};
+pub use warp::{rotate, rotation_matrix, warp_affine_cubic};
 
 /// An 8-bit image, rows top to bottom, channels interleaved (`channels` is 1 or 3). The channel order
 /// of a 3-channel image is whatever its producer documents; the pipeline keeps BGR like OpenCV.

@@ -1,0 +1,29 @@
+//! `cv2.cvtColor(img, COLOR_BGR2GRAY)` on 8-bit images: OpenCV's 14-bit fixed-point weights
+//! (0.114, 0.587, 0.299 scaled and rounded), exact for its scalar and SIMD paths alike.
+
+use super::Image;
+use crate::error::{CoreError, CoreResult};
+
+const B2Y: u32 = 1868;
+const G2Y: u32 = 9617;
+const R2Y: u32 = 4899;
+const SHIFT: u32 = 14;
+
+/// BGR (or grey, returned as is) to a 1-channel image.
+pub fn bgr_to_gray(img: &Image) -> CoreResult<Image> {
+    if img.data.len() != img.width as usize * img.height as usize * img.channels as usize {
+        return Err(CoreError::invalid_request("image buffer does not match its dimensions"));
+    }
+    match img.channels {
+        1 => Ok(img.clone()),
+        3 => {
+            let data = img
+                .data
+                .chunks_exact(3)
+                .map(|p| ((p[0] as u32 * B2Y + p[1] as u32 * G2Y + p[2] as u32 * R2Y + (1 << (SHIFT - 1))) >> SHIFT) as u8)
+                .collect();
+            Ok(Image { width: img.width, height: img.height, channels: 1, data })
+        }
+        c => Err(CoreError::invalid_request(format!("cannot convert a {c}-channel image to grey"))),
+    }
+}

@@ -1,0 +1,164 @@
+//! Face crops to one model input batch, the way DeepFace's `represent` prepares them: each BGR uint8
+//! face is divided by 255 (float64), letterboxed with `resize_image`, cast to float32 and passed
+//! through `normalize_input`; models fed integers (Dlib, SFace) then truncate to uint8.
+
+use super::letterbox::letterbox_f64;
+use super::resize::ImageF64;
+use super::Image;
+use crate::error::{CoreError, CoreResult};
+use crate::image::ChannelOrder;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Nchw,
+    Nhwc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preprocess {
+    /// BGR float [0,1] letterboxed, then `normalize_input` (the Keras models).
+    DeepfaceFloat,
+    /// Then ×255 when the values are in [0,1] and truncated to uint8 (Dlib's `astype(uint8)`,
+    /// SFace's `(img*255).astype(uint8)`), fed as float.
+    Uint8Truncate,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalization {
+    Base,
+    Raw,
+    Facenet,
+    Facenet2018,
+    VggFace,
+    VggFace2,
+    ArcFace,
+}
+
+impl Normalization {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "base" => Self::Base,
+            "raw" => Self::Raw,
+            "Facenet" => Self::Facenet,
+            "Facenet2018" => Self::Facenet2018,
+            "VGGFace" => Self::VggFace,
+            "VGGFace2" => Self::VggFace2,
+            "ArcFace" => Self::ArcFace,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TensorSpec {
+    pub width: u32,
+    pub height: u32,
+    pub layout: Layout,
+    /// Channel order the network receives.
+    pub channel_order: ChannelOrder,
+    pub preprocess: Preprocess,
+    pub normalization: Normalization,
+}
+
+/// Largest model input side accepted; real models use ≤ 224.
+const MAX_INPUT_SIDE: u32 = 4096;
+
+/// DeepFace's `normalize_input` on a BGR float32 HWC buffer (channel 0 is B).
+pub fn normalize_input(x: &mut [f32], mode: Normalization) {
+    if mode == Normalization::Base {
+        return;
+    }
+    for v in x.iter_mut() {
+        *v *= 255.0;
+    }
+    match mode {
+        Normalization::Base | Normalization::Raw => {}
+        Normalization::Facenet => {
+            let n = x.len().max(1) as f64;
+            let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+            let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+            let (mean, std) = (mean as f32, var.sqrt() as f32);
+            for v in x.iter_mut() {
+                *v = (*v - mean) / std;
+            }
+        }
+        Normalization::Facenet2018 => {
+            for v in x.iter_mut() {
+                *v /= 127.5;
+                *v -= 1.0;
+            }
+        }
+        Normalization::VggFace | Normalization::VggFace2 => {
+            let m: [f32; 3] = if mode == Normalization::VggFace {
+                [93.5940, 104.7624, 129.1863]
+            } else {
+                [91.4953, 103.8827, 131.0912]
+            };
+            for p in x.chunks_exact_mut(3) {
+                for c in 0..3 {
+                    p[c] -= m[c];
+                }
+            }
+        }
+        Normalization::ArcFace => {
+            for v in x.iter_mut() {
+                *v -= 127.5;
+                *v /= 128.0;
+            }
+        }
+    }
+}
+
+/// One face as the model's HWC float32 input in BGR order, before layout and channel order.
+pub fn face_input(face: &Image, spec: &TensorSpec) -> CoreResult<Vec<f32>> {
+    if face.channels != 3 || face.width == 0 || face.height == 0 {
+        return Err(CoreError::invalid_request("a face must be a non-empty 3-channel image"));
+    }
+    let f = ImageF64 {
+        width: face.width,
+        height: face.height,
+        channels: 3,
+        data: face.data.iter().map(|&v| v as f64 / 255.0).collect(),
+    };
+    let boxed = letterbox_f64(&f, spec.width, spec.height)?;
+    let mut x: Vec<f32> = boxed.data.iter().map(|&v| v as f32).collect();
+    normalize_input(&mut x, spec.normalization);
+    if spec.preprocess == Preprocess::Uint8Truncate {
+        let scale = if x.iter().fold(f32::MIN, |a, &b| a.max(b)) <= 1.0 { 255.0 } else { 1.0 };
+        for v in x.iter_mut() {
+            // numpy's astype(uint8) truncates toward zero; out-of-range values saturate here.
+            *v = (*v * scale).trunc().clamp(0.0, 255.0);
+        }
+    }
+    Ok(x)
+}
+
+/// All faces letterboxed and preprocessed into one batch tensor.
+pub fn faces_to_tensor(faces: &[Image], spec: &TensorSpec) -> CoreResult<Vec<f32>> {
+    if spec.width == 0 || spec.height == 0 || spec.width > MAX_INPUT_SIDE || spec.height > MAX_INPUT_SIDE {
+        return Err(CoreError::invalid_request("model input size is out of range"));
+    }
+    let plane = spec.width as usize * spec.height as usize;
+    let mut out = Vec::with_capacity(faces.len() * plane * 3);
+    for face in faces {
+        let x = face_input(face, spec)?;
+        // Source channel index for each output channel: the buffer is BGR.
+        let order: [usize; 3] = match spec.channel_order {
+            ChannelOrder::Bgr => [0, 1, 2],
+            ChannelOrder::Rgb => [2, 1, 0],
+        };
+        match spec.layout {
+            Layout::Nhwc => {
+                for p in x.chunks_exact(3) {
+                    out.extend(order.iter().map(|&c| p[c]));
+                }
+            }
+            Layout::Nchw => {
+                for &c in &order {
+                    out.extend(x.chunks_exact(3).map(|p| p[c]));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

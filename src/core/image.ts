@@ -1,0 +1,171 @@
+/**
+ * Typed wrappers over the native image core: decoding with limits, OpenCV-exact pixel operations,
+ * DeepFace face extraction and model-input tensors. Every native failure becomes a ServiceError with
+ * a stable code (invalid_image, image_too_large, too_many_pixels, invalid_request, ...).
+ */
+import { fromNative } from '../errors/index.js';
+import { native } from './native.js';
+
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp';
+export type ChannelOrder = 'bgr' | 'rgb';
+export type Interpolation = 'linear' | 'cubic' | 'area';
+export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace';
+export type Point = [number, number];
+
+/** 8-bit pixels, rows top to bottom, channels interleaved (1 or 3; 3 is BGR unless said otherwise). */
+export interface NativeImage {
+  width: number;
+  height: number;
+  channels: number;
+  data: Buffer;
+}
+
+export interface ImageProbe {
+  format: ImageFormat;
+  width: number;
+  height: number;
+}
+
+export interface DecodeOptions {
+  maxBytes: number;
+  maxPixels: number;
+  order: ChannelOrder;
+}
+
+export interface Detection {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  leftEye?: Point | null;
+  rightEye?: Point | null;
+  nose?: Point | null;
+  mouthLeft?: Point | null;
+  mouthRight?: Point | null;
+  confidence: number;
+}
+
+export interface ExtractOptions {
+  align: boolean;
+  expandPercentage: number;
+  borderTop: number;
+  borderLeft: number;
+  originalWidth: number;
+  originalHeight: number;
+}
+
+export interface FacialArea {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  leftEye: Point | null;
+  rightEye: Point | null;
+  nose?: Point | null;
+  mouthLeft?: Point | null;
+  mouthRight?: Point | null;
+}
+
+export interface ExtractedFace {
+  face: NativeImage;
+  area: FacialArea;
+  confidence: number;
+}
+
+export interface TensorSpec {
+  width: number;
+  height: number;
+  layout: 'nchw' | 'nhwc';
+  channelOrder: ChannelOrder;
+  preprocess: 'deepface_float' | 'uint8_truncate';
+  normalization: Normalization;
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** Format and stored size from the header alone (sync, enforces no limit). */
+export function probeImage(bytes: Buffer): ImageProbe {
+  try {
+    return native.probeImage(bytes) as ImageProbe;
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** Decodes like cv2.imdecode(IMREAD_COLOR) after checking the byte and pixel limits. */
+export function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage> {
+  return call(() => native.decodeImage(bytes, opts));
+}
+
+export function resizeImage(img: NativeImage, width: number, height: number, interpolation: Interpolation): Promise<NativeImage> {
+  return call(() => native.resizeImage(img, width, height, interpolation));
+}
+
+/** DeepFace's resize_image on uint8 pixels: aspect-preserving resize and centred black padding. */
+export function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage> {
+  return call(() => native.letterbox(img, width, height));
+}
+
+export function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage> {
+  return call(() => native.copyMakeBorder(img, top, bottom, left, right));
+}
+
+/** The w×h window at (x, y); parts outside the image are black. */
+export function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage> {
+  return call(() => native.cropPadded(img, x, y, w, h));
+}
+
+/** getRotationMatrix2D((cx, cy), angleDeg, 1) + warpAffine(INTER_CUBIC, black border). */
+export function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage> {
+  return call(() => native.rotateImage(img, cx, cy, angleDeg));
+}
+
+export function toGray(img: NativeImage): Promise<NativeImage> {
+  return call(() => native.toGray(img));
+}
+
+/** The black border DeepFace adds before detection when align=true. */
+export function deepfaceBorder(img: NativeImage): Promise<{ image: NativeImage; top: number; left: number }> {
+  return call(() => native.deepfaceBorder(img));
+}
+
+/** All faces of one image, cropped, aligned and reported as DeepFace does, in one native call. */
+export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractOptions): Promise<ExtractedFace[]> {
+  return call(async () => {
+    // The binding takes a missing landmark as undefined (it rejects null).
+    const dets = detections.map((d) => ({
+      x: d.x,
+      y: d.y,
+      w: d.w,
+      h: d.h,
+      confidence: d.confidence,
+      leftEye: d.leftEye ?? undefined,
+      rightEye: d.rightEye ?? undefined,
+      nose: d.nose ?? undefined,
+      mouthLeft: d.mouthLeft ?? undefined,
+      mouthRight: d.mouthRight ?? undefined,
+    }));
+    const out = await native.extractFaces(img, dets, opts);
+    // DeepFace always reports both eyes (null when unknown) and the other landmarks only when the
+    // detector gives them.
+    return out.map((f) => {
+      const { x, y, w, h, leftEye, rightEye, nose, mouthLeft, mouthRight } = f.area;
+      const area: FacialArea = { x, y, w, h, leftEye: (leftEye as Point | undefined) ?? null, rightEye: (rightEye as Point | undefined) ?? null };
+      if (nose) area.nose = nose as Point;
+      if (mouthLeft) area.mouthLeft = mouthLeft as Point;
+      if (mouthRight) area.mouthRight = mouthRight as Point;
+      return { face: f.face, confidence: f.confidence, area };
+    });
+  });
+}
+
+/** Letterboxes every face to the model input and applies its preprocessing, as one batch. */
+export function facesToTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array> {
+  return call(() => native.facesToTensor(faces, spec));
+}
