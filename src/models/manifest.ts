@@ -42,7 +42,7 @@ export interface RecognitionEntry {
   dims: number;
   input: ModelInput;
   /** `dynamic_batch: false` (SFace's published file) means one face per run. */
-  onnx: { input: string; output: string; dynamic_batch?: boolean };
+  onnx: { input: string; output: string; dynamic_batch?: boolean; names_unverified?: boolean };
   /** What the model is fed and how its output is post-processed, in words (README, capabilities). */
   normalization?: string;
   weights: WeightFile[];

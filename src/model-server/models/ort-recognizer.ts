@@ -12,7 +12,7 @@ export interface RecognizerSpec {
   name: string;
   dims: number;
   input: ModelInput;
-  onnx: { input: string; output: string; dynamic_batch?: boolean };
+  onnx: { input: string; output: string; dynamic_batch?: boolean; names_unverified?: boolean };
 }
 
 export class OrtRecognizer implements Recognizer {
@@ -38,6 +38,7 @@ export class OrtRecognizer implements Recognizer {
       modelPath: path,
       inputName: spec.onnx.input,
       outputName: spec.onnx.output,
+      lenientNames: spec.onnx.names_unverified === true,
       sampleShape: layout === 'nchw' ? [3, height, width] : [height, width, 3],
       settings,
     });
