@@ -9,7 +9,7 @@ use facecompute_core::pixels::{bgr_to_gray, faces_to_tensor, resize, Interpolati
 use libfuzzer_sys::fuzz_target;
 
 // Small enough that one input cannot exhaust the fuzzer's RSS limit; big enough for real images.
-const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 4_000_000 };
+const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 1_000_000 };
 
 fuzz_target!(|data: &[u8]| {
     let _ = probe(data);
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!((rgb.width, rgb.height), (img.width, img.height));
     }
     // Keep the pixel path cheap on big decodes: work on a thumbnail.
-    let img = if img.width as u64 * img.height as u64 > 250_000 {
+    let img = if img.width as u64 * img.height as u64 > 65_536 {
         resize(&img, (img.width / 8).max(1), (img.height / 8).max(1), Interpolation::Area).unwrap()
     } else {
         img
