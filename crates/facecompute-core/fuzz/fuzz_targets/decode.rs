@@ -1,6 +1,10 @@
 //! Decode + normalization on arbitrary bytes: probe, decode with the service's limits in both channel
 //! orders, then the pixel path a face takes (border, extraction with rotation, letterbox, tensor).
 //! Any panic, abort, leak or allocation beyond -rss_limit_mb is a bug.
+//!
+//! Seed the git-ignored corpus from the shared robustness set, then run (nightly, cargo-fuzz):
+//!   mkdir -p corpus/decode && cp ../../../../shared/data/robustness/*/* ../tests/fixtures/decode/* corpus/decode/
+//!   cargo +nightly fuzz run decode -O corpus/decode -- -max_total_time=630 -rss_limit_mb=2048 -max_len=65536
 #![no_main]
 
 use facecompute_core::align::{deepface_border, extract_faces, Detection, ExtractOptions};
