@@ -9,10 +9,54 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
+ * detection.
+ */
+export declare class HaarDetector {
+  /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
+  static load(faceXml: string, eyeXml: string): HaarDetector
+  /** Faces of the image, on the libuv pool. */
+  detect(image: HaarImage): Promise<HaarFace[]>
+}
+
+export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
+
+/**
+ * Bench only: the sum of every float, read with the comparison's kernel and thread split (the
+ * memory-bandwidth yardstick of bench/compare).
+ */
+export declare function benchReadSum(data: Float32Array, dims: number): number
+
 export interface BorderedImage {
   image: NativeImage
   top: number
   left: number
+}
+
+/** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
+export interface CompareEngine {
+  kernel: string
+  threads: number
+}
+
+/** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
+export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/**
+ * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
+ * decode, validation and comparison run on the libuv pool.
+ */
+export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+
+/** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
+export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): CompareOutput
+
+export interface CompareOutput {
+  indices: Uint32Array
+  distances: Float64Array
+  /** Targets compared (N), also when top-k returned fewer. */
+  count: number
 }
 
 export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
@@ -29,6 +73,9 @@ export interface DecodeOptions {
   maxPixels: number
   order: 'bgr' | 'rgb'
 }
+
+/** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
+export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
 
 export declare function deepfaceBorder(img: NativeImage): Promise<BorderedImage>
 
@@ -62,6 +109,14 @@ export interface ExtractFacesOptions {
   originalHeight: number
 }
 
+export interface FaceImage {
+  width: number
+  height: number
+  channels: number
+  /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
+  data: Buffer
+}
+
 export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
 
 export interface FacialAreaOutput {
@@ -76,13 +131,48 @@ export interface FacialAreaOutput {
   mouthRight?: [number, number] | null
 }
 
+export interface HaarFace {
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  leftEye?: Array<number>
+  rightEye?: Array<number>
+}
+
+/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
+export interface HaarImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
 export interface ImageProbe {
   format: 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
   width: number
   height: number
 }
 
+export declare function l2Normalize(vector: Float32Array): Float32Array
+
 export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+export interface NativeFace {
+  /** DeepFace's integer box as its detector wrapper builds it. */
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  /** 10 integers: the person's right eye, left eye, nose, mouth right, mouth left, each (x, y). */
+  landmarks: Array<number>
+  /** The unrounded box `[x1, y1, x2, y2]` in original-image pixels. */
+  rawBox: Array<number>
+  /** The unrounded landmarks (same order as `landmarks`). */
+  rawLandmarks: Array<number>
+}
 
 export interface NativeImage {
   width: number
@@ -91,10 +181,43 @@ export interface NativeImage {
   data: Buffer
 }
 
+export interface NativeTensor {
+  data: Float32Array
+  dims: Array<number>
+}
+
+export interface PreparedInput {
+  /** The network input, laid out as the detector expects (see each prepare function). */
+  tensor: Float32Array
+  dims: Array<number>
+  /** retinaface: the resize factor (boxes are divided by it); yunet: DeepFace's ratio (1 if not resized). */
+  scale: number
+  resized: boolean
+}
+
 /** Reads the header only: format and stored size. Enforces no limit. */
 export declare function probeImage(bytes: Buffer): ImageProbe
 
 export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: 'linear' | 'cubic' | 'area'): Promise<NativeImage>
+
+export interface ResnetLevelInput {
+  stride: number
+  cls: NativeTensor
+  bbox: NativeTensor
+  landmark: NativeTensor
+}
+
+/** Decodes MobileNet-0.25 outputs for a network input of `width x height` made with `scale`. */
+export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/** Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride). */
+export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/**
+ * Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
+ * scales the long side to that many pixels; without it, serengil's 1024/1980 rule (DeepFace's).
+ */
+export declare function retinafacePrepare(image: FaceImage, variantName: string, longSide?: number | undefined | null): Promise<PreparedInput>
 
 export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
 
@@ -108,3 +231,15 @@ export interface TensorSpecInput {
 }
 
 export declare function toGray(img: NativeImage): Promise<NativeImage>
+
+/** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
+export declare function validateVectors(data: Float32Array, dims: number): number
+
+/**
+ * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
+ * `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).
+ */
+export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<NativeFace>>
+
+/** DeepFace's >640 resize, then OpenCV's zero padding to multiples of 32; NCHW raw BGR. */
+export declare function yunetPrepare(image: FaceImage): Promise<PreparedInput>

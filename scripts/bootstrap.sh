@@ -31,6 +31,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# ---- stripe-mock (Stripe's official API mock) for the billing tests, built from the Go module proxy --
+if command -v go >/dev/null 2>&1; then
+  if [ ! -x "$(go env GOPATH)/bin/stripe-mock" ]; then
+    log "go install github.com/stripe/stripe-mock@latest"
+    go install github.com/stripe/stripe-mock@latest
+  fi
+else
+  echo "go not found: the Stripe billing tests need stripe-mock (go install github.com/stripe/stripe-mock@latest)" >&2
+fi
+
 # ---- Python tooling for model conversion (offline tools only, never at service run time) ---------
 if [ ! -x .venv/bin/python ]; then
   log "python venv for model converters"
@@ -42,8 +52,10 @@ fi
 
 # ---- npm packages and the native addon ------------------------------------------------------------
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "npm ci"
-  npm ci --no-audit --no-fund
+  # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries out of the
+  # lock file, which `npm ci` then refuses; install still follows the lock for everything else.
+  log "npm install"
+  npm install --no-audit --no-fund
 fi
 log "build native addon and TypeScript"
 npm run build:native --silent

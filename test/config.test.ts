@@ -42,3 +42,7 @@ t.test('the README documents every variable with its default', async (t) => {
     t.ok(readme.includes(`\`${v.name}\``), `${v.name} is in the README`);
   }
 });
+
+t.test('test-harness variables do not stop the service from starting', async (t) => {
+  t.doesNotThrow(() => loadConfig({ FACECOMPUTE_TEST_DATABASE_URL: 'postgres://x', FACECOMPUTE_TEST_REDIS_URL: 'redis://x' }));
+});

@@ -55,6 +55,7 @@ export interface Config {
     prewarm: string[];
     retinafaceBackbone: 'auto' | 'resnet50' | 'mobilenet0.25';
     testWeights: boolean;
+    python: string;
     ort: { intraOpThreads: number; interOpThreads: number; provider: 'cpu' | 'cuda' };
     batchWindowMs: number;
     batchMax: number;
@@ -88,6 +89,7 @@ export interface Config {
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    trustedProxies: string[];
     billingProvider: 'test' | 'stripe';
     stripeApiBase: string;
     stripeSecretKey: string;
@@ -111,7 +113,10 @@ function defaultCacheDir(env: NodeJS.ProcessEnv): string {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const known = new Set<string>(VARS.map((v) => v.name));
   for (const key of Object.keys(env)) {
-    if (key.startsWith('FACECOMPUTE_') && !known.has(key)) throw new ConfigError(`unknown configuration variable ${key}`);
+    // FACECOMPUTE_TEST_* names belong to the test harness (scripts/test-services.sh), not the service.
+    if (key.startsWith('FACECOMPUTE_') && !known.has(key) && !key.startsWith('FACECOMPUTE_TEST_')) {
+      throw new ConfigError(`unknown configuration variable ${key}`);
+    }
   }
   const raw = {} as Raw;
   const v = {} as Record<VarName, any>;
@@ -144,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       prewarm: v.FACECOMPUTE_PREWARM,
       retinafaceBackbone: v.FACECOMPUTE_RETINAFACE_BACKBONE,
       testWeights: v.FACECOMPUTE_TEST_WEIGHTS,
+      python: v.FACECOMPUTE_PYTHON,
       ort: {
         intraOpThreads: v.FACECOMPUTE_ORT_INTRA_OP_THREADS,
         interOpThreads: v.FACECOMPUTE_ORT_INTER_OP_THREADS,
@@ -185,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      trustedProxies: v.FACECOMPUTE_TRUSTED_PROXIES,
       billingProvider: v.FACECOMPUTE_BILLING_PROVIDER,
       stripeApiBase: v.FACECOMPUTE_STRIPE_API_BASE,
       stripeSecretKey: v.FACECOMPUTE_STRIPE_SECRET_KEY,

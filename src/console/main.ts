@@ -1,5 +1,27 @@
-/** Entry point of `facecompute console`. Built by its issue; until then it refuses to start. */
-export async function run(_args: string[]): Promise<number> {
-  process.stderr.write('facecompute console: not built yet\n');
-  return 1;
+/** Entry point of `facecompute console`: the accounts console alone (contract §1). */
+import { loadConfig } from '../config/index.js';
+import { createLogger } from '../logging/logger.js';
+import { createAccountsStore } from '../accounts/index.js';
+import { buildConsole } from './app.js';
+
+export { buildConsole, type ConsoleDeps } from './app.js';
+
+export async function run(args: string[]): Promise<number> {
+  if (args.length > 0) {
+    process.stderr.write(`facecompute console takes no arguments (configure it with FACECOMPUTE_* variables); got ${args.join(' ')}\n`);
+    return 2;
+  }
+  const config = loadConfig();
+  const logger = createLogger('console', config.logLevel);
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store, logger });
+  await app.listen({ host: config.host, port: config.ports.console });
+  await new Promise<void>((done) => {
+    const stop = () => done();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  await app.close();
+  await store.close();
+  return 0;
 }

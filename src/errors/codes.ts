@@ -38,6 +38,7 @@ export const ERROR_STATUS = {
   key_limit_reached: 409,
   invalid_credentials: 401,
   csrf_failed: 403,
+  origin_not_allowed: 403,
   signup_rate_limited: 429,
   payment_method_declined: 402,
 } as const;

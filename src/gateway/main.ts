@@ -1,5 +1,64 @@
-/** Entry point of `facecompute gateway`. Built by its issue; until then it refuses to start. */
+/**
+ * Entry point of `facecompute gateway`: loads the configuration once, builds the gateway with its
+ * dependencies, listens on FACECOMPUTE_HOST:FACECOMPUTE_GATEWAY_PORT, serves metrics on the admin
+ * listener when FACECOMPUTE_METRICS_PORT is set, and drains on SIGTERM/SIGINT (exit 0).
+ */
+import type { Server } from 'node:http';
+import { loadConfig, type Config } from '../config/index.js';
+import { createLogger } from '../logging/logger.js';
+import { createAccountsStore } from '../accounts/index.js';
+import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
+import { startMetricsServer } from './metrics.js';
+
+export { buildGateway, type Gateway, type GatewayDeps } from './app.js';
+
+export interface RunOptions extends Partial<Omit<GatewayDeps, 'config'>> {
+  config?: Config;
+  /** Called once listening, with the bound port (tests listen on port 0). */
+  onListening?: (port: number, gw: Gateway) => void;
+}
+
+/** Runs the gateway until SIGTERM/SIGINT; resolves with the exit code. */
+export async function runGateway(opts: RunOptions = {}): Promise<number> {
+  const config = opts.config ?? loadConfig();
+  const logger = opts.logger ?? createLogger('gateway', config.logLevel);
+  const accounts = opts.accounts ?? (await createAccountsStore(config));
+  const gw = await buildGateway({ ...opts, config, logger, accounts });
+  await gw.app.listen({ host: config.host, port: config.ports.gateway });
+  const addr = gw.app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.ports.gateway;
+  let metricsServer: Server | null = null;
+  if (config.ports.metrics > 0) metricsServer = await startMetricsServer(gw.metrics, config.ports.metrics);
+  logger.info({ host: config.host, port, metrics: config.ports.metrics || 'off', limiter: gw.limiter.kind, model_servers: config.modelServerUrls.length }, 'gateway listening');
+  opts.onListening?.(port, gw);
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal, drain_timeout_ms: config.capacity.drainTimeoutMs }, 'draining');
+      gw.startDraining();
+      const hard = setTimeout(() => {
+        logger.warn('drain timeout passed; exiting');
+        resolveExit(0);
+      }, config.capacity.drainTimeoutMs + 2000);
+      hard.unref();
+      gw
+        .close(config.capacity.drainTimeoutMs)
+        .catch((err: unknown) => logger.error({ err }, 'error while closing'))
+        .finally(async () => {
+          metricsServer?.close();
+          await accounts.close().catch(() => undefined);
+          clearTimeout(hard);
+          logger.info('drained; bye');
+          resolveExit(0);
+        });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}
+
 export async function run(_args: string[]): Promise<number> {
-  process.stderr.write('facecompute gateway: not built yet\n');
-  return 1;
+  return runGateway();
 }

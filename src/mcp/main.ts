@@ -1,5 +1,72 @@
-/** Entry point of `facecompute mcp`. Built by its issue; until then it refuses to start. */
+/**
+ * `facecompute mcp`: the MCP endpoint alone. It shares the accounts store and the per-account
+ * limiter (Redis when configured) with the gateway, and reaches the model servers itself.
+ */
+import type { Config } from '../config/index.js';
+import { loadConfig } from '../config/index.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { createAccountsStore } from '../accounts/index.js';
+import type { AccountsPort } from '../accounts/ports.js';
+import { createConfiguredCompute, createConfiguredLimiter, createConfiguredUpstream, VERSION } from '../gateway/app.js';
+import { createQueue, type ComputeQueue } from '../gateway/queue.js';
+import type { Limiter } from '../gateway/limits/limiter.js';
+import type { Upstream } from '../gateway/upstream/client.js';
+import type { RemoteFetchOptions } from '../gateway/inputs/remote-fetch.js';
+import { buildMcp } from './server.js';
+
+export interface McpRunOptions {
+  config?: Config;
+  logger?: Logger;
+  accounts?: AccountsPort;
+  limiter?: Limiter;
+  upstream?: Upstream;
+  queue?: ComputeQueue;
+  remoteFetch?: Partial<RemoteFetchOptions>;
+}
+
+/**
+ * The MCP image policy: remote URLs must be HTTPS and pass the same SSRF checks as the gateway's;
+ * strict mode accepts only the exact origins of FACECOMPUTE_REMOTE_ORIGINS; never local files.
+ */
+export function mcpInputPolicy(cfg: Config): { remoteImages: 'allowlist' | 'public'; localImagesRoot: '' } {
+  return { remoteImages: cfg.mcp.strictUrls ? 'allowlist' : 'public', localImagesRoot: '' };
+}
+
+export async function createMcp(opts: McpRunOptions = {}) {
+  const config = opts.config ?? loadConfig();
+  const logger = opts.logger ?? createLogger('mcp', config.logLevel);
+  const accounts = opts.accounts ?? (await createAccountsStore(config));
+  const limiter = opts.limiter ?? createConfiguredLimiter(config);
+  const upstream = opts.upstream ?? createConfiguredUpstream(config);
+  const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs);
+  const { compute } = createConfiguredCompute(config, {
+    upstream,
+    queue,
+    inputPolicy: mcpInputPolicy(config),
+    remoteFetch: { httpsOnly: true, ...opts.remoteFetch },
+  });
+  const app = await buildMcp({
+    logger,
+    accounts,
+    limiter,
+    compute,
+    maxBodyBytes: config.mcp.maxBodyBytes,
+    allowedOrigins: config.mcp.allowedOrigins,
+    version: VERSION,
+  });
+  return { app, accounts, limiter, upstream, config, logger };
+}
+
 export async function run(_args: string[]): Promise<number> {
-  process.stderr.write('facecompute mcp: not built yet\n');
-  return 1;
+  const mcp = await createMcp();
+  await mcp.app.listen({ host: mcp.config.host, port: mcp.config.ports.mcp });
+  mcp.logger.info({ host: mcp.config.host, port: mcp.config.ports.mcp, path: '/mcp' }, 'MCP endpoint listening');
+  await new Promise<void>((done) => {
+    process.once('SIGTERM', () => done());
+    process.once('SIGINT', () => done());
+  });
+  await mcp.app.close();
+  await mcp.accounts.close();
+  await mcp.limiter.close();
+  return 0;
 }

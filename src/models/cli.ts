@@ -1,5 +1,145 @@
-/** Entry point of `facecompute models`. Built by its issue; until then it refuses to start. */
-export async function run(_args: string[]): Promise<number> {
-  process.stderr.write('facecompute models: not built yet\n');
-  return 1;
+/**
+ * `facecompute models list|fetch|convert|verify|prepare`.
+ *   list            every model and detector, installed or not, and where its weights come from
+ *   fetch NAME|all  download (resumable, sha256-checked) what is missing, then convert to ONNX
+ *   convert NAME    convert installed weights to ONNX in the cache
+ *   verify [NAME]   re-hash the weights and load each ONNX file in ONNX Runtime
+ *   prepare         convert everything whose weights are present (used by scripts/bootstrap.sh)
+ */
+import cliProgress from 'cli-progress';
+import { loadConfig } from '../config/index.js';
+import { allArtifactIds, artifactFor, loadManifest } from './manifest.js';
+import { artifactStatus, catalog, describeProblems, materialize } from './catalog.js';
+import { fetchWeight, FetchError } from './fetch.js';
+import { checkWeightAt } from './weights.js';
+
+function out(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function pickIds(name: string | undefined): string[] {
+  const manifest = loadManifest();
+  const ids = allArtifactIds(manifest);
+  if (name === undefined || name === 'all') return ids;
+  // "retinaface" alone means every variant of it.
+  const matching = ids.filter((id) => id === name || id.startsWith(`${name}:`));
+  if (matching.length === 0) throw new Error(`unknown model or detector ${JSON.stringify(name)}; known: ${ids.join(', ')}`);
+  return matching;
+}
+
+export async function run(args: string[]): Promise<number> {
+  const [sub, name] = args;
+  const cfg = loadConfig();
+  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir };
+  switch (sub) {
+    case 'list': {
+      out('NAME                        INSTALLED  SOURCE   NOTE');
+      for (const s of await catalog(loc)) {
+        const note = s.installed ? '' : describeProblems(s.problems);
+        out(`${s.id.padEnd(28)}${(s.installed ? 'yes' : 'no').padEnd(11)}${(s.sources[0] ?? '-').padEnd(9)}${note}`);
+      }
+      return 0;
+    }
+    case 'fetch': {
+      let failed = 0;
+      for (const id of pickIds(name)) {
+        const artifact = artifactFor(loadManifest(), id);
+        const before = await artifactStatus(id, loc);
+        for (const w of artifact.weights) {
+          if (!before.problems.some((p) => p.file === w.file)) continue;
+          const bar = new cliProgress.SingleBar({ format: `${w.file} [{bar}] {percentage}% {value}/{total} bytes`, stream: process.stderr, noTTYOutput: false }, cliProgress.Presets.shades_classic);
+          let started = false;
+          try {
+            await fetchWeight(w, {
+              cacheDir: loc.cacheDir,
+              onProgress: (p) => {
+                if (!started) {
+                  bar.start(p.total ?? 0, 0);
+                  started = true;
+                }
+                bar.update(p.received);
+              },
+            });
+            if (started) bar.stop();
+            out(`${id}: fetched ${w.file}`);
+          } catch (err) {
+            if (started) bar.stop();
+            failed++;
+            out(`${id}: ${err instanceof FetchError ? `${err.code}: ${err.message}` : String(err)}`);
+          }
+        }
+        const after = await artifactStatus(id, loc);
+        if (after.installed) {
+          await materialize(after, loc.cacheDir, cfg.models.python);
+          out(`${id}: ready`);
+        }
+      }
+      return failed === 0 ? 0 : 1;
+    }
+    case 'convert': {
+      if (!name) throw new Error('usage: facecompute models convert NAME');
+      let failed = 0;
+      for (const id of pickIds(name)) {
+        const s = await artifactStatus(id, loc);
+        if (!s.installed) {
+          out(`${id}: not installed (${describeProblems(s.problems)}); run \`facecompute models fetch ${id}\``);
+          failed++;
+          continue;
+        }
+        out(`${id}: ${await materialize(s, loc.cacheDir, cfg.models.python)}`);
+      }
+      return failed === 0 ? 0 : 1;
+    }
+    case 'verify': {
+      const ort = await import('onnxruntime-node');
+      let failed = 0;
+      for (const id of pickIds(name)) {
+        const s = await artifactStatus(id, loc);
+        if (!s.installed) {
+          if (name !== undefined) {
+            out(`${id}: NOT INSTALLED (${describeProblems(s.problems)})`);
+            failed++;
+          }
+          continue;
+        }
+        // Re-hash even files the cache remembers as verified.
+        for (const [i, w] of s.artifact.weights.entries()) {
+          const p = s.weightPaths[i];
+          const problem = p === undefined ? null : await checkWeightAt(p, w, `${loc.cacheDir}/.reverify-${process.pid}`);
+          if (problem) {
+            out(`${id}: ${w.file} ${problem.reason}`);
+            failed++;
+          }
+        }
+        const file = await materialize(s, loc.cacheDir, cfg.models.python);
+        if (file.endsWith('.onnx')) {
+          const session = await ort.InferenceSession.create(file);
+          out(`${id}: ok (inputs ${session.inputNames.join(',')}; outputs ${session.outputNames.join(',')})`);
+          await session.release();
+        } else {
+          out(`${id}: ok`);
+        }
+      }
+      return failed === 0 ? 0 : 1;
+    }
+    case 'prepare': {
+      for (const s of await catalog(loc)) {
+        if (!s.installed) {
+          out(`${s.id}: not installed (${describeProblems(s.problems)})`);
+          continue;
+        }
+        try {
+          await materialize(s, loc.cacheDir, cfg.models.python);
+          out(`${s.id}: ready`);
+        } catch (err) {
+          // A converter that is not written yet or fails must not stop the others.
+          out(`${s.id}: conversion failed: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+      return 0;
+    }
+    default:
+      process.stderr.write('usage: facecompute models list | fetch NAME|all | convert NAME | verify [NAME] | prepare\n');
+      return 2;
+  }
 }

@@ -27,12 +27,12 @@ fn rgb_to_bgr(px: Vec<u8>, channels: usize) -> Vec<u8> {
 }
 
 fn zune(b: &[u8]) -> Option<(u32, u32, Vec<u8>)> {
-    use zune_jpeg::zune_core::{bytestream::ZCursor, colorspace::ColorSpace, options::DecoderOptions};
+    use zune_jpeg5::zune_core::{bytestream::ZCursor, colorspace::ColorSpace, options::DecoderOptions};
     if !b.starts_with(&[0xFF, 0xD8]) {
         return None;
     }
     let opts = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::BGR);
-    let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(b), opts);
+    let mut d = zune_jpeg5::JpegDecoder::new_with_options(ZCursor::new(b), opts);
     let px = d.decode().ok()?;
     let (w, h) = d.dimensions()?;
     Some((w as u32, h as u32, px))

@@ -1,1 +1,138 @@
-//! N-API exports for core::compare.
+//! N-API exports for core::compare. Typed arrays are borrowed, not copied: the `Float32Array`
+//! handles hold a reference that keeps the JS buffers alive until the task is dropped. Callers
+//! must not write to them while a task runs (src/core/compare.ts documents this).
+
+use crate::guard;
+use facecompute_core::compare::{self, Comparison, Metric, Options};
+use facecompute_core::CoreError;
+use napi::bindgen_prelude::{AsyncTask, Float32Array, Float64Array, Uint32Array};
+use napi::{Env, JsString, Task};
+use napi_derive::napi;
+
+#[napi(object)]
+pub struct CompareOutput {
+    pub indices: Uint32Array,
+    pub distances: Float64Array,
+    /// Targets compared (N), also when top-k returned fewer.
+    pub count: u32,
+}
+
+impl From<Comparison> for CompareOutput {
+    fn from(c: Comparison) -> Self {
+        CompareOutput { indices: Uint32Array::new(c.indices), distances: Float64Array::new(c.distances), count: c.count as u32 }
+    }
+}
+
+fn parse_k(top_k: Option<u32>) -> Option<usize> {
+    top_k.map(|k| k as usize)
+}
+
+pub enum Targets {
+    Floats(Float32Array),
+    Base64(Vec<u8>),
+}
+
+/// Copies a base64 string out of V8. Base64 is ASCII, and for an ASCII string (UTF-8 length equal
+/// to the character count) the Latin-1 copy is a plain memcpy of V8's one-byte storage, several times
+/// faster than UTF-8 encoding. Otherwise the string is copied as UTF-8: a Latin-1 copy would truncate
+/// a character such as U+0141 to 'A' and let it pass as valid, while UTF-8 keeps it non-ASCII so the
+/// decoder rejects it at its position.
+fn base64_bytes(text: JsString) -> napi::Result<Vec<u8>> {
+    if text.utf8_len()? == text.latin1_len()? {
+        Ok(text.into_latin1()?.take())
+    } else {
+        Ok(text.into_utf8()?.take())
+    }
+}
+
+pub struct CompareTask {
+    query: Float32Array,
+    targets: Targets,
+    dims: usize,
+    metric: Metric,
+    top_k: Option<usize>,
+}
+
+impl CompareTask {
+    fn run(&self) -> Result<Comparison, CoreError> {
+        match &self.targets {
+            Targets::Floats(t) => compare::compare_one_to_many(&self.query, t, self.dims, self.metric, self.top_k),
+            Targets::Base64(s) => compare::compare_one_to_many_b64(Options::default(), &self.query, s, self.dims, self.metric, self.top_k),
+        }
+    }
+}
+
+impl Task for CompareTask {
+    type Output = Comparison;
+    type JsValue = CompareOutput;
+
+    fn compute(&mut self) -> napi::Result<Comparison> {
+        guard::catch(|| self.run())
+    }
+
+    fn resolve(&mut self, _env: Env, output: Comparison) -> napi::Result<CompareOutput> {
+        Ok(output.into())
+    }
+}
+
+fn new_task(query: Float32Array, targets: Targets, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<CompareTask> {
+    guard::catch(|| Ok(CompareTask { query, targets, dims: dims as usize, metric: Metric::parse(&metric)?, top_k: parse_k(top_k) }))
+}
+
+/// Distances from `query` to each `dims`-long row of `targets`, on the libuv pool.
+#[napi(ts_return_type = "Promise<CompareOutput>")]
+pub fn compare_one_to_many(query: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<CompareTask>> {
+    Ok(AsyncTask::new(new_task(query, Targets::Floats(targets), dims, metric, top_k)?))
+}
+
+/// Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work.
+#[napi]
+pub fn compare_one_to_many_sync(query: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<CompareOutput> {
+    let task = new_task(query, Targets::Floats(targets), dims, metric, top_k)?;
+    guard::catch(|| task.run()).map(CompareOutput::from)
+}
+
+/// `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
+/// decode, validation and comparison run on the libuv pool.
+#[napi(ts_return_type = "Promise<CompareOutput>")]
+pub fn compare_one_to_many_b64(query: Float32Array, targets_b64: JsString, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<CompareTask>> {
+    let bytes = base64_bytes(targets_b64)?;
+    Ok(AsyncTask::new(new_task(query, Targets::Base64(bytes), dims, metric, top_k)?))
+}
+
+/// Decodes and validates base64 little-endian f32 vectors (N×dims, row-major).
+#[napi]
+pub fn decode_vectors_b64(b64: JsString, dims: u32) -> napi::Result<Float32Array> {
+    let bytes = base64_bytes(b64)?;
+    guard::catch(|| compare::decode_vectors_b64(&bytes, dims as usize)).map(Float32Array::new)
+}
+
+/// Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many.
+#[napi]
+pub fn validate_vectors(data: Float32Array, dims: u32) -> napi::Result<u32> {
+    guard::catch(|| compare::validate_vectors(&data, dims as usize)).map(|n| n as u32)
+}
+
+#[napi]
+pub fn l2_normalize(vector: Float32Array) -> napi::Result<Float32Array> {
+    guard::catch(|| compare::l2_normalize(&vector)).map(Float32Array::new)
+}
+
+/// Bench only: the sum of every float, read with the comparison's kernel and thread split (the
+/// memory-bandwidth yardstick of bench/compare).
+#[napi]
+pub fn bench_read_sum(data: Float32Array, dims: u32) -> napi::Result<f64> {
+    guard::catch(|| Ok(compare::read_bandwidth_sum(&data, dims as usize)))
+}
+
+/// Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses.
+#[napi(object)]
+pub struct CompareEngine {
+    pub kernel: String,
+    pub threads: u32,
+}
+
+#[napi]
+pub fn bench_compare_engine(rows: u32, dims: u32) -> CompareEngine {
+    CompareEngine { kernel: compare::Kernel::best().as_str().to_string(), threads: compare::threads_for(rows as usize, dims.max(1) as usize) as u32 }
+}

@@ -8,6 +8,7 @@ mod task;
 mod image;
 mod compare;
 mod detect;
+mod faces;
 
 use napi_derive::napi;
 

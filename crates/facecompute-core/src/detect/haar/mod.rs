@@ -1,0 +1,555 @@
+//! OpenCV's Haar cascade classifier (`cv::CascadeClassifier`, objdetect/cascadedetect.cpp of OpenCV
+//! 4.x), reproduced to give the same boxes, reject levels and level weights as opencv-python:
+//! the same scale list, pyramid resize, integral images, variance normalisation, float arithmetic
+//! and candidate order, then OpenCV's `groupRectangles`.
+
+mod group;
+mod pyramid;
+mod xml;
+
+use crate::error::{CoreError, CoreResult};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub use pyramid::{bgr_to_gray_cascade, resize_linear_exact_cascade};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rect {
+    pub x: i32,
+    pub y: i32,
+    pub w: i32,
+    pub h: i32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HaarRect {
+    x: i32,
+    y: i32,
+    w: i32,
+    h: i32,
+    weight: f32,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Feature {
+    rects: [HaarRect; 3],
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    feature: u32,
+    threshold: f32,
+    left: i32,
+    right: i32,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Weak {
+    node_ofs: u32,
+    leaf_ofs: u32,
+    node_count: u32,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Stage {
+    first: u32,
+    count: u32,
+    threshold: f32,
+}
+
+#[derive(Clone, Debug)]
+struct Stump {
+    feature: u32,
+    threshold: f32,
+    left: f32,
+    right: f32,
+}
+
+/// A parsed cascade. Immutable and `Sync`: one instance serves concurrent detections.
+#[derive(Clone, Debug)]
+pub struct Cascade {
+    win_w: i32,
+    win_h: i32,
+    features: Vec<Feature>,
+    stages: Vec<Stage>,
+    weaks: Vec<Weak>,
+    nodes: Vec<Node>,
+    leaves: Vec<f32>,
+    /// Set when every tree is a single split, OpenCV's `predictOrderedStump` path.
+    stumps: Option<Vec<Stump>>,
+}
+
+/// One detection of detectMultiScale3 with outputRejectLevels=true.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Detection {
+    pub rect: Rect,
+    pub reject_level: i32,
+    /// The largest last-stage sum among the grouped windows (OpenCV's `levelWeights`).
+    pub level_weight: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct DetectOptions {
+    pub scale_factor: f64,
+    pub min_neighbors: i32,
+    /// (width, height); (0, 0) means no limit, as in OpenCV.
+    pub min_size: (i32, i32),
+    pub max_size: (i32, i32),
+    /// Worker threads for the scales; 0 picks from the machine and the image size.
+    pub threads: usize,
+}
+
+impl Default for DetectOptions {
+    fn default() -> Self {
+        Self { scale_factor: 1.1, min_neighbors: 3, min_size: (0, 0), max_size: (0, 0), threads: 0 }
+    }
+}
+
+/// A borrowed 8-bit grey image, rows packed.
+#[derive(Clone, Copy, Debug)]
+pub struct Gray<'a> {
+    pub width: usize,
+    pub height: usize,
+    pub data: &'a [u8],
+}
+
+/// More scales than this means a scale factor so close to 1 that the scan would never end.
+const MAX_SCALES: usize = 4096;
+/// Below this many pyramid pixels, threads cost more than they save.
+const PARALLEL_MIN_PIXELS: usize = 160_000;
+
+struct ScaleData {
+    scale: f32,
+    /// Size of the resized image (OpenCV's `szi` less one).
+    w: usize,
+    h: usize,
+    ystep: usize,
+    /// Window origins scanned: [0, work_w) x [0, work_h).
+    work_w: usize,
+    work_h: usize,
+}
+
+/// One window that passed every stage: origin and last-stage sum.
+#[derive(Clone, Copy)]
+struct Hit {
+    x: u32,
+    y: u32,
+    weight: f64,
+}
+
+struct OptFeature {
+    ofs: [[usize; 4]; 3],
+    weight: [f32; 3],
+}
+
+/// A stump with its feature's offsets inlined for one integral-image stride: the hot loop reads
+/// one contiguous record per weak classifier.
+#[derive(Clone, Copy)]
+struct FlatStump {
+    ofs: [u32; 12],
+    weight: [f32; 3],
+    threshold: f32,
+    left: f32,
+    right: f32,
+}
+
+/// Integral values of one window: `sum[p..p + span]`, where every feature offset is below `span`.
+struct Window<'a> {
+    sum: &'a [i32],
+}
+
+impl Window<'_> {
+    #[inline(always)]
+    fn rect(&self, o: &[u32]) -> i32 {
+        // SAFETY: `Window` is only built over `span` values, and `flat_stumps` checked that every
+        // offset is below `span`; `o` has 4 entries (a chunk of `FlatStump::ofs`).
+        unsafe {
+            let s = self.sum;
+            s.get_unchecked(*o.get_unchecked(0) as usize)
+                .wrapping_sub(*s.get_unchecked(*o.get_unchecked(1) as usize))
+                .wrapping_sub(*s.get_unchecked(*o.get_unchecked(2) as usize))
+                .wrapping_add(*s.get_unchecked(*o.get_unchecked(3) as usize))
+        }
+    }
+}
+
+fn cv_round_f32(v: f32) -> i32 {
+    v.round_ties_even() as i32
+}
+
+fn cv_round_f64(v: f64) -> i32 {
+    v.round_ties_even() as i32
+}
+
+#[inline(always)]
+fn rect_sum(s: &[i32], p: usize, o: &[usize; 4]) -> i32 {
+    s[p + o[0]].wrapping_sub(s[p + o[1]]).wrapping_sub(s[p + o[2]]).wrapping_add(s[p + o[3]])
+}
+
+#[inline(always)]
+fn rect_sum_u(s: &[u32], p: usize, o: &[usize; 4]) -> u32 {
+    s[p + o[0]].wrapping_sub(s[p + o[1]]).wrapping_sub(s[p + o[2]]).wrapping_add(s[p + o[3]])
+}
+
+fn offsets(x: i32, y: i32, w: i32, h: i32, stride: usize) -> [usize; 4] {
+    let (x, y, w, h) = (x as usize, y as usize, w as usize, h as usize);
+    [y * stride + x, y * stride + x + w, (y + h) * stride + x, (y + h) * stride + x + w]
+}
+
+impl Cascade {
+    /// Parses the XML text of an OpenCV cascade (the `<opencv_storage><cascade>` format).
+    pub fn from_xml(xml: &str) -> CoreResult<Self> {
+        xml::parse(xml)
+    }
+
+    pub(crate) fn assemble(
+        win_w: i32,
+        win_h: i32,
+        features: Vec<Feature>,
+        stages: Vec<Stage>,
+        weaks: Vec<Weak>,
+        nodes: Vec<Node>,
+        leaves: Vec<f32>,
+    ) -> Self {
+        let stumps = weaks.iter().all(|w| w.node_count == 1).then(|| {
+            weaks
+                .iter()
+                .map(|w| {
+                    let n = &nodes[w.node_ofs as usize];
+                    Stump {
+                        feature: n.feature,
+                        threshold: n.threshold,
+                        left: leaves[w.leaf_ofs as usize],
+                        right: leaves[w.leaf_ofs as usize + 1],
+                    }
+                })
+                .collect()
+        });
+        Self { win_w, win_h, features, stages, weaks, nodes, leaves, stumps }
+    }
+
+    pub fn window_size(&self) -> (i32, i32) {
+        (self.win_w, self.win_h)
+    }
+
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// `CascadeClassifier::detectMultiScale3(img, scaleFactor, minNeighbors, 0, minSize, maxSize,
+    /// outputRejectLevels=true)`, clipped to the image like OpenCV's public wrapper.
+    pub fn detect_multi_scale3(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Detection>> {
+        let cands = self.candidates(img, opts)?;
+        let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
+        let levels: Vec<i32> = vec![self.stages.len() as i32; cands.len()];
+        let weights: Vec<f64> = cands.iter().map(|c| c.1).collect();
+        let grouped = group::group_rectangles(&rects, Some((&levels, &weights)), opts.min_neighbors, 0.2);
+        Ok(grouped
+            .into_iter()
+            .filter_map(|g| {
+                clip(g.rect, img).map(|rect| Detection { rect, reject_level: g.level, level_weight: g.level_weight })
+            })
+            .collect())
+    }
+
+    /// `CascadeClassifier::detectMultiScale(img, scaleFactor, minNeighbors, 0, minSize, maxSize)`.
+    pub fn detect_multi_scale(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Rect>> {
+        let cands = self.candidates(img, opts)?;
+        let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
+        let grouped = group::group_rectangles(&rects, None, opts.min_neighbors, 0.2);
+        Ok(grouped.into_iter().filter_map(|g| clip(g.rect, img)).collect())
+    }
+
+    /// The scale list of `detectMultiScaleNoGrouping` and the per-scale data of `updateScaleData`.
+    fn scales(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<ScaleData>> {
+        let (iw, ih) = (img.width as i32, img.height as i32);
+        if iw < self.win_w || ih < self.win_h {
+            return Ok(Vec::new());
+        }
+        let (max_w, max_h) = if opts.max_size.0 == 0 || opts.max_size.1 == 0 { (iw, ih) } else { opts.max_size };
+        let mut all = Vec::new();
+        // The break test uses the double factor, the kept scales are its float rounding.
+        let mut factor = 1.0f64;
+        loop {
+            let ww = cv_round_f64(self.win_w as f64 * factor);
+            let wh = cv_round_f64(self.win_h as f64 * factor);
+            if ww > iw || wh > ih {
+                break;
+            }
+            if all.len() == MAX_SCALES {
+                return Err(CoreError::invalid_request("scaleFactor is too close to 1"));
+            }
+            all.push(factor as f32);
+            factor *= opts.scale_factor;
+        }
+        let mut out = Vec::new();
+        for &sc in &all {
+            let ww = cv_round_f32(self.win_w as f32 * sc);
+            let wh = cv_round_f32(self.win_h as f32 * sc);
+            if ww > max_w || wh > max_h {
+                break;
+            }
+            if ww < opts.min_size.0 || wh < opts.min_size.1 {
+                continue;
+            }
+            let w = cv_round_f32(iw as f32 / sc).max(0) as usize;
+            let h = cv_round_f32(ih as f32 / sc).max(0) as usize;
+            out.push(ScaleData {
+                scale: sc,
+                w,
+                h,
+                ystep: if sc >= 2.0 { 1 } else { 2 },
+                work_w: (w as i64 + 1 - self.win_w as i64).max(0) as usize,
+                work_h: (h as i64 + 1 - self.win_h as i64).max(0) as usize,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every window that passes all stages, in the order OpenCV's single-threaded scan appends them
+    /// (one call over all stripes: scale by scale, row by row). With more threads OpenCV appends
+    /// stripes as they finish; the grouped faces are the same, only their order can change.
+    fn candidates(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<(Rect, f64)>> {
+        if !(opts.scale_factor > 1.0) || !opts.scale_factor.is_finite() {
+            return Err(CoreError::invalid_request("scaleFactor must be a finite number above 1"));
+        }
+        if img.width == 0 || img.height == 0 || img.data.len() < img.width * img.height {
+            return Err(CoreError::invalid_image("empty or truncated grey image"));
+        }
+        let scales = self.scales(img, opts)?;
+        if scales.is_empty() {
+            return Ok(Vec::new());
+        }
+        // OpenCV cuts every scale into the same number of horizontal stripes, from the first scale's
+        // width, and rounds the stripe height down to whole steps: rows past the last stripe are
+        // never scanned.
+        let nstripes = (scales[0].work_w as f64 / 32.0).ceil() as usize;
+        if nstripes == 0 {
+            return Ok(Vec::new());
+        }
+        let stripe_sizes: Vec<usize> = scales
+            .iter()
+            .map(|s| ((s.work_h / s.ystep + nstripes - 1) / nstripes).max(1) * s.ystep)
+            .collect();
+
+        let pixels: usize = scales.iter().map(|s| s.w * s.h).sum();
+        let threads = if opts.threads > 0 {
+            opts.threads
+        } else if pixels < PARALLEL_MIN_PIXELS {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
+        }
+        .min(scales.len());
+
+        let mut per_scale: Vec<Vec<Hit>> = Vec::with_capacity(scales.len());
+        if threads <= 1 {
+            let mut bufs = Buffers::default();
+            for (i, s) in scales.iter().enumerate() {
+                per_scale.push(self.scan_scale(img, s, (nstripes * stripe_sizes[i]).min(s.work_h), &mut bufs));
+            }
+        } else {
+            let next = AtomicUsize::new(0);
+            let mut slots: Vec<Option<Vec<Hit>>> = (0..scales.len()).map(|_| None).collect();
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let (next, scales, stripe_sizes) = (&next, &scales, &stripe_sizes);
+                        scope.spawn(move || {
+                            let mut bufs = Buffers::default();
+                            let mut done = Vec::new();
+                            loop {
+                                // Scales come largest first, so the long ones start early.
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                if i >= scales.len() {
+                                    break;
+                                }
+                                let rows = (nstripes * stripe_sizes[i]).min(scales[i].work_h);
+                                done.push((i, self.scan_scale(img, &scales[i], rows, &mut bufs)));
+                            }
+                            done
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    // A panicking worker is a bug; resume it so that the binding's guard reports it.
+                    match h.join() {
+                        Ok(done) => {
+                            for (i, hits) in done {
+                                slots[i] = Some(hits);
+                            }
+                        }
+                        Err(p) => std::panic::resume_unwind(p),
+                    }
+                }
+            });
+            per_scale = slots.into_iter().map(|s| s.unwrap_or_default()).collect();
+        }
+
+        let mut out = Vec::new();
+        for (s, hits) in scales.iter().zip(&per_scale) {
+            let win = (cv_round_f32(self.win_w as f32 * s.scale), cv_round_f32(self.win_h as f32 * s.scale));
+            for h in hits {
+                let rect = Rect { x: cv_round_f32(h.x as f32 * s.scale), y: cv_round_f32(h.y as f32 * s.scale), w: win.0, h: win.1 };
+                out.push((rect, h.weight));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Windows of one scale whose origin row is below `rows`.
+    fn scan_scale(&self, img: Gray, s: &ScaleData, rows: usize, bufs: &mut Buffers) -> Vec<Hit> {
+        let mut hits = Vec::new();
+        if s.work_w == 0 || s.work_h == 0 {
+            return hits;
+        }
+        let resized = resize_linear_exact_cascade(img.data, img.width, img.height, s.w, s.h);
+        pyramid::integrals(&resized, s.w, s.h, &mut bufs.sum, &mut bufs.sq);
+        let stride = s.w + 1;
+        let opt: Vec<OptFeature> = self
+            .features
+            .iter()
+            .map(|f| OptFeature {
+                ofs: f.rects.map(|r| offsets(r.x, r.y, r.w, r.h, stride)),
+                weight: f.rects.map(|r| r.weight),
+            })
+            .collect();
+        let nofs = offsets(1, 1, self.win_w - 2, self.win_h - 2, stride);
+        let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
+        // Offsets are below (win_h)*stride + win_w + 1 by the XML checks; `span` bounds them all.
+        let span = self.win_h as usize * stride + self.win_w as usize + 1;
+        let flat = self.flat_stumps(&opt, span);
+        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat: flat.as_deref(), span };
+        let step = s.ystep;
+        for y in (0..rows).step_by(step) {
+            let mut x = 0;
+            while x < s.work_w {
+                let (result, weight) = self.run_at(&eval, y * stride + x);
+                if result == 1 {
+                    hits.push(Hit { x: x as u32, y: y as u32, weight });
+                }
+                // OpenCV skips one more step after a window that fails the first stage.
+                if result == 0 {
+                    x += step;
+                }
+                x += step;
+            }
+        }
+        hits
+    }
+
+    fn flat_stumps(&self, opt: &[OptFeature], span: usize) -> Option<Vec<FlatStump>> {
+        let stumps = self.stumps.as_ref()?;
+        let flat: Vec<FlatStump> = stumps
+            .iter()
+            .map(|sp| {
+                let f = &opt[sp.feature as usize];
+                let mut ofs = [0u32; 12];
+                for (k, o) in f.ofs.iter().flatten().enumerate() {
+                    ofs[k] = *o as u32;
+                }
+                FlatStump { ofs, weight: f.weight, threshold: sp.threshold, left: sp.left, right: sp.right }
+            })
+            .collect();
+        // The soundness condition of `Window::rect`; a failure would be a bug in the XML checks.
+        flat.iter().all(|f| f.ofs.iter().all(|&o| (o as usize) < span)).then_some(flat)
+    }
+
+    /// `CascadeClassifierImpl::runAt`: -1 when the window is too flat to normalise, -stage when it
+    /// fails `stage`, 1 when it passes them all; with the last evaluated stage's sum.
+    #[inline]
+    fn run_at(&self, e: &Eval, p: usize) -> (i32, f64) {
+        let valsum = rect_sum(e.sum, p, &e.nofs);
+        let valsqsum = rect_sum_u(e.sq, p, &e.nofs);
+        let nf = e.area * valsqsum as f64 - valsum as f64 * valsum as f64;
+        if !(nf > 0.0) {
+            return (-1, 0.0);
+        }
+        let vnf = (1.0 / nf.sqrt()) as f32;
+        if !(e.area * (vnf as f64) < 1e-1) {
+            return (-1, 0.0);
+        }
+        let value = |fi: u32| -> f32 {
+            let f = &e.opt[fi as usize];
+            let mut ret = f.weight[0] * rect_sum(e.sum, p, &f.ofs[0]) as f32 + f.weight[1] * rect_sum(e.sum, p, &f.ofs[1]) as f32;
+            if f.weight[2] != 0.0 {
+                ret += f.weight[2] * rect_sum(e.sum, p, &f.ofs[2]) as f32;
+            }
+            ret * vnf
+        };
+        let mut tmp = 0.0f64;
+        if let Some(flat) = e.flat {
+            // p + span never passes the end: the last origin is ((h - win_h) * stride + w - win_w).
+            let win = Window { sum: &e.sum[p..p + e.span] };
+            for (si, st) in self.stages.iter().enumerate() {
+                tmp = 0.0;
+                for sp in &flat[st.first as usize..(st.first + st.count) as usize] {
+                    let mut ret = sp.weight[0] * win.rect(&sp.ofs[0..4]) as f32 + sp.weight[1] * win.rect(&sp.ofs[4..8]) as f32;
+                    if sp.weight[2] != 0.0 {
+                        ret += sp.weight[2] * win.rect(&sp.ofs[8..12]) as f32;
+                    }
+                    tmp += if ret * vnf < sp.threshold { sp.left } else { sp.right } as f64;
+                }
+                if tmp < st.threshold as f64 {
+                    return (-(si as i32), tmp);
+                }
+            }
+        } else if let Some(stumps) = &self.stumps {
+            for (si, st) in self.stages.iter().enumerate() {
+                tmp = 0.0;
+                for sp in &stumps[st.first as usize..(st.first + st.count) as usize] {
+                    tmp += if value(sp.feature) < sp.threshold { sp.left } else { sp.right } as f64;
+                }
+                if tmp < st.threshold as f64 {
+                    return (-(si as i32), tmp);
+                }
+            }
+        } else {
+            for (si, st) in self.stages.iter().enumerate() {
+                tmp = 0.0;
+                for w in &self.weaks[st.first as usize..(st.first + st.count) as usize] {
+                    let mut idx: i32 = 0;
+                    loop {
+                        let n = &self.nodes[w.node_ofs as usize + idx as usize];
+                        idx = if value(n.feature) < n.threshold { n.left } else { n.right };
+                        if idx <= 0 {
+                            break;
+                        }
+                    }
+                    tmp += self.leaves[w.leaf_ofs as usize + (-idx) as usize] as f64;
+                }
+                if tmp < st.threshold as f64 {
+                    return (-(si as i32), tmp);
+                }
+            }
+        }
+        (1, tmp)
+    }
+}
+
+struct Eval<'a> {
+    sum: &'a [i32],
+    sq: &'a [u32],
+    opt: &'a [OptFeature],
+    nofs: [usize; 4],
+    area: f64,
+    flat: Option<&'a [FlatStump]>,
+    span: usize,
+}
+
+#[derive(Default)]
+struct Buffers {
+    sum: Vec<i32>,
+    sq: Vec<u32>,
+}
+
+/// OpenCV's `clipObjects`: intersect with the image, drop what becomes empty.
+fn clip(r: Rect, img: Gray) -> Option<Rect> {
+    let x0 = r.x.max(0);
+    let y0 = r.y.max(0);
+    let x1 = (r.x as i64 + r.w as i64).min(img.width as i64) as i32;
+    let y1 = (r.y as i64 + r.h as i64).min(img.height as i64) as i32;
+    (x1 > x0 && y1 > y0).then_some(Rect { x: x0, y: y0, w: x1 - x0, h: y1 - y0 })
+}
+
+#[cfg(test)]
+mod tests;

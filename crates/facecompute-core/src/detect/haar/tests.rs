@@ -1,0 +1,153 @@
+use super::*;
+use std::path::PathBuf;
+
+fn weights_dir() -> PathBuf {
+    std::env::var_os("FACECOMPUTE_WEIGHTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/weights"))
+}
+
+fn load(name: &str) -> Cascade {
+    let xml = std::fs::read_to_string(weights_dir().join(name)).expect("cascade file in the shared weights");
+    Cascade::from_xml(&xml).expect("cascade parses")
+}
+
+const TINY: &str = r#"<?xml version="1.0"?>
+<opencv_storage><cascade><stageType>BOOST</stageType><featureType>HAAR</featureType>
+<height>4</height><width>4</width><stageNum>1</stageNum>
+<stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>-1.</stageThreshold>
+<weakClassifiers><_><internalNodes>0 -1 0 0.5</internalNodes><leafValues>-2. 1.</leafValues></_></weakClassifiers></_></stages>
+<features><_><rects><_>0 0 4 2 -1.</_><_>0 2 4 2 1.</_></rects></_></features></cascade></opencv_storage>"#;
+
+#[test]
+fn parses_the_shipped_cascades() {
+    let face = load("haarcascade_frontalface_default.xml");
+    assert_eq!(face.window_size(), (24, 24));
+    assert_eq!(face.stage_count(), 25);
+    assert!(face.stumps.is_some());
+    assert_eq!(face.stages[0].count, 9);
+    // -5.0425500869750977e+00 as f32, less OpenCV's 1e-5.
+    assert_eq!(face.stages[0].threshold, -5.042_550_087f32 - 1e-5);
+    let eye = load("haarcascade_eye.xml");
+    assert_eq!(eye.window_size(), (20, 20));
+    assert_eq!(eye.stage_count(), 24);
+}
+
+#[test]
+fn malformed_xml_is_an_error_not_a_panic() {
+    let cases = [
+        "",
+        "<opencv_storage>",
+        "<opencv_storage></opencv_storage>",
+        "<other><cascade/></other>",
+        &TINY.replace("HAAR", "LBP"),
+        &TINY.replace("<width>4</width>", "<width>-4</width>"),
+        &TINY.replace("<width>4</width>", "<width>4.5</width>"),
+        &TINY.replace("0 -1 0 0.5", "0 -1 7 0.5"),
+        &TINY.replace("0 -1 0 0.5", "0 -1 0"),
+        &TINY.replace("0 -1 0 0.5", "0 5 0 0.5"),
+        &TINY.replace("0 -1 0 0.5", "0 -1 0 nan"),
+        &TINY.replace("-2. 1.", "-2."),
+        &TINY.replace("0 2 4 2 1.", "0 2 4 3 1."),
+        &TINY.replace("0 2 4 2 1.", "0 2 4 1."),
+        &TINY.replace("</rects>", "</rects><tilted>1</tilted>"),
+        &TINY.replace("<stageThreshold>-1.</stageThreshold>", ""),
+        &TINY.replace("<_><internalNodes>0 -1 0 0.5</internalNodes><leafValues>-2. 1.</leafValues></_>", ""),
+    ];
+    for (i, xml) in cases.iter().enumerate() {
+        let err = Cascade::from_xml(xml).expect_err(&format!("case {i} must fail"));
+        assert_eq!(err.code, crate::ErrorCode::InternalError, "case {i}");
+    }
+    assert!(Cascade::from_xml(TINY).is_ok());
+}
+
+#[test]
+fn tiny_cascade_fires_on_a_bright_lower_half() {
+    // One stump: lower half minus upper half, normalised by the window's spread, must exceed 0.5.
+    let c = Cascade::from_xml(TINY).unwrap();
+    let (w, h) = (12usize, 12usize);
+    let mut img = vec![0u8; w * h];
+    for y in 0..h {
+        for x in 0..w {
+            img[y * w + x] = if y >= 6 { 200 } else { 10 } + ((x * 7 + y * 3) % 5) as u8;
+        }
+    }
+    let opts = DetectOptions { min_neighbors: 0, ..Default::default() };
+    let found = c.detect_multi_scale3(Gray { width: w, height: h, data: &img }, &opts).unwrap();
+    assert!(!found.is_empty());
+    assert!(found.iter().all(|d| d.reject_level == 1 && d.level_weight == 1.0));
+    // A flat image is rejected by the variance test before any stage.
+    let flat = vec![90u8; w * h];
+    assert!(c.detect_multi_scale3(Gray { width: w, height: h, data: &flat }, &opts).unwrap().is_empty());
+}
+
+#[test]
+fn bad_options_and_images_are_errors() {
+    let c = Cascade::from_xml(TINY).unwrap();
+    let img = vec![0u8; 100];
+    let g = Gray { width: 10, height: 10, data: &img };
+    for sf in [1.0, 0.5, f64::NAN, f64::INFINITY, 1.0 + 1e-9] {
+        assert!(c.detect_multi_scale(g, &DetectOptions { scale_factor: sf, ..Default::default() }).is_err(), "{sf}");
+    }
+    assert!(c.detect_multi_scale(Gray { width: 10, height: 11, data: &img }, &Default::default()).is_err());
+    // Smaller than the window: nothing, as in OpenCV.
+    let small = Gray { width: 3, height: 3, data: &img[..9] };
+    assert!(c.detect_multi_scale(small, &Default::default()).unwrap().is_empty());
+}
+
+#[test]
+fn scale_list_follows_opencv_rounding() {
+    let face = load("haarcascade_frontalface_default.xml");
+    let img = vec![0u8; 100 * 60];
+    let s = face.scales(Gray { width: 100, height: 60, data: &img }, &DetectOptions::default()).unwrap();
+    // Windows 24, 26, 29, 32, 35, 39, 43, 47, 51, 57 fit in 60 rows; 1.1^10 * 24 = 62.2 does not.
+    assert_eq!(s.len(), 10);
+    assert_eq!((s[1].w, s[1].h), (91, 55));
+    assert_eq!(s[0].ystep, 2);
+    let img = vec![0u8; 200 * 200];
+    let s = face.scales(Gray { width: 200, height: 200, data: &img }, &DetectOptions::default()).unwrap();
+    assert_eq!(s.iter().filter(|s| s.ystep == 1).count(), s.iter().filter(|s| s.scale >= 2.0).count());
+    assert!(s.iter().any(|s| s.ystep == 1));
+    let lim = DetectOptions { min_size: (30, 30), max_size: (50, 50), ..Default::default() };
+    let s = face.scales(Gray { width: 200, height: 200, data: &img }, &lim).unwrap();
+    let wins: Vec<i32> = s.iter().map(|s| cv_round_f32(24.0 * s.scale)).collect();
+    assert_eq!(wins, vec![32, 35, 39, 43, 47]);
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("SHARED_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+}
+
+/// AT&T face s1/1 (8-bit PGM, no decoder involved) with DeepFace's align=True border, grey.
+fn att_face_bordered() -> (usize, usize, Vec<u8>) {
+    let buf = std::fs::read(data_dir().join("robustness/grayscale/att_faces__s1__1.pgm")).unwrap();
+    let head = b"P5 92 112 255\n";
+    assert_eq!(&buf[..head.len()], head);
+    let px = &buf[head.len()..head.len() + 92 * 112];
+    let (w, h, bw, bh) = (92 + 2 * 46, 112 + 2 * 56, 46, 56);
+    let mut out = vec![0u8; w * h];
+    for y in 0..112 {
+        out[(y + bh) * w + bw..(y + bh) * w + bw + 92].copy_from_slice(&px[y * 92..(y + 1) * 92]);
+    }
+    (w, h, out)
+}
+
+#[test]
+fn att_face_matches_opencv_python_with_any_thread_count() {
+    // opencv-python 4.9.0 detectMultiScale3(bordered, 1.1, 10, outputRejectLevels=True) gives
+    // [[53, 81, 81, 81]], rejectLevels [25], levelWeights [5.122573173022829]
+    // (test/fixtures/opencv_haar.json, robustness/grayscale/att_faces__s1__1.pgm).
+    let face = load("haarcascade_frontalface_default.xml");
+    let (w, h, img) = att_face_bordered();
+    let g = Gray { width: w, height: h, data: &img };
+    for threads in [1, 2, 5] {
+        let opts = DetectOptions { scale_factor: 1.1, min_neighbors: 10, threads, ..Default::default() };
+        let found = face.detect_multi_scale3(g, &opts).unwrap();
+        assert_eq!(found.len(), 1, "threads {threads}");
+        assert_eq!(found[0].rect, Rect { x: 53, y: 81, w: 81, h: 81 });
+        assert_eq!(found[0].reject_level, 25);
+        assert_eq!(found[0].level_weight, 5.122573173022829);
+    }
+}

@@ -1,0 +1,15 @@
+/** Writes openapi.json at the repository root from src/gateway/openapi.ts. Run: node --import tsx scripts/gen-openapi.ts */
+import { writeFileSync } from 'node:fs';
+import { resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildOpenApi } from '../src/gateway/openapi.js';
+import { VERSION } from '../src/gateway/app.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export function renderOpenApi(): string {
+  return JSON.stringify(buildOpenApi(VERSION), null, 2) + '\n';
+}
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  writeFileSync(resolve(root, 'openapi.json'), renderOpenApi());
+  process.stdout.write('wrote openapi.json\n');
+}

@@ -1,0 +1,100 @@
+/**
+ * Versioned schema migrations, run at start-up by `migrate`. Append new entries; never edit one that
+ * has shipped, because databases record which names they already ran.
+ */
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Dialect } from './db.js';
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  // SQLite's INTEGER PRIMARY KEY is the rowid alias; PostgreSQL needs an identity column.
+  const serial = (c: any) => (dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey().generatedAlwaysAsIdentity());
+  return {
+    '0001_accounts_keys_usage_sessions': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('accounts')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('tier', 'text', (c) => c.notNull().check(sql`tier in ('anonymous', 'account', 'card')`))
+          .addColumn('email', 'text', (c) => c.unique())
+          .addColumn('password_hash', 'text')
+          .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('active', 'disabled')`))
+          .addColumn('billing_customer_id', 'text')
+          .addColumn('card_payment_method', 'text')
+          .addColumn('card_brand', 'text')
+          .addColumn('card_last4', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('rest', 'mcp')`))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('prefix', 'text', (c) => c.notNull())
+          .addColumn('secret_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('last_used_at', 'text')
+          .addColumn('revoked_at', 'text')
+          .execute();
+        await db.schema.createIndex('api_keys_account_kind').on('api_keys').columns(['account_id', 'kind']).execute();
+        await db.schema
+          .createTable('usage')
+          .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id').onDelete('cascade'))
+          .addColumn('allowance', 'integer', (c) => c.notNull())
+          .addColumn('consumed', 'integer', (c) => c.notNull().defaultTo(0).check(sql`consumed >= 0`))
+          .execute();
+        await db.schema
+          .createTable('sessions')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('signup_events')
+          .addColumn('id', 'integer', serial)
+          .addColumn('address_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('signup_events_address').on('signup_events').columns(['address_hash', 'created_at']).execute();
+      },
+    },
+    '0002_login_failures': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('login_failures')
+          .addColumn('id', 'integer', serial)
+          .addColumn('email_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('login_failures_email').on('login_failures').columns(['email_hash', 'created_at']).execute();
+        await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+      },
+    },
+  };
+}
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return migrations(this.dialect);
+  }
+}
+
+/** Brings the schema up to date; throws (refusing start-up) if any migration fails. */
+export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+  // Kysely looks for its bookkeeping tables across all schemas unless told which one; name the
+  // connection's current schema so that other schemas in the same database cannot mislead it.
+  let migrationTableSchema: string | undefined;
+  if (dialect === 'postgres') {
+    const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db);
+    migrationTableSchema = rows[0]?.s;
+  }
+  const migrator = new Migrator({ db, provider: new StaticProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+export const MIGRATION_NAMES = Object.keys(migrations('sqlite'));

@@ -1,0 +1,56 @@
+/**
+ * DeepFace's distance formulas (reference §4.1) in float64, for the few pairs a verify compares.
+ * One-against-many comparisons use the native SIMD kernels instead (src/core/compare.ts).
+ */
+import type { DistanceMetric } from '../model-server/protocol.js';
+
+export const DISTANCE_METRICS: readonly DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+
+function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += (a[i] as number) * (b[i] as number);
+  return s;
+}
+
+function norm(a: ArrayLike<number>): number {
+  return Math.sqrt(dot(a, a));
+}
+
+export function distance(a: ArrayLike<number>, b: ArrayLike<number>, metric: DistanceMetric): number {
+  if (a.length !== b.length) throw new RangeError('vectors differ in length');
+  switch (metric) {
+    case 'cosine':
+      return 1 - dot(a, b) / (norm(a) * norm(b));
+    case 'angular': {
+      // DeepFace does not clip; rounding noise above 1 would give NaN, so we clamp.
+      const c = dot(a, b) / (norm(a) * norm(b));
+      return Math.acos(Math.min(1, Math.max(-1, c))) / Math.PI;
+    }
+    case 'euclidean': {
+      let s = 0;
+      for (let i = 0; i < a.length; i++) {
+        const d = (a[i] as number) - (b[i] as number);
+        s += d * d;
+      }
+      return Math.sqrt(s);
+    }
+    case 'euclidean_l2': {
+      const na = norm(a) + 1e-10;
+      const nb = norm(b) + 1e-10;
+      let s = 0;
+      for (let i = 0; i < a.length; i++) {
+        const d = (a[i] as number) / na - (b[i] as number) / nb;
+        s += d * d;
+      }
+      return Math.sqrt(s);
+    }
+  }
+}
+
+/** x/‖x‖, leaving a zero vector unchanged as DeepFace does. */
+export function l2normalize(v: ArrayLike<number>): number[] {
+  const n = norm(v);
+  const out = Array.from(v, Number);
+  if (n === 0) return out;
+  return out.map((x) => x / n);
+}

@@ -1,0 +1,153 @@
+/**
+ * What an agent reads to get going on its own: /llms.txt (an index, per llmstxt.org) and /skill.md
+ * (the full procedure with curl examples). URLs are filled in from the configuration and the
+ * console address the agent used.
+ */
+export interface DocUrls {
+  console: string;
+  base: string;
+  mcp: string;
+}
+
+export function llmsTxt(u: DocUrls): string {
+  return `# facecompute
+
+> Face verification, embeddings and comparison over HTTP, with DeepFace's models and semantics. Agents can sign up anonymously (no email), create their own API key and get 10 free calls.
+
+REST gateway: ${u.base}
+MCP endpoint (Streamable HTTP): ${u.mcp}
+Console (accounts and keys): ${u.console}
+
+## Docs
+
+- [Skill: sign up, create a key, call the API](${u.console}/skill.md): step-by-step with curl, and what to do on each error
+- [OpenAPI 3.1 document](${u.console}/openapi.json): every REST route, request and response
+
+## Quick start
+
+1. \`curl -s -X POST ${u.console}/api/signup/anonymous\` → \`{account, session_token}\` (10 free calls)
+2. \`curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" -H 'content-type: application/json' -d '{"name":"my-agent"}'\` → \`{key}\` (shown once; store it)
+3. \`curl -s ${u.base}/capabilities\`, then POST /verify, /represent or /compare with \`Authorization: Bearer $API_KEY\`
+
+## Optional
+
+- [MCP keys](${u.console}/skill.md#mcp): \`POST ${u.console}/api/mcp-keys\` for the MCP endpoint (REST and MCP keys are not interchangeable)
+`;
+}
+
+export function skillMd(u: DocUrls): string {
+  return `---
+name: facecompute
+description: Verify whether two face images show the same person, compute face embeddings, and compare an embedding against many, over the facecompute REST API (DeepFace-compatible). Includes anonymous self-signup for agents.
+---
+
+# facecompute
+
+Face verification, embeddings and 1:N comparison with DeepFace's models, thresholds and result names.
+
+- REST gateway: \`${u.base}\`
+- MCP endpoint: \`${u.mcp}\`
+- Console API (accounts and keys): \`${u.console}/api/\`
+- OpenAPI: \`${u.console}/openapi.json\`
+
+## 1. Sign up anonymously (one call, no email)
+
+\`\`\`sh
+export SESSION_TOKEN=$(curl -s -X POST ${u.console}/api/signup/anonymous | jq -r .session_token)
+\`\`\`
+
+The answer is \`201 {"account":{"id":"…","tier":"anonymous","free_calls":{"total":10,"used":0,"remaining":10},…},"session_token":"fc_sess_…"}\`.
+The session token authenticates you to the console API only (\`Authorization: Bearer $SESSION_TOKEN\`).
+Anonymous signups are limited per client address per hour (\`429 signup_rate_limited\`): sign up once and
+keep the token.
+
+## 2. Create your API key (shown once)
+
+\`\`\`sh
+export API_KEY=$(curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" \\
+  -H 'content-type: application/json' -d '{"name":"my-agent"}' | jq -r .key)
+\`\`\`
+
+The answer is \`201 {"id":"…","name":"my-agent","prefix":"fc_live_AbCdEfGh","key":"fc_live_…","created_at":"…"}\`.
+Store the key now: only its hash is kept and it cannot be shown again. (Without jq, read \`session_token\`
+and \`key\` from the JSON answers.)
+
+An anonymous account holds one REST key (a second is \`409 key_limit_reached\`) and one MCP key.
+List keys with \`GET /api/keys\`; revoke with \`DELETE /api/keys/{id}\`.
+
+## 3. Read the capabilities (free, no key)
+
+\`\`\`sh
+curl -s ${u.base}/capabilities
+\`\`\`
+
+Use \`allowed_models\`, \`default_model\`, \`allowed_detectors\` and \`limits\` from the answer; never hard-code them.
+
+## 4. Verify two faces
+
+\`\`\`sh
+curl -s -X POST ${u.base}/verify -H "Authorization: Bearer $API_KEY" \\
+  -F img1=@alice1.jpg -F img2=@alice2.jpg -F model_name=Facenet
+# {"verified":true,"distance":0.21,"threshold":0.4,"confidence":…,"model":"Facenet","detector_backend":"opencv","similarity_metric":"cosine","facial_areas":{…},"time":…}
+\`\`\`
+
+Images may also be sent in JSON as base64 or data URLs: \`{"img1":"data:image/jpeg;base64,…","img2":"…"}\`.
+
+## 5. Represent (embeddings)
+
+\`\`\`sh
+curl -s -X POST ${u.base}/represent -H "Authorization: Bearer $API_KEY" \\
+  -H 'content-type: application/json' -d "{\\"img\\":\\"data:image/jpeg;base64,$(base64 -w0 face.jpg)\\"}"
+# {"results":[{"embedding":[…],"facial_area":{…},"face_confidence":…}],"model":"Facenet","detector_backend":"opencv"}
+\`\`\`
+
+## 6. Compare one face or embedding against many embeddings
+
+\`\`\`sh
+curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
+  -H 'content-type: application/json' \\
+  -d '{"source":{"embedding":[0.1, …]},"targets":[[0.1, …],[0.3, …]],"top_k":5}'
+# {"model":"Facenet","similarity_metric":"cosine","threshold":…,"dims":128,"source":null,"results":[{"index":0,"distance":…,"verified":true,"confidence":…}],"time":…}
+\`\`\`
+
+## Free calls
+
+One call is one accepted compute request (/verify, /represent, /compare, or an MCP tool other than
+get_capabilities). Failures on our side (5xx) are refunded. Check what is left:
+
+\`\`\`sh
+curl -s ${u.console}/api/account -H "Authorization: Bearer $SESSION_TOKEN"
+\`\`\`
+
+Anonymous: 10. With an email and password: 50 in total (\`POST /api/account/upgrade\` with
+\`{"email","password"}\`; keys and usage are kept). With a saved card: 100 in total
+(\`POST /api/account/card\` with \`{"payment_method":"pm_…"}\`, a payment-provider token, never a card number).
+
+## Errors and what to do
+
+Every error is \`{"error":"<code>","detail":"…"}\`.
+
+| Code | Status | Do this |
+|---|---|---|
+| \`missing_api_key\` | 401 | Send \`Authorization: Bearer $API_KEY\`. No key yet? Do steps 1 and 2. |
+| \`invalid_api_key\` | 401 | The key is unknown, revoked, or of the other kind (REST \`fc_live_…\` on the gateway, MCP \`fc_mcp_…\` on MCP). Create a new key. |
+| \`insufficient_credits\` | 402 | The free calls are used up. Stop retrying; upgrade the account (email: 50, card: 100) or ask your operator. |
+| \`rate_limited\` | 429 | Too many requests. Wait \`Retry-After\` seconds (see also the \`RateLimit-*\` headers), then retry. |
+| \`queue_full\` / \`queue_timeout\` | 503 | The service is busy. Wait \`Retry-After\` seconds and retry with backoff; lower your concurrency. |
+| \`service_warming\` | 503 | Models are loading. Wait \`Retry-After\` seconds. |
+| \`no_face_detected\` | 422 | No face found. Use a clearer image, or \`enforce_detection: false\`. |
+| \`signup_rate_limited\` | 429 | Too many anonymous signups from your address. Reuse your existing account and key. |
+
+## MCP
+
+Create an MCP key (MCP keys work only on the MCP endpoint):
+
+\`\`\`sh
+curl -s -X POST ${u.console}/api/mcp-keys -H "Authorization: Bearer $SESSION_TOKEN" \\
+  -H 'content-type: application/json' -d '{"name":"my-agent-mcp"}'
+\`\`\`
+
+Then connect your MCP client to \`${u.mcp}\` with the header \`Authorization: Bearer <MCP_KEY>\`.
+Tools: \`get_capabilities\` (free), \`verify_faces\`, \`represent_face\`, \`compare_inputs\`.
+`;
+}

@@ -1,0 +1,101 @@
+/**
+ * `buildConsole(deps)`: the console as a Fastify instance (not listening), so tests can inject
+ * requests or listen on an ephemeral port.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import cookie from '@fastify/cookie';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config/index.js';
+import type { AccountsStore } from '../accounts/index.js';
+import type { Logger } from '../logging/logger.js';
+import { ServiceError } from '../errors/index.js';
+import errors from './plugins/errors.js';
+import session from './plugins/session.js';
+import apiRoutes from './routes/api.js';
+import pageRoutes from './routes/pages.js';
+import docsRoutes from './routes/docs.js';
+
+export interface ConsoleDeps {
+  config: Config;
+  store: AccountsStore;
+  logger?: Logger;
+  /** Where /openapi.json is read from; defaults to openapi.json at the repository root. */
+  openapiPath?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const MAX_BODY_BYTES = 64 * 1024;
+
+function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(resolve(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+export function secureCookies(config: Config): boolean {
+  const v = config.accounts.cookieSecure;
+  return v === 'auto' ? !isLoopback(config.host) : v === 'true';
+}
+
+export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> {
+  const { config, store } = deps;
+  const app: FastifyInstance = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger as unknown as FastifyBaseLogger } : { logger: false }),
+    bodyLimit: MAX_BODY_BYTES,
+    // The signup limit is per client address; behind a proxy that is X-Forwarded-For, believed only
+    // from the proxies named in the configuration.
+    trustProxy: config.accounts.trustedProxies.length > 0 ? config.accounts.trustedProxies : false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && UUID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id).header('x-api-version', 'v1');
+    void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY');
+    void reply.header('cache-control', 'no-store');
+  });
+
+  // Agents may POST /api/signup/anonymous with no body at all, with or without a JSON content type.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ServiceError('invalid_request', 'the body is not valid JSON'), undefined);
+    }
+  });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (req, body, done) => {
+    // Web forms only; the JSON API stays JSON so that cross-site form posts cannot reach it.
+    if (req.url.startsWith('/api/')) return done(new ServiceError('invalid_request', 'Content-Type must be application/json'), undefined);
+    done(null, Object.fromEntries(new URLSearchParams(String(body))));
+  });
+
+  await app.register(errors);
+  await app.register(cookie);
+  await app.register(session, { store, secureCookies: secureCookies(config) });
+  await app.register(apiRoutes, { store });
+  await app.register(pageRoutes, {
+    store,
+    freeCalls: config.accounts.freeCalls,
+    publicBaseUrl: config.accounts.publicBaseUrl,
+    publicMcpUrl: config.accounts.publicMcpUrl,
+  });
+  await app.register(docsRoutes, {
+    publicBaseUrl: config.accounts.publicBaseUrl,
+    publicMcpUrl: config.accounts.publicMcpUrl,
+    openapiPath: deps.openapiPath ?? resolve(repoRoot(), 'openapi.json'),
+  });
+  return app;
+}

@@ -1,0 +1,58 @@
+/**
+ * Renders every failure as the contract's ErrorResponse. Fastify's own errors (validation, content
+ * type, body size, bad JSON) get stable codes; anything unexpected is `internal_error`, logged with
+ * the request id and never shown.
+ */
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ServiceError } from '../../errors/index.js';
+import { escapeHtml } from '../views/html.js';
+
+function describeValidation(err: FastifyError): string {
+  const first = err.validation?.[0];
+  if (!first) return 'the request is not valid';
+  const params = first.params as Record<string, unknown>;
+  if (first.keyword === 'additionalProperties') return `unknown field "${String(params['additionalProperty'])}"`;
+  if (first.keyword === 'required') return `missing field "${String(params['missingProperty'])}"`;
+  const field = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  return field ? `field "${field}" ${first.message ?? 'is not valid'}` : `the body ${first.message ?? 'is not valid'}`;
+}
+
+export function toServiceError(err: FastifyError | ServiceError | Error): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const e = err as FastifyError;
+  if (e.validation) return new ServiceError('invalid_request', describeValidation(e));
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ServiceError('invalid_request', 'Content-Type must be application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ServiceError('request_too_large', 'the request body is too large');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ServiceError('invalid_request', 'the body is not valid JSON');
+  }
+  if (e.statusCode === 400 && err instanceof SyntaxError) return new ServiceError('invalid_request', 'the body is not valid JSON');
+  return new ServiceError('internal_error', 'internal error', { cause: err });
+}
+
+async function errors(app: FastifyInstance): Promise<void> {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const se = toServiceError(err);
+    if (se.code === 'internal_error') req.log.error({ err }, 'unhandled console error');
+    void reply.code(se.status).headers(se.headers);
+    // A person who submitted a stale web form gets a page, not JSON; the API always answers JSON.
+    if (!req.url.startsWith('/api/') && String(req.headers.accept ?? '').includes('text/html')) {
+      void reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', "default-src 'none'")
+        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Error · facecompute console</title><main><h1>Something went wrong</h1><p>${escapeHtml(se.detail)}</p><p><a href="/">Back to the console</a></p></main></html>`);
+      return;
+    }
+    void reply.type('application/json; charset=utf-8').send(se.toBody());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).type('application/json; charset=utf-8').send(new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
+  });
+}
+
+export default fp(errors, { name: 'console-errors' });

@@ -1,0 +1,30 @@
+/** Agent-readable documents: /llms.txt, /skill.md and the repository's OpenAPI document. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { readFile } from 'node:fs/promises';
+import { ServiceError } from '../../errors/index.js';
+import { llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
+
+export interface DocsOptions {
+  publicBaseUrl: string;
+  publicMcpUrl: string;
+  openapiPath: string;
+}
+
+export default async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promise<void> {
+  // The console has no configured public URL of its own; the address the caller used is the one
+  // that works for them.
+  const urls = (req: FastifyRequest): DocUrls => ({ console: `${req.protocol}://${req.host}`, base: opts.publicBaseUrl.replace(/\/+$/, ''), mcp: opts.publicMcpUrl });
+
+  app.get('/llms.txt', async (req, reply) => reply.type('text/plain; charset=utf-8').send(llmsTxt(urls(req))));
+  app.get('/skill.md', async (req, reply) => reply.type('text/markdown; charset=utf-8').send(skillMd(urls(req))));
+
+  app.get('/openapi.json', async (_req, reply) => {
+    let text: string;
+    try {
+      text = await readFile(opts.openapiPath, 'utf8');
+    } catch (err) {
+      throw new ServiceError('not_found', 'the OpenAPI document is not installed on this server', { cause: err });
+    }
+    return reply.type('application/json; charset=utf-8').send(text);
+  });
+}

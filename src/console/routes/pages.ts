@@ -1,0 +1,189 @@
+/**
+ * The server-rendered web pages. Forms post here (urlencoded), are CSRF-checked, and answer with a
+ * redirect or the page again with a message. A new key is shown in the answer to the POST that made
+ * it and nowhere else, so nothing but its hash outlives that response.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { ServiceError, isServiceError } from '../../errors/index.js';
+import type { AccountsStore, CreatedKey, KeyKind } from '../../accounts/index.js';
+import { layout } from '../views/layout.js';
+import type { Html } from '../views/html.js';
+import { accountPage, keysPage, mcpPage, signinPage, signupPage, type Notice } from '../views/pages.js';
+
+export interface PagesOptions {
+  store: AccountsStore;
+  freeCalls: { anonymous: number; account: number; card: number };
+  publicBaseUrl: string;
+  publicMcpUrl: string;
+}
+
+type Form = Record<string, string | undefined>;
+
+const CSP = (nonce: string) =>
+  [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    `script-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+
+function field(body: unknown, name: string): string {
+  const v = (body as Form | undefined)?.[name];
+  return typeof v === 'string' ? v : '';
+}
+
+export default async function pageRoutes(app: FastifyInstance, opts: PagesOptions): Promise<void> {
+  const { store } = opts;
+
+  function send(req: FastifyRequest, reply: FastifyReply, title: string, current: string, signedIn: boolean, body: (csrf: string) => Html, status = 200) {
+    const nonce = randomBytes(16).toString('base64');
+    const csrf = app.csrfToken(req, reply);
+    return reply
+      .code(status)
+      .header('content-security-policy', CSP(nonce))
+      .type('text/html; charset=utf-8')
+      .send(layout({ title, nonce, csrf, current, signedIn, body: body(csrf) }).value);
+  }
+
+  function errorNotice(err: unknown): Notice {
+    if (isServiceError(err) && err.code !== 'internal_error') return { kind: 'error', text: err.detail };
+    throw err;
+  }
+
+  /** The signed-in account for a page, or a redirect to sign-in. */
+  async function pageAccount(req: FastifyRequest, reply: FastifyReply): Promise<string | null> {
+    const id = await app.optionalAccount(req);
+    if (id === null) void reply.redirect('/signin', 303);
+    return id;
+  }
+
+  app.get('/', async (req, reply) => reply.redirect((await app.optionalAccount(req)) ? '/account' : '/signin', 303));
+
+  // ---- sign up / sign in / sign out --------------------------------------------------------------
+
+  app.get('/signup', async (req, reply) => send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, '')));
+  app.post('/signup', async (req, reply) => {
+    const email = field(req.body, 'email');
+    try {
+      app.checkCsrf(req, field(req.body, '_csrf'));
+      const { session_token } = await store.signup(email, field(req.body, 'password'));
+      app.startSession(reply, session_token);
+      return reply.redirect('/account', 303);
+    } catch (err) {
+      const n = errorNotice(err);
+      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, email, n), isServiceError(err) ? err.status : 400);
+    }
+  });
+
+  app.post('/signup/anonymous', async (req, reply) => {
+    try {
+      app.checkCsrf(req, field(req.body, '_csrf'));
+      const { session_token } = await store.signupAnonymous(req.ip);
+      app.startSession(reply, session_token);
+      return reply.redirect('/keys', 303);
+    } catch (err) {
+      const n = errorNotice(err);
+      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, '', n), isServiceError(err) ? err.status : 400);
+    }
+  });
+
+  app.get('/signin', async (req, reply) => send(req, reply, 'Sign in', '/signin', false, (csrf) => signinPage(csrf, '')));
+  app.post('/signin', async (req, reply) => {
+    const email = field(req.body, 'email');
+    try {
+      app.checkCsrf(req, field(req.body, '_csrf'));
+      const { session_token } = await store.login(email, field(req.body, 'password'));
+      app.startSession(reply, session_token);
+      return reply.redirect('/account', 303);
+    } catch (err) {
+      const n = errorNotice(err);
+      return send(req, reply, 'Sign in', '/signin', false, (csrf) => signinPage(csrf, email, n), isServiceError(err) ? err.status : 400);
+    }
+  });
+
+  app.post('/signout', async (req, reply) => {
+    app.checkCsrf(req, field(req.body, '_csrf'));
+    await app.endSession(req, reply);
+    return reply.redirect('/signin', 303);
+  });
+
+  // ---- account ------------------------------------------------------------------------------------
+
+  async function renderAccount(req: FastifyRequest, reply: FastifyReply, id: string, n?: Notice, status = 200) {
+    const [account, card] = await Promise.all([store.getAccount(id), store.getCard(id)]);
+    return send(req, reply, 'Account', '/account', true, (csrf) => accountPage(csrf, account, card, opts.freeCalls, n), status);
+  }
+
+  app.get('/account', async (req, reply) => {
+    const id = await pageAccount(req, reply);
+    return id === null ? reply : renderAccount(req, reply, id);
+  });
+
+  app.post('/account/upgrade', async (req, reply) => {
+    const id = await pageAccount(req, reply);
+    if (id === null) return reply;
+    try {
+      await store.upgrade(id, field(req.body, 'email'), field(req.body, 'password'));
+      return renderAccount(req, reply, id, { kind: 'success', text: 'Your account now has an email and password. Your keys and usage are kept.' });
+    } catch (err) {
+      return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
+    }
+  });
+
+  app.post('/account/card', async (req, reply) => {
+    const id = await pageAccount(req, reply);
+    if (id === null) return reply;
+    try {
+      await store.saveCard(id, field(req.body, 'payment_method'));
+      return renderAccount(req, reply, id, { kind: 'success', text: 'Card saved.' });
+    } catch (err) {
+      return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
+    }
+  });
+
+  // ---- keys (REST on /keys, MCP on /mcp) ------------------------------------------------------------
+
+  const sections: Array<{ kind: KeyKind; page: string; base: string; title: string }> = [
+    { kind: 'rest', page: '/keys', base: '/keys', title: 'API keys' },
+    { kind: 'mcp', page: '/mcp', base: '/mcp/keys', title: 'MCP' },
+  ];
+  for (const s of sections) {
+    const render = async (req: FastifyRequest, reply: FastifyReply, id: string, extra: { created?: CreatedKey; notice?: Notice }, status = 200) => {
+      const keys = await store.listKeys(id, s.kind);
+      const view = s.kind === 'rest' ? keysPage : mcpPage;
+      reply.header('cache-control', 'no-store');
+      return send(req, reply, s.title, s.page, true, (csrf) => view({ csrf, kind: s.kind, keys, mcpUrl: opts.publicMcpUrl, baseUrl: opts.publicBaseUrl, ...extra }), status);
+    };
+
+    app.get(s.page, async (req, reply) => {
+      const id = await pageAccount(req, reply);
+      return id === null ? reply : render(req, reply, id, {});
+    });
+
+    app.post(s.base, async (req, reply) => {
+      const id = await pageAccount(req, reply);
+      if (id === null) return reply;
+      try {
+        const created = await store.createKey(id, s.kind, field(req.body, 'name'));
+        return render(req, reply, id, { created }, 201);
+      } catch (err) {
+        return render(req, reply, id, { notice: errorNotice(err) }, (err as ServiceError).status);
+      }
+    });
+
+    app.post<{ Params: { id: string } }>(`${s.base}/:id/revoke`, async (req, reply) => {
+      const id = await pageAccount(req, reply);
+      if (id === null) return reply;
+      try {
+        await store.revokeKey(id, s.kind, req.params.id);
+        return reply.redirect(s.page, 303);
+      } catch (err) {
+        return render(req, reply, id, { notice: errorNotice(err) }, (err as ServiceError).status);
+      }
+    });
+  }
+}

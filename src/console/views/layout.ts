@@ -1,0 +1,56 @@
+/** The page shell: header navigation, main landmark, inline styles, and the copy-button script. */
+import { html, Html } from './html.js';
+import { STYLES } from './styles.js';
+
+export interface LayoutOptions {
+  title: string;
+  nonce: string;
+  csrf: string;
+  /** Path of the current page, to mark it in the navigation. */
+  current: string;
+  signedIn: boolean;
+  body: Html;
+}
+
+// Copies the text of the element named by data-copy and says so to screen readers.
+const COPY_SCRIPT = `document.querySelectorAll('[data-copy]').forEach(function (b) {
+  b.addEventListener('click', function () {
+    var el = document.getElementById(b.getAttribute('data-copy'));
+    var status = document.getElementById(b.getAttribute('data-copy') + '-status');
+    navigator.clipboard.writeText(el.textContent).then(function () {
+      b.textContent = 'Copied'; if (status) status.textContent = 'Copied to the clipboard.';
+    }, function () {
+      var r = document.createRange(); r.selectNodeContents(el); var s = getSelection(); s.removeAllRanges(); s.addRange(r);
+      if (status) status.textContent = 'Press Ctrl+C to copy the selected text.';
+    });
+  });
+});`;
+
+function navLink(href: string, label: string, current: string): Html {
+  return html`<a href="${href}"${current === href ? html` aria-current="page"` : ''}>${label}</a>`;
+}
+
+export function layout(o: LayoutOptions): Html {
+  const nav = o.signedIn
+    ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/skill.md', 'Docs', o.current)}
+        <form method="post" action="/signout"><input type="hidden" name="_csrf" value="${o.csrf}"><button type="submit">Sign out</button></form>`
+    : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/skill.md', 'Docs', o.current)}`;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>${o.title} · facecompute console</title>
+<style nonce="${o.nonce}">${new Html(STYLES)}</style>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top"><div class="inner"><a class="brand" href="/">facecompute</a><nav aria-label="Main">${nav}</nav></div></header>
+<main id="main">
+${o.body}
+</main>
+<script nonce="${o.nonce}">${new Html(COPY_SCRIPT)}</script>
+</body>
+</html>`;
+}

@@ -1,0 +1,68 @@
+/** The console's only stylesheet, inlined (no external fonts, scripts or CDNs). Colours meet WCAG AA. */
+export const STYLES = `
+:root { --ink:#1b1f24; --muted:#4b5563; --line:#d6dae0; --bg:#f6f7f9; --card:#fff; --accent:#1d4ed8; --accent-ink:#fff;
+  --danger:#b42318; --ok:#067647; --focus:#f59e0b; }
+* { box-sizing: border-box; }
+body { margin:0; font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Ubuntu,sans-serif; color:var(--ink); background:var(--bg); }
+a { color:var(--accent); }
+a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, summary:focus-visible, textarea:focus-visible {
+  outline:3px solid var(--focus); outline-offset:2px; }
+.skip { position:absolute; left:-999px; top:0; background:var(--card); padding:.5rem 1rem; }
+.skip:focus { left:1rem; z-index:10; }
+header.top { background:#111827; color:#fff; }
+header.top .inner { max-width:880px; margin:0 auto; padding:.75rem 1.25rem; display:flex; align-items:center; gap:1.5rem; flex-wrap:wrap; }
+header.top .brand { font-weight:700; font-size:1.1rem; color:#fff; text-decoration:none; letter-spacing:.01em; }
+header.top nav { display:flex; gap:1rem; flex-wrap:wrap; align-items:center; flex:1; }
+header.top nav a { color:#e5e7eb; text-decoration:none; padding:.25rem .1rem; border-bottom:2px solid transparent; }
+header.top nav a[aria-current="page"] { color:#fff; border-bottom-color:#93c5fd; }
+header.top nav form { margin-left:auto; }
+header.top nav button { background:transparent; color:#e5e7eb; border:1px solid #4b5563; padding:.3rem .75rem; }
+main { max-width:880px; margin:0 auto; padding:1.5rem 1.25rem 3rem; }
+h1 { font-size:1.6rem; margin:.25rem 0 1rem; }
+h2 { font-size:1.2rem; margin:0 0 .75rem; }
+.card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:1.25rem 1.5rem; margin:0 0 1.25rem; }
+.narrow { max-width:440px; }
+label { display:block; font-weight:600; margin:.75rem 0 .25rem; }
+.hint { color:var(--muted); font-size:.9rem; margin:.25rem 0 0; }
+input[type=text], input[type=email], input[type=password] { width:100%; padding:.6rem .7rem; font:inherit; border:1px solid #9ca3af; border-radius:6px; background:#fff; color:var(--ink); }
+button, .button { display:inline-block; font:inherit; font-weight:600; padding:.55rem 1.1rem; border-radius:6px; border:1px solid var(--accent); background:var(--accent); color:var(--accent-ink); cursor:pointer; text-decoration:none; }
+button.secondary { background:#fff; color:var(--accent); }
+button.danger { background:#fff; color:var(--danger); border-color:var(--danger); padding:.3rem .75rem; }
+.actions { margin-top:1rem; display:flex; gap:.75rem; align-items:center; flex-wrap:wrap; }
+.alert { border-radius:8px; padding:.9rem 1.1rem; margin:0 0 1.25rem; border:1px solid; }
+.alert.error { background:#fef3f2; border-color:#fda29b; color:#7a271a; }
+.alert.success { background:#ecfdf3; border-color:#75e0a7; color:#054f31; }
+.alert.warn { background:#fffaeb; border-color:#fec84b; color:#7a2e0e; }
+.secret { display:flex; gap:.5rem; align-items:stretch; margin:.5rem 0; flex-wrap:wrap; }
+.secret pre { flex:1; min-width:0; margin:0; white-space:pre-wrap; overflow-wrap:anywhere; }
+.secret button { align-self:flex-start; }
+.secret code { flex:1; min-width:0; overflow-wrap:anywhere; background:#111827; color:#f9fafb; padding:.6rem .75rem; border-radius:6px; font-size:.95rem; }
+code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
+pre { background:#111827; color:#f9fafb; padding:.9rem 1rem; border-radius:8px; overflow-x:auto; font-size:.875rem; margin:.5rem 0; }
+table { width:100%; border-collapse:collapse; }
+th, td { text-align:left; padding:.55rem .5rem; border-bottom:1px solid var(--line); vertical-align:middle; }
+th { font-size:.85rem; color:var(--muted); font-weight:600; }
+td code { background:#eef2f7; padding:.1rem .35rem; border-radius:4px; }
+.badge { white-space:nowrap; }
+.table-wrap { overflow-x:auto; }
+.badge { display:inline-block; font-size:.8rem; font-weight:600; padding:.1rem .5rem; border-radius:999px; background:#eef2f7; color:#1f2937; }
+.badge.revoked { background:#fee4e2; color:#912018; }
+.badge.active { background:#dcfae6; color:#085d3a; }
+dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.4rem 1.25rem; margin:0; }
+dl.facts dt { color:var(--muted); }
+dl.facts dd { margin:0; font-weight:600; }
+progress { -webkit-appearance:none; appearance:none; width:100%; height:12px; border:0; border-radius:999px; background:#e5e7eb; overflow:hidden; margin:.25rem 0; }
+progress::-webkit-progress-bar { background:#e5e7eb; border-radius:999px; }
+progress::-webkit-progress-value { background:var(--accent); border-radius:999px; }
+progress::-moz-progress-bar { background:var(--accent); border-radius:999px; }
+.muted { color:var(--muted); }
+.sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
+details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
+.or { margin:1.25rem 0 .5rem; color:var(--muted); }
+@media (max-width: 600px) {
+  header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
+  header.top nav { flex-basis:100%; }
+  main { padding:1rem 1rem 2rem; }
+  .card { padding:1rem; }
+}
+`;

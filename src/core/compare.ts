@@ -1,0 +1,157 @@
+/**
+ * Typed wrapper over the native vector comparison (crates/facecompute-core/src/compare). Every
+ * native failure comes back as a ServiceError with a stable code (contract §5).
+ *
+ * Semantics (DeepFace's formulas, deepface-reference.md §4.1), with three decisions of ours:
+ * - sums are taken in float64, so distances match a float64 computation to ~1e-12 (promised: 1e-6);
+ * - a zero vector has cosine similarity 0 with anything (cosine 1, angular 0.5), as DeepFace's batch
+ *   form gives, instead of the pairwise form's NaN;
+ * - angular clamps the cosine into [-1, 1] before arccos, so rounding never yields NaN.
+ * Base64 targets: standard alphabet (RFC 4648 §4), padding optional, no whitespace or URL-safe
+ * characters; little-endian float32, row-major N×dims.
+ *
+ * Zero-copy: `query` and `targets` are read in place by the native task, which keeps them alive
+ * until it settles. Do not write to them before the returned promise settles.
+ */
+import { fromNative, ServiceError } from '../errors/index.js';
+import { native } from './native.js';
+
+export type Metric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
+
+export const METRICS: readonly Metric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+
+export interface Comparison {
+  indices: Uint32Array;
+  distances: Float64Array;
+}
+
+/**
+ * Below this many floats (query × targets) the comparison runs on the JS thread: the work is a few
+ * microseconds, less than a round trip through the libuv pool.
+ */
+const SYNC_MAX_FLOATS = 32 * 1024;
+
+function call<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+function checkDims(dims: number): void {
+  if (!Number.isInteger(dims) || dims < 1 || dims > 0xffff_ffff) {
+    throw new ServiceError('invalid_request', `dims must be a positive integer, got ${String(dims)}`);
+  }
+}
+
+function checkMetric(metric: string): asserts metric is Metric {
+  if (!(METRICS as readonly string[]).includes(metric)) {
+    throw new ServiceError('invalid_request', `unknown distance_metric '${String(metric).slice(0, 40)}': expected ${METRICS.join(', ')}`);
+  }
+}
+
+function checkTopK(topK: number | undefined): void {
+  if (topK === undefined) return;
+  if (!Number.isInteger(topK) || topK < 1 || topK > 0xffff_ffff) {
+    throw new ServiceError('invalid_request', `top_k must be a positive integer, got ${String(topK)}`);
+  }
+}
+
+function checkFloats(value: unknown, name: string): asserts value is Float32Array {
+  if (!(value instanceof Float32Array)) {
+    throw new ServiceError('invalid_request', `${name} must be a Float32Array`);
+  }
+}
+
+/** Decodes base64 little-endian float32, row-major N×dims, validating every value. */
+export function decodeVectorsB64(b64: string, dims: number): Float32Array {
+  checkDims(dims);
+  if (typeof b64 !== 'string') throw new ServiceError('invalid_request', 'the base64 vectors must be a string');
+  return call(() => native.decodeVectorsB64(b64, dims));
+}
+
+/** Throws invalid_embedding naming the first vector with NaN/Infinity, or embedding_dimension_mismatch. */
+export function validateVectors(data: Float32Array, dims: number): void {
+  checkDims(dims);
+  checkFloats(data, 'vectors');
+  call(() => native.validateVectors(data, dims));
+}
+
+/**
+ * Distances (DeepFace's formulas, unrounded) from `query` to each `dims`-long row of `targets`.
+ * Without `topK`, `indices` is 0..N-1 in order; with it, the k nearest, nearest first, ties by index.
+ */
+export async function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: Metric, topK?: number): Promise<Comparison> {
+  checkDims(dims);
+  checkMetric(metric);
+  checkTopK(topK);
+  checkFloats(query, 'query');
+  checkFloats(targets, 'targets');
+  if (query.length + targets.length <= SYNC_MAX_FLOATS) {
+    const out = call(() => native.compareOneToManySync(query, targets, dims, metric, topK));
+    return { indices: out.indices, distances: out.distances };
+  }
+  try {
+    const out = await native.compareOneToMany(query, targets, dims, metric, topK);
+    return { indices: out.indices, distances: out.distances };
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/**
+ * The `targets_b64` path: decode, validate and compare off the JS thread. `count` is the number of
+ * target vectors decoded (N), also when `topK` returns fewer.
+ */
+export async function compareOneToManyB64(
+  query: Float32Array,
+  targetsB64: string,
+  dims: number,
+  metric: Metric,
+  topK?: number,
+): Promise<Comparison & { count: number }> {
+  checkDims(dims);
+  checkMetric(metric);
+  checkTopK(topK);
+  checkFloats(query, 'query');
+  if (typeof targetsB64 !== 'string') throw new ServiceError('invalid_request', 'targets_b64 must be a string');
+  try {
+    const out = await native.compareOneToManyB64(query, targetsB64, dims, metric, topK);
+    return { indices: out.indices, distances: out.distances, count: out.count };
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** x/‖x‖ as DeepFace's `l2_normalize` does; a zero vector is returned unchanged. */
+export function l2Normalize(v: Float32Array): Float32Array {
+  checkFloats(v, 'vector');
+  return call(() => native.l2Normalize(v));
+}
+
+/**
+ * Packs JSON embeddings (arrays of numbers) into one row-major Float32Array for the comparison,
+ * checking each as contract §3 requires: exactly `dims` finite numbers. Errors name the vector,
+ * e.g. `targets[3]`. (Values are narrowed to float32, as the model's embeddings are.)
+ */
+export function packVectors(vectors: readonly unknown[], dims: number, name = 'targets'): Float32Array {
+  checkDims(dims);
+  if (!Array.isArray(vectors)) throw new ServiceError('invalid_request', `${name} must be an array of embeddings`);
+  const out = new Float32Array(vectors.length * dims);
+  for (let i = 0; i < vectors.length; i++) {
+    const v: unknown = vectors[i];
+    if (!Array.isArray(v)) throw new ServiceError('invalid_embedding', `${name}[${i}] is not an array of numbers`);
+    if (v.length !== dims) {
+      throw new ServiceError('embedding_dimension_mismatch', `${name}[${i}] has ${v.length} values, expected ${dims}`);
+    }
+    for (let j = 0; j < dims; j++) {
+      const x: unknown = v[j];
+      if (typeof x !== 'number' || !Number.isFinite(x) || Math.abs(x) > 3.4028234663852886e38) {
+        throw new ServiceError('invalid_embedding', `${name}[${i}][${j}] is not a finite float32 number`);
+      }
+      out[i * dims + j] = x;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,84 @@
+/**
+ * Typed wrapper of the native detectors. The `opencv` detector (DeepFace's default) runs OpenCV's
+ * Haar cascades in the Rust core, off the JS thread; failures come back as ServiceErrors.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { native } from './native.js';
+import { fromNative } from '../errors/index.js';
+
+/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR as DeepFace keeps them. */
+export interface BgrImage {
+  width: number;
+  height: number;
+  channels: number;
+  data: Buffer;
+}
+
+export type Point = [number, number];
+
+/** One face in the coordinates of the image given to `detect`. */
+export interface HaarDetection {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** DeepFace's `(100 - levelWeight) / 100`: inverted and uncapped, not a probability. */
+  confidence: number;
+  /** The person's left eye, on the image's right. */
+  leftEye: Point | null;
+  rightEye: Point | null;
+}
+
+export const HAAR_FACE_FILE = 'haarcascade_frontalface_default.xml';
+export const HAAR_EYE_FILE = 'haarcascade_eye.xml';
+
+type NativeHaar = InstanceType<typeof native.HaarDetector>;
+
+function point(p: number[] | undefined | null): Point | null {
+  return p && p.length === 2 ? [p[0]!, p[1]!] : null;
+}
+
+export class OpenCvDetector {
+  private constructor(private readonly inner: NativeHaar) {}
+
+  /** From the XML text of the face and eye cascades. */
+  static load(faceXml: string, eyeXml: string): OpenCvDetector {
+    try {
+      return new OpenCvDetector(native.HaarDetector.load(faceXml, eyeXml));
+    } catch (err) {
+      throw fromNative(err);
+    }
+  }
+
+  /** From a weights directory holding OpenCV's two cascade files. */
+  static async fromDir(weightsDir: string): Promise<OpenCvDetector> {
+    const [face, eye] = await Promise.all([
+      readFile(join(weightsDir, HAAR_FACE_FILE), 'utf8'),
+      readFile(join(weightsDir, HAAR_EYE_FILE), 'utf8'),
+    ]);
+    return OpenCvDetector.load(face, eye);
+  }
+
+  /**
+   * DeepFace's OpenCv.detect_faces on `img` as given: pass the bordered image when align=True
+   * (deepface-reference §5.1), and subtract the border from the results.
+   */
+  async detect(img: BgrImage): Promise<HaarDetection[]> {
+    let faces;
+    try {
+      faces = await this.inner.detect({ width: img.width, height: img.height, channels: img.channels, data: img.data });
+    } catch (err) {
+      throw fromNative(err);
+    }
+    return faces.map((f) => ({
+      x: f.x,
+      y: f.y,
+      w: f.w,
+      h: f.h,
+      confidence: f.confidence,
+      leftEye: point(f.leftEye),
+      rightEye: point(f.rightEye),
+    }));
+  }
+}

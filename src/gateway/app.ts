@@ -1,0 +1,334 @@
+/**
+ * The REST gateway (contract §2): exactly six routes, one plugin-like section per concern.
+ * `buildGateway(deps)` builds it with injected dependencies (the accounts store, optionally a limiter,
+ * an upstream, a remote-image fetcher), so the integrator and the tests wire the real or fake ones.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import type { Config } from '../config/index.js';
+import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
+import { ServiceError } from '../errors/index.js';
+import type { Logger } from '../logging/logger.js';
+import { registerErrorHandling, sendError } from './errors.js';
+import * as S from './schemas.js';
+import { createComputeService, type ComputeService, type GatewayLimits } from './compute/service.js';
+import { createUpstream, type Upstream } from './upstream/client.js';
+import { ImageResolver, type InputSettings } from './inputs/resolve.js';
+import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from './inputs/remote-fetch.js';
+import { createQueue, type ComputeQueue } from './queue.js';
+import type { Limiter } from './limits/limiter.js';
+import { createMemoryLimiter } from './limits/memory.js';
+import { createRedisLimiter } from './limits/redis.js';
+import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { parseMultipart } from './multipart.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const VERSION: string = (() => {
+  // src/gateway/app.ts (tsx) or dist/src/gateway/app.js (built)
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const p = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (p.name === 'facecompute' && p.version) return p.version;
+    } catch {
+      /* try the next */
+    }
+  }
+  return '0.0.0';
+})();
+
+export interface GatewayDeps {
+  config: Config;
+  accounts: AccountsPort;
+  logger: Logger;
+  limiter?: Limiter;
+  upstream?: Upstream;
+  /** Shared with the MCP endpoint when both run in one process (`facecompute serve`). */
+  queue?: ComputeQueue;
+  /** Overrides for the remote fetcher (tests inject a fake DNS resolver here). */
+  remoteFetch?: Partial<RemoteFetchOptions>;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  compute: ComputeService;
+  limiter: Limiter;
+  queue: ComputeQueue;
+  upstream: Upstream;
+  metrics: GatewayMetrics;
+  fetcher: RemoteFetcher | null;
+  /** Stop taking new work: new requests get 503 gateway_draining with Connection: close. */
+  startDraining(): void;
+  isDraining(): boolean;
+  /** Waits for in-flight requests (up to timeoutMs), then closes listeners and clients. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth?: AuthenticatedKey;
+    uploads?: Map<string, Buffer>;
+    fc?: { slot: boolean; consumed: boolean; counted: boolean; t0: number };
+  }
+}
+
+/**
+ * A ComputeService wired from the configuration: image-input policy, remote fetcher, limits and the
+ * allowlist fallback. The MCP endpoint calls it with its own policy, e.g.
+ * `{ inputPolicy: { remoteImages: cfg.mcp.strictUrls ? 'allowlist' : cfg.inputs.remoteImages, localImagesRoot: '' } }`.
+ */
+export function createConfiguredCompute(
+  cfg: Config,
+  o: { upstream: Upstream; queue: ComputeQueue; remoteFetch?: Partial<RemoteFetchOptions>; inputPolicy?: Partial<Pick<InputSettings, 'remoteImages' | 'localImagesRoot'>>; onQueueWait?: (ms: number) => void },
+): { compute: ComputeService; fetcher: RemoteFetcher | null } {
+  const inputSettings: InputSettings = {
+    remoteImages: o.inputPolicy?.remoteImages ?? cfg.inputs.remoteImages,
+    localImagesRoot: o.inputPolicy?.localImagesRoot ?? cfg.inputs.localImagesRoot,
+    maxImageBytes: cfg.limits.maxImageBytes,
+    maxImagePixels: cfg.limits.maxImagePixels,
+  };
+  const fetcher =
+    inputSettings.remoteImages === 'off'
+      ? null
+      : createRemoteFetcher({
+          mode: inputSettings.remoteImages,
+          allowedOrigins: cfg.inputs.remoteOrigins,
+          maxBytes: cfg.limits.maxImageBytes,
+          timeoutMs: cfg.inputs.remoteTimeoutMs,
+          maxRedirects: cfg.inputs.remoteMaxRedirects,
+          ...o.remoteFetch,
+        });
+  const compute = createComputeService({
+    upstream: o.upstream,
+    resolver: new ImageResolver(inputSettings, fetcher),
+    queue: o.queue,
+    inputSettings,
+    limits: gatewayLimits(cfg),
+    fallback: { allowedModels: cfg.models.allowedModels, defaultModel: cfg.models.defaultModel, allowedDetectors: cfg.models.allowedDetectors, defaultDetector: cfg.models.defaultDetector },
+    ...(o.onQueueWait ? { onQueueWait: o.onQueueWait } : {}),
+  });
+  return { compute, fetcher };
+}
+
+export function gatewayLimits(c: Config): GatewayLimits {
+  return {
+    max_request_bytes: c.limits.maxRequestBytes,
+    max_image_bytes: c.limits.maxImageBytes,
+    max_image_pixels: c.limits.maxImagePixels,
+    max_targets: c.limits.maxTargets,
+    max_batch_images: c.limits.maxBatchImages,
+    max_upstream_response_bytes: c.limits.maxUpstreamResponseBytes,
+    queue_capacity: c.capacity.queueCapacity,
+    queue_timeout_ms: c.capacity.queueTimeoutMs,
+    upstream_concurrency: c.capacity.upstreamConcurrency,
+    upstream_timeout_ms: c.capacity.upstreamTimeoutMs,
+    rate_limit_requests: c.capacity.rateLimitRequests,
+    rate_limit_window_ms: c.capacity.rateLimitWindowMs,
+    rate_limit_concurrent: c.capacity.rateLimitConcurrent,
+  };
+}
+
+function bearer(req: FastifyRequest): string | null {
+  const h = req.headers['authorization'];
+  if (typeof h === 'string' && h.length > 0) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (!m) throw new ServiceError('invalid_api_key', 'the Authorization header must be "Bearer <key>"');
+    return m[1]!;
+  }
+  const k = req.headers['x-api-key'];
+  if (typeof k === 'string' && k.length > 0) return k.trim();
+  return null;
+}
+
+/** The per-account limiter the configuration asks for: Redis when FACECOMPUTE_REDIS_URL is set. */
+export function createConfiguredLimiter(cfg: Config): Limiter {
+  const s = { requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent };
+  return cfg.redisUrl ? createRedisLimiter(cfg.redisUrl, s) : createMemoryLimiter(s);
+}
+
+/** The model-server client the configuration asks for (several URLs are balanced). */
+export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) => void): Upstream {
+  return createUpstream({
+    urls: cfg.modelServerUrls,
+    timeoutMs: cfg.capacity.upstreamTimeoutMs,
+    maxResponseBytes: cfg.limits.maxUpstreamResponseBytes,
+    connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
+    ...(onError ? { onError } : {}),
+  });
+}
+
+export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
+  const { config: cfg, accounts, logger } = deps;
+  const limiter = deps.limiter ?? createConfiguredLimiter(cfg);
+  const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
+  const metrics = createMetrics(() => queue.stats());
+  const upstream = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
+  const { compute, fetcher } = createConfiguredCompute(cfg, {
+    upstream,
+    queue,
+    remoteFetch: deps.remoteFetch,
+    onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
+  });
+
+  let draining = false;
+  let inFlight = 0;
+  const idleWaiters: Array<() => void> = [];
+
+  const app = Fastify({
+    loggerInstance: logger.child({ component: 'gateway' }) as unknown as FastifyBaseLogger,
+    bodyLimit: cfg.limits.maxRequestBytes,
+    exposeHeadRoutes: false,
+    return503OnClosing: false,
+    requestIdLogLabel: 'request_id',
+    genReqId: (req) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
+    },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    disableRequestLogging: true,
+    // Bounds slow clients: a whole request (headers and body) must arrive within this time.
+    requestTimeout: cfg.capacity.upstreamTimeoutMs + cfg.inputs.remoteTimeoutMs + 30_000,
+  });
+
+  registerErrorHandling(app, (_req, e) => {
+    if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
+  });
+
+  await app.register(multipart, { throwFileSizeLimit: true });
+
+  // Request context: ids, version header, draining, metrics.
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    reply.header('x-api-version', 'v1');
+    req.fc = { slot: false, consumed: false, counted: false, t0: performance.now() };
+    if (draining && req.url !== '/health') {
+      throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });
+    }
+    inFlight++;
+    req.fc.counted = true;
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const fc = req.fc;
+    const route = req.routeOptions.url ?? 'unmatched';
+    if (fc) {
+      metrics.latency.observe({ route }, (performance.now() - fc.t0) / 1000);
+      if (fc.slot && req.auth) await limiter.release(req.auth.accountId).catch(() => undefined);
+      if (fc.consumed && reply.statusCode >= 500 && req.auth) {
+        await accounts.refund(req.auth.accountId).catch((err: unknown) => req.log.error({ err }, 'refund failed'));
+      }
+    }
+    metrics.requests.inc({ route, code: String(reply.statusCode) });
+    req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
+    if (fc?.counted) {
+      inFlight = Math.max(0, inFlight - 1);
+      if (inFlight === 0) idleWaiters.splice(0).forEach((f) => f());
+    }
+  });
+
+  // Auth + rate limit (headers only, before the body is read).
+  async function authAndLimit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > cfg.limits.maxRequestBytes) {
+      throw new ServiceError('request_too_large', `the request body is larger than the limit of ${cfg.limits.maxRequestBytes} bytes`, { headers: { connection: 'close' } });
+    }
+    const secret = bearer(req);
+    if (!secret) throw new ServiceError('missing_api_key', 'an API key is required: Authorization: Bearer <key> or x-api-key');
+    req.auth = await accounts.authenticate(secret, 'rest');
+    const w = await limiter.hit(req.auth.accountId);
+    const resetS = Math.ceil(w.resetMs / 1000);
+    const windowS = Math.ceil(cfg.capacity.rateLimitWindowMs / 1000);
+    reply.header('ratelimit-limit', String(w.limit));
+    reply.header('ratelimit-remaining', String(w.remaining));
+    reply.header('ratelimit-reset', String(resetS));
+    reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${cfg.capacity.rateLimitConcurrent}`);
+    reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
+    if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
+    if (req.url === '/verify' || req.url === '/represent') queue.assertRoom();
+    const c = await limiter.acquire(req.auth.accountId);
+    if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
+    req.fc!.slot = true;
+  }
+
+  async function multipartBody(req: FastifyRequest): Promise<void> {
+    if (req.isMultipart()) {
+      const r = await parseMultipart(req, cfg.limits.maxImageBytes, cfg.limits.maxRequestBytes);
+      req.body = r.body;
+      req.uploads = r.uploads;
+    }
+  }
+
+  async function consume(req: FastifyRequest): Promise<void> {
+    await accounts.consume(req.auth!.accountId);
+    req.fc!.consumed = true;
+  }
+
+  /** The compute context; its signal aborts upstream work when the client goes away. */
+  const ctxOf = (req: FastifyRequest, reply: FastifyReply) => {
+    const ac = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) ac.abort();
+    });
+    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal };
+  };
+  const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };
+  app.addSchema(S.errorResponse);
+
+  app.get('/health', { schema: { response: { 200: S.healthResponse } } }, async () => ({ status: 'ok', version: VERSION }));
+
+  app.get('/readiness', async (req, reply) => {
+    const notReady = (error: string) => ({ status: 'error' as const, ready: false, warming: false, warmed_models: [], warmed_detectors: [], error });
+    if (limiter.kind === 'redis') {
+      try {
+        await limiter.ping();
+      } catch {
+        return reply.code(503).header('retry-after', '5').send(notReady('limiter_unavailable'));
+      }
+    }
+    try {
+      const r = await upstream.readiness({ requestId: req.id });
+      if (r.status !== 200) reply.header('retry-after', '5');
+      return reply.code(r.status === 200 ? 200 : 503).send(r.body);
+    } catch {
+      return reply.code(503).header('retry-after', '5').send(notReady('model_server_unreachable'));
+    }
+  });
+
+  app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));
+
+  const computeRoute = { onRequest: authAndLimit, preValidation: multipartBody, preHandler: consume };
+  app.post('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) =>
+    compute.verify(req.body as never, ctxOf(req, reply)),
+  );
+  app.post('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) =>
+    compute.represent(req.body as never, ctxOf(req, reply)),
+  );
+  app.post('/compare', { ...computeRoute, schema: { body: S.compareBody, response: { 200: S.compareResponse, ...err } } }, async (req, reply) =>
+    compute.compare(req.body as never, ctxOf(req, reply)),
+  );
+
+  void sendError;
+  return {
+    app,
+    compute,
+    limiter,
+    queue,
+    upstream,
+    metrics,
+    fetcher,
+    startDraining() {
+      draining = true;
+    },
+    isDraining: () => draining,
+    async close(timeoutMs = cfg.capacity.drainTimeoutMs) {
+      draining = true;
+      if (inFlight > 0) {
+        await Promise.race([new Promise<void>((r) => idleWaiters.push(r)), new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
+      }
+      await app.close();
+      await upstream.close().catch(() => undefined);
+      await limiter.close().catch(() => undefined);
+    },
+  };
+}

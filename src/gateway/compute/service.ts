@@ -1,0 +1,313 @@
+/**
+ * Compute semantics shared by the REST routes and the MCP endpoint: takes a body that passed the
+ * JSON Schemas (src/gateway/schemas.ts) and returns the REST result. Validates model/detector against
+ * the model server's capabilities, resolves image inputs, checks embeddings, decides two-embedding
+ * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
+ */
+import { ServiceError } from '../../errors/index.js';
+import { compareOneToMany, decodeVectorsB64, type Metric } from '../../core/compare.js';
+import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
+import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, PipelineOptions, NullArea } from '../../model-server/protocol.js';
+import type { Upstream } from '../upstream/client.js';
+import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
+import { inputModes } from '../inputs/resolve.js';
+import type { ComputeQueue } from '../queue.js';
+
+export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
+
+interface CommonBody {
+  model_name?: string;
+  detector_backend?: string;
+  align?: Bool;
+  enforce_detection?: Bool;
+  expand_percentage?: number;
+  normalization?: Normalization;
+}
+export interface VerifyBody extends CommonBody {
+  img1: string | number[];
+  img2: string | number[];
+  distance_metric?: DistanceMetric;
+  threshold?: number;
+  anti_spoofing?: Bool;
+}
+export interface RepresentBody extends CommonBody {
+  img: string | string[];
+  max_faces?: number;
+  l2_normalize?: Bool;
+  anti_spoofing?: Bool;
+}
+export interface CompareBody extends CommonBody {
+  source: { img?: string; embedding?: number[] };
+  targets?: number[][];
+  targets_b64?: string;
+  distance_metric?: DistanceMetric;
+  threshold?: number;
+  top_k?: number;
+}
+
+export interface ComputeContext extends InputContext {
+  requestId: string;
+  signal?: AbortSignal;
+}
+
+export interface GatewayLimits {
+  max_request_bytes: number;
+  max_image_bytes: number;
+  max_image_pixels: number;
+  max_targets: number;
+  max_batch_images: number;
+  max_upstream_response_bytes: number;
+  queue_capacity: number;
+  queue_timeout_ms: number;
+  upstream_concurrency: number;
+  upstream_timeout_ms: number;
+  rate_limit_requests: number;
+  rate_limit_window_ms: number;
+  rate_limit_concurrent: number;
+}
+
+export interface ComputeDeps {
+  upstream: Upstream;
+  resolver: ImageResolver;
+  queue: ComputeQueue;
+  inputSettings: InputSettings;
+  limits: GatewayLimits;
+  /** Used when the model server has never answered /internal/capabilities. */
+  fallback: { allowedModels: string[]; defaultModel: string; allowedDetectors: string[]; defaultDetector: string };
+  capabilitiesTtlMs?: number;
+  onQueueWait?: (ms: number) => void;
+}
+
+export interface ComputeService {
+  capabilities(ctx?: { requestId: string }): Promise<CapabilitiesResponse>;
+  verify(body: VerifyBody, ctx: ComputeContext): Promise<unknown>;
+  represent(body: RepresentBody, ctx: ComputeContext): Promise<unknown>;
+  compare(body: CompareBody, ctx: ComputeContext): Promise<unknown>;
+}
+
+const METRICS: DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+
+export function toBool(v: Bool | undefined, dflt: boolean): boolean {
+  if (v === undefined) return dflt;
+  return v === true || v === 'true' || v === '1' || v === 1;
+}
+
+const NULL_AREA: NullArea = { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null };
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+function checkEmbedding(v: number[], dims: number, what: string): Float32Array {
+  if (v.length !== dims) throw new ServiceError('embedding_dimension_mismatch', `${what} has ${v.length} dimensions; the model expects ${dims}`);
+  const f = Float32Array.from(v);
+  for (let i = 0; i < v.length; i++) {
+    if (typeof v[i] !== 'number' || !Number.isFinite(v[i]) || !Number.isFinite(f[i]!)) throw new ServiceError('invalid_embedding', `${what}[${i}] is not a finite float32 number`);
+  }
+  return f;
+}
+
+export function createComputeService(d: ComputeDeps): ComputeService {
+  let cached: { at: number; caps: CapabilitiesResponse } | null = null;
+  let inflight: Promise<CapabilitiesResponse> | null = null;
+  const ttl = d.capabilitiesTtlMs ?? 10_000;
+
+  function withGateway(c: CapabilitiesResponse): CapabilitiesResponse {
+    return { ...c, limits: { ...(c.limits ?? {}), ...d.limits }, input_modes: inputModes(d.inputSettings), version: 'v1' };
+  }
+
+  function fallbackCaps(): CapabilitiesResponse {
+    const f = d.fallback;
+    const thresholds: CapabilitiesResponse['thresholds'] = {};
+    const dims: Record<string, number> = {};
+    for (const m of f.allowedModels) {
+      if (DEFAULT_DIMS[m] !== undefined) dims[m] = DEFAULT_DIMS[m]!;
+      try {
+        thresholds[m] = Object.fromEntries(METRICS.map((x) => [x, findThreshold(m, x)])) as Record<DistanceMetric, number>;
+      } catch {
+        /* unknown model */
+      }
+    }
+    return {
+      allowed_models: f.allowedModels, default_model: f.defaultModel, allowed_detectors: f.allowedDetectors, default_detector: f.defaultDetector,
+      distance_metrics: METRICS, default_distance_metric: 'cosine', embedding_dims: dims, thresholds, limits: {}, input_modes: [], version: 'v1',
+    };
+  }
+
+  async function fetchCaps(requestId: string): Promise<CapabilitiesResponse> {
+    if (!inflight) {
+      inflight = d.upstream
+        .capabilities({ requestId })
+        .then((c) => {
+          cached = { at: Date.now(), caps: withGateway(c) };
+          return cached.caps;
+        })
+        .finally(() => {
+          inflight = null;
+        });
+    }
+    return inflight;
+  }
+
+  /** Cached capabilities; refreshed after the TTL (stale ones are served while refreshing). */
+  async function caps(requestId: string, needFresh = false): Promise<CapabilitiesResponse> {
+    if (cached && Date.now() - cached.at < ttl) return cached.caps;
+    if (cached && !needFresh) {
+      fetchCaps(requestId).catch(() => undefined);
+      return cached.caps;
+    }
+    const stale = cached;
+    // A model server that stops answering does not take /capabilities down while a stale copy exists.
+    return fetchCaps(requestId).catch((err: unknown) => {
+      if (stale) return stale.caps;
+      throw err;
+    });
+  }
+
+  /** Capabilities for vector-only work: never waits on the model server. */
+  function capsNoHop(requestId: string): CapabilitiesResponse {
+    if (cached) {
+      if (Date.now() - cached.at >= ttl) fetchCaps(requestId).catch(() => undefined);
+      return cached.caps;
+    }
+    fetchCaps(requestId).catch(() => undefined);
+    return withGateway(fallbackCaps());
+  }
+
+  function pipeline(b: CommonBody, c: CapabilitiesResponse): PipelineOptions {
+    const model = b.model_name ?? c.default_model;
+    if (!c.allowed_models.includes(model)) throw new ServiceError('model_not_allowed', `model ${JSON.stringify(model)} is not allowed; allowed: ${c.allowed_models.join(', ')}`);
+    const det = b.detector_backend ?? c.default_detector;
+    if (!c.allowed_detectors.includes(det)) throw new ServiceError('detector_not_allowed', `detector ${JSON.stringify(det)} is not allowed; allowed: ${c.allowed_detectors.join(', ')}`);
+    return {
+      model_name: model,
+      detector_backend: det,
+      align: toBool(b.align, true),
+      enforce_detection: toBool(b.enforce_detection, true),
+      expand_percentage: b.expand_percentage ?? 0,
+      normalization: b.normalization ?? 'base',
+    };
+  }
+
+  function dimsOf(c: CapabilitiesResponse, model: string): number {
+    const n = c.embedding_dims?.[model] ?? DEFAULT_DIMS[model];
+    if (!n) throw new ServiceError('model_not_allowed', `model ${model} has no known embedding dimension`);
+    return n;
+  }
+
+  function thresholdOf(c: CapabilitiesResponse, model: string, metric: DistanceMetric): number {
+    return c.thresholds?.[model]?.[metric] ?? findThreshold(model, metric);
+  }
+
+  function noSpoofing(v: Bool | undefined): void {
+    if (toBool(v, false)) throw new ServiceError('unsupported_option', 'anti_spoofing=true is not offered by this service; only false is accepted');
+  }
+
+  /** Runs an upstream job in the compute queue; skipped when the client has gone away meanwhile. */
+  const upstreamRun = <T>(job: () => Promise<T>, signal?: AbortSignal) =>
+    d.queue.run(() => {
+      if (signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
+      return job();
+    }, d.onQueueWait);
+
+  return {
+    async capabilities(ctx) {
+      return caps(ctx?.requestId ?? 'capabilities', true);
+    },
+
+    async verify(b, ctx) {
+      const t0 = performance.now();
+      noSpoofing(b.anti_spoofing);
+      const bothVectors = Array.isArray(b.img1) && Array.isArray(b.img2);
+      const c = bothVectors ? capsNoHop(ctx.requestId) : await caps(ctx.requestId);
+      const p = pipeline(b, c);
+      const metric = b.distance_metric ?? 'cosine';
+      const dims = dimsOf(c, p.model_name);
+      const vecs: Array<Float32Array | null> = [b.img1, b.img2].map((x, i) => (Array.isArray(x) ? checkEmbedding(x, dims, `img${i + 1}`) : null));
+      if (bothVectors) {
+        const r = await compareOneToMany(vecs[0]!, vecs[1]!, dims, metric as Metric);
+        const distance = roundDistance(r.distances[0]!);
+        const pretuned = thresholdOf(c, p.model_name, metric);
+        const threshold = b.threshold || pretuned; // DeepFace: `threshold or pretuned`
+        return {
+          verified: distance <= threshold,
+          distance,
+          threshold,
+          confidence: findConfidence(distance, p.model_name, metric, distance <= pretuned),
+          model: p.model_name,
+          detector_backend: p.detector_backend,
+          similarity_metric: metric,
+          facial_areas: { img1: NULL_AREA, img2: NULL_AREA },
+          time: round2((performance.now() - t0) / 1000),
+        };
+      }
+      const images: Buffer[] = [];
+      const refs: InputRef[] = [];
+      for (const [i, x] of [b.img1, b.img2].entries()) {
+        if (Array.isArray(x)) refs.push({ embedding: x });
+        else {
+          images.push(await d.resolver.resolve(x, `img${i + 1}`, ctx));
+          refs.push({ image: images.length - 1 });
+        }
+      }
+      return upstreamRun(() =>
+        d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
+      ctx.signal);
+    },
+
+    async represent(b, ctx) {
+      noSpoofing(b.anti_spoofing);
+      const c = await caps(ctx.requestId);
+      const p = pipeline(b, c);
+      const batch = Array.isArray(b.img);
+      const list = batch ? (b.img as string[]) : [b.img as string];
+      if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
+      const images: Buffer[] = [];
+      for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
+      const r = await upstreamRun(() =>
+        d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
+      ctx.signal);
+      return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
+    },
+
+    async compare(b, ctx) {
+      const t0 = performance.now();
+      const hasImg = b.source.img !== undefined;
+      const c = hasImg ? await caps(ctx.requestId) : capsNoHop(ctx.requestId);
+      const p = pipeline(b, c);
+      const metric = b.distance_metric ?? 'cosine';
+      const dims = dimsOf(c, p.model_name);
+      // Targets first: they are cheap to check and may refuse the request before any upstream work.
+      if ((b.targets === undefined) === (b.targets_b64 === undefined)) throw new ServiceError('invalid_request', 'exactly one of targets or targets_b64 is required');
+      let targets: Float32Array;
+      if (b.targets !== undefined) {
+        if (b.targets.length > d.limits.max_targets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${d.limits.max_targets}`);
+        targets = new Float32Array(b.targets.length * dims);
+        for (const [i, v] of b.targets.entries()) targets.set(checkEmbedding(v, dims, `targets[${i}]`), i * dims);
+      } else {
+        const approx = Math.floor((b.targets_b64!.length * 3) / 4 / 4 / dims);
+        if (approx > d.limits.max_targets) throw new ServiceError('too_many_targets', `targets_b64 holds about ${approx} vectors; the limit is ${d.limits.max_targets}`);
+        targets = decodeVectorsB64(b.targets_b64!, dims);
+        if (targets.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
+      }
+      let source: Float32Array;
+      let sourceInfo: { facial_area: unknown; face_confidence: number } | null = null;
+      if (b.source.embedding !== undefined) source = checkEmbedding(b.source.embedding, dims, 'source.embedding');
+      else {
+        const img = await d.resolver.resolve(b.source.img!, 'source.img', ctx);
+        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
+        source = checkEmbedding(e.embedding, dims, 'source embedding from the model server');
+        sourceInfo = { facial_area: e.facial_area, face_confidence: e.face_confidence };
+      }
+      const r = await compareOneToMany(source, targets, dims, metric as Metric, b.top_k);
+      const pretuned = thresholdOf(c, p.model_name, metric);
+      const threshold = b.threshold || pretuned;
+      const results = new Array(r.indices.length);
+      for (let i = 0; i < r.indices.length; i++) {
+        const distance = roundDistance(r.distances[i]!);
+        results[i] = { index: r.indices[i]!, distance, verified: distance <= threshold, confidence: findConfidence(distance, p.model_name, metric, distance <= pretuned) };
+      }
+      return { model: p.model_name, similarity_metric: metric, threshold, dims, source: sourceInfo, results, time: round2((performance.now() - t0) / 1000) };
+    },
+  };
+}

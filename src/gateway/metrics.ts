@@ -1,0 +1,39 @@
+/** Prometheus metrics, served only on the admin listener (127.0.0.1:FACECOMPUTE_METRICS_PORT). */
+import { createServer, type Server } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { QueueStats } from './queue.js';
+
+export interface GatewayMetrics {
+  registry: Registry;
+  requests: Counter<'route' | 'code'>;
+  latency: Histogram<'route'>;
+  queueWait: Histogram;
+  upstreamErrors: Counter<'kind'>;
+  limiterRejections: Counter<'reason'>;
+}
+
+export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'facecompute_gateway_' });
+  const requests = new Counter({ name: 'facecompute_gateway_requests_total', help: 'Requests by route and error code (ok for success).', labelNames: ['route', 'code'] as const, registers: [registry] });
+  const latency = new Histogram({ name: 'facecompute_gateway_request_duration_seconds', help: 'Request latency by route.', labelNames: ['route'] as const, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] });
+  const queueWait = new Histogram({ name: 'facecompute_gateway_queue_wait_seconds', help: 'Time spent waiting for a compute slot.', buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
+  const upstreamErrors = new Counter({ name: 'facecompute_gateway_upstream_errors_total', help: 'Model-server errors by kind.', labelNames: ['kind'] as const, registers: [registry] });
+  const limiterRejections = new Counter({ name: 'facecompute_gateway_limiter_rejections_total', help: 'Requests refused by the rate limiter or the queue.', labelNames: ['reason'] as const, registers: [registry] });
+  new Gauge({ name: 'facecompute_gateway_queue_depth', help: 'Compute requests waiting for a slot.', registers: [registry], collect() { this.set(queueStats().waiting); } });
+  new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
+  return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
+}
+
+export async function startMetricsServer(m: GatewayMetrics, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/metrics') {
+      m.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': m.registry.contentType }).end(body),
+        () => res.writeHead(500).end(),
+      );
+    } else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return server;
+}

@@ -1,0 +1,129 @@
+/**
+ * The OpenAPI 3.1 document of the REST gateway, generated from the same JSON Schemas the routes
+ * validate and serialize with. scripts/gen-openapi.ts writes it to openapi.json; a test fails when
+ * the committed file drifts.
+ */
+import { ERROR_STATUS } from '../errors/index.js';
+import * as S from './schemas.js';
+
+function strip<T extends object>(s: T): Omit<T, '$id'> {
+  const { $id: _id, ...rest } = s as T & { $id?: string };
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'internal_error', 'upstream_failed', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout'] as const;
+
+function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<string, unknown> {
+  const byStatus = new Map<number, string[]>();
+  for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
+  const out: Record<string, unknown> = {};
+  for (const [status, cs] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const headers: Record<string, unknown> = {};
+    if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
+    if (status === 401) headers['WWW-Authenticate'] = { schema: { type: 'string', const: 'Bearer' }, description: 'On missing_api_key.' };
+    out[String(status)] = {
+      description: `Error: ${cs.join(', ')}`,
+      headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' }, 'x-api-version': { $ref: '#/components/headers/x-api-version' }, ...headers },
+      content: { 'application/json': { schema: ref('ErrorResponse'), examples: Object.fromEntries(cs.map((c) => [c, { value: { error: c, detail: '…' } }])) } },
+    };
+  }
+  return out;
+}
+
+const rateHeaders = {
+  'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
+  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
+  'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
+  'RateLimit-Policy': { $ref: '#/components/headers/RateLimit-Policy' },
+  RateLimit: { $ref: '#/components/headers/RateLimit' },
+  'x-request-id': { $ref: '#/components/headers/x-request-id' },
+  'x-api-version': { $ref: '#/components/headers/x-api-version' },
+};
+
+function multipartOf(schemaName: string, files: string[]): unknown {
+  return {
+    schema: { allOf: [ref(schemaName)] },
+    encoding: Object.fromEntries(files.map((f) => [f, { contentType: 'image/jpeg, image/png, image/webp, image/gif, image/bmp' }])),
+  };
+}
+
+function computeOp(summary: string, description: string, req: string, res: string, files: string[]): unknown {
+  return {
+    summary,
+    description,
+    security: [{ bearer: [] }, { apiKey: [] }],
+    parameters: [{ $ref: '#/components/parameters/x-request-id' }],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref(req) }, 'multipart/form-data': multipartOf(req, files) },
+    },
+    responses: { '200': { description: 'Result', headers: rateHeaders, content: { 'application/json': { schema: ref(res) } } }, ...errorResponses(COMPUTE_ERRORS) },
+  };
+}
+
+export function buildOpenApi(version: string): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'facecompute REST API',
+      version,
+      summary: 'Face verification, embeddings and comparison with DeepFace-compatible models and semantics (contract v1).',
+      description:
+        'Contract v1. Paths carry no version prefix; every response has `x-api-version: v1` and `x-request-id`. Only the six paths below exist; any other path or method is `404 not_found`. ' +
+        'Every error is `{"error": "<code>", "detail": "<text>"}`. Booleans accept true/false and the strings "true"/"false"/"1"/"0" (unlike DeepFace, "false" means false); in multipart text parts only true|false|1|0. ' +
+        'Multipart bodies: file parts carry images (img, img1, img2, source), text parts the other fields (numbers as text, `source`/`targets` as JSON text). ' +
+        'One accepted compute request (after authentication, rate limiting and schema validation) consumes one free call; a 5xx answer refunds it. ' +
+        'A remote image body larger than max_image_bytes is `413 image_too_large`. The allowed models, detectors and limits change over time: read GET /capabilities.',
+      license: { name: 'MIT' },
+    },
+    servers: [{ url: 'http://127.0.0.1:8080', description: 'default local gateway' }],
+    paths: {
+      '/health': { get: { summary: 'Liveness of the gateway process', responses: { '200': { description: 'Alive', content: { 'application/json': { schema: S.healthResponse } } } } } },
+      '/readiness': {
+        get: {
+          summary: 'Readiness: the configured limiter (Redis) and the model server',
+          responses: {
+            '200': { description: 'Ready', content: { 'application/json': { schema: ref('ReadinessResponse') } } },
+            '503': { description: 'Warming, warmup error, or a dependency unreachable (error: limiter_unavailable, model_server_unreachable, gateway_draining, runtime_warmup_failed, …)', headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }, content: { 'application/json': { schema: { anyOf: [ref('ReadinessResponse'), ref('ErrorResponse')] } } } },
+          },
+        },
+      },
+      '/capabilities': { get: { summary: 'Allowed models, detectors, metrics, thresholds, limits and input modes', responses: { '200': { description: 'Capabilities', content: { 'application/json': { schema: ref('CapabilitiesResponse') } } }, ...errorResponses(['upstream_failed', 'upstream_timeout']) } } },
+      '/verify': { post: computeOp('Verify two faces', 'img1 and img2 are images or embeddings. Two embeddings are decided in the gateway. `verified == distance <= threshold`; the distance is the minimum over all face pairs.', 'VerifyRequest', 'VerifyResponse', ['img1', 'img2']) },
+      '/represent': { post: computeOp('Embeddings of the faces in an image', '`img` may be an array (batch): results then hold one list of faces per image.', 'RepresentRequest', 'RepresentResponse', ['img']) },
+      '/compare': { post: computeOp('Compare one source against many target embeddings', 'source is {img} or {embedding}; targets (JSON arrays) or targets_b64 (little-endian float32, row-major). Vector-only requests never touch the model server. Nothing is stored.', 'CompareRequest', 'CompareResponse', ['source']) },
+    },
+    components: {
+      schemas: {
+        VerifyRequest: strip(S.verifyBody),
+        RepresentRequest: strip(S.representBody),
+        CompareRequest: strip(S.compareBody),
+        VerifyResponse: strip(S.verifyResponse),
+        RepresentResponse: strip(S.representResponse),
+        CompareResponse: strip(S.compareResponse),
+        ReadinessResponse: strip(S.readinessResponse),
+        CapabilitiesResponse: strip(S.capabilitiesResponse),
+        ErrorResponse: { ...strip(S.errorResponse), properties: { error: { type: 'string', enum: Object.keys(ERROR_STATUS) }, detail: { type: 'string' } } },
+      },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A REST API key (MCP keys are refused).' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+      },
+      parameters: {
+        'x-request-id': { name: 'x-request-id', in: 'header', required: false, schema: { type: 'string', format: 'uuid' }, description: 'Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line.' },
+      },
+      headers: {
+        'x-request-id': { schema: { type: 'string', format: 'uuid' } },
+        'x-api-version': { schema: { type: 'string', const: 'v1' } },
+        'Retry-After': { schema: { type: 'integer' }, description: 'Seconds; on every 429 and retryable 503.' },
+        'RateLimit-Limit': { schema: { type: 'integer' }, description: 'Requests per window for this account.' },
+        'RateLimit-Remaining': { schema: { type: 'integer' } },
+        'RateLimit-Reset': { schema: { type: 'integer' }, description: 'Seconds until the window resets.' },
+        'RateLimit-Policy': { schema: { type: 'string' }, description: 'IETF draft structured field, e.g. `"default";q=120;w=60, "concurrency";q=8`.' },
+        RateLimit: { schema: { type: 'string' }, description: 'IETF draft structured field, e.g. `"default";r=119;t=60`.' },
+      },
+    },
+  };
+}

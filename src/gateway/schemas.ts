@@ -1,0 +1,220 @@
+/**
+ * JSON Schemas of every request and response body: used by Fastify for validation and response
+ * serialization, and by scripts/gen-openapi.ts for openapi.json. Schemas first: the compute service
+ * may assume a body that passed these.
+ */
+const bool = {
+  description: 'Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.',
+  anyOf: [{ type: 'boolean' }, { type: 'string', enum: ['true', 'false', '1', '0'] }, { type: 'integer', enum: [0, 1] }],
+} as const;
+
+const embedding = { type: 'array', items: { type: 'number' }, minItems: 1, maxItems: 65536, description: 'An embedding: finite numbers, as many as the model has dimensions.' } as const;
+
+const imageString = {
+  type: 'string',
+  minLength: 1,
+  description: 'An image: raw base64, a data:image/<fmt>;base64,<data> URI, an https:// URL (when remote images are enabled), a file:<path> (when a local images root is set), or a multipart file part.',
+} as const;
+
+const common = {
+  model_name: { type: 'string', minLength: 1, maxLength: 64, description: 'Recognition model; default from /capabilities.' },
+  detector_backend: { type: 'string', minLength: 1, maxLength: 64, description: 'Face detector; default from /capabilities; `skip` = the whole image is the face.' },
+  align: bool,
+  enforce_detection: bool,
+  expand_percentage: { type: 'integer', minimum: 0, maximum: 100 },
+  normalization: { type: 'string', enum: ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] },
+} as const;
+
+const metric = { type: 'string', enum: ['cosine', 'euclidean', 'euclidean_l2', 'angular'] } as const;
+const threshold = { type: 'number', exclusiveMinimum: 0, description: 'Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace.' } as const;
+
+export const verifyBody = {
+  $id: 'VerifyRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['img1', 'img2'],
+  properties: {
+    img1: { anyOf: [imageString, embedding] },
+    img2: { anyOf: [imageString, embedding] },
+    ...common,
+    distance_metric: metric,
+    threshold,
+    anti_spoofing: bool,
+  },
+} as const;
+
+export const representBody = {
+  $id: 'RepresentRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['img'],
+  properties: {
+    img: { anyOf: [imageString, { type: 'array', items: imageString, minItems: 1 }] },
+    ...common,
+    max_faces: { type: 'integer', minimum: 1 },
+    l2_normalize: bool,
+    anti_spoofing: bool,
+  },
+} as const;
+
+export const compareBody = {
+  $id: 'CompareRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['source'],
+  properties: {
+    source: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { img: imageString, embedding },
+      oneOf: [{ required: ['img'] }, { required: ['embedding'] }],
+      description: 'Exactly one of {img} or {embedding}.',
+    },
+    targets: { type: 'array', items: embedding, description: 'Target embeddings; required unless targets_b64.' },
+    targets_b64: { type: 'string', description: 'Base64 of little-endian float32, row-major, N x dims.' },
+    ...common,
+    distance_metric: metric,
+    threshold,
+    top_k: { type: 'integer', minimum: 1 },
+  },
+} as const;
+
+const facialArea = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    x: { type: ['integer', 'null'] },
+    y: { type: ['integer', 'null'] },
+    w: { type: ['integer', 'null'] },
+    h: { type: ['integer', 'null'] },
+    left_eye: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }] },
+    right_eye: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }] },
+    nose: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }] },
+    mouth_left: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }] },
+    mouth_right: { anyOf: [{ type: 'array', items: { type: 'number' } }, { type: 'null' }] },
+    detector: { type: 'string' },
+  },
+} as const;
+
+export const errorResponse = {
+  $id: 'ErrorResponse',
+  type: 'object',
+  required: ['error', 'detail'],
+  additionalProperties: false,
+  properties: { error: { type: 'string' }, detail: { type: 'string' } },
+} as const;
+
+export const healthResponse = {
+  type: 'object',
+  required: ['status', 'version'],
+  properties: { status: { type: 'string', const: 'ok' }, version: { type: 'string' } },
+} as const;
+
+export const readinessResponse = {
+  $id: 'ReadinessResponse',
+  type: 'object',
+  required: ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error'],
+  additionalProperties: true,
+  properties: {
+    status: { type: 'string', enum: ['ready', 'warming', 'error'] },
+    ready: { type: 'boolean' },
+    warming: { type: 'boolean' },
+    warmed_models: { type: 'array', items: { type: 'string' } },
+    warmed_detectors: { type: 'array', items: { type: 'string' } },
+    error: { type: 'string' },
+    warmed_at: { type: 'string' },
+  },
+} as const;
+
+export const capabilitiesResponse = {
+  $id: 'CapabilitiesResponse',
+  type: 'object',
+  required: ['allowed_models', 'default_model', 'allowed_detectors', 'default_detector'],
+  additionalProperties: true,
+  properties: {
+    allowed_models: { type: 'array', items: { type: 'string' } },
+    default_model: { type: 'string' },
+    allowed_detectors: { type: 'array', items: { type: 'string' } },
+    default_detector: { type: 'string' },
+    distance_metrics: { type: 'array', items: { type: 'string' } },
+    default_distance_metric: { type: 'string' },
+    embedding_dims: { type: 'object', additionalProperties: { type: 'integer' } },
+    thresholds: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'number' } } },
+    limits: { type: 'object', additionalProperties: { type: 'number' } },
+    input_modes: { type: 'array', items: { type: 'string' } },
+    version: { type: 'string', const: 'v1' },
+  },
+} as const;
+
+export const verifyResponse = {
+  $id: 'VerifyResponse',
+  type: 'object',
+  required: ['verified', 'distance', 'threshold', 'confidence', 'model', 'detector_backend', 'similarity_metric', 'facial_areas', 'time'],
+  properties: {
+    verified: { type: 'boolean' },
+    distance: { type: 'number' },
+    threshold: { type: 'number' },
+    confidence: { type: 'number' },
+    model: { type: 'string' },
+    detector_backend: { type: 'string' },
+    similarity_metric: { type: 'string' },
+    facial_areas: { type: 'object', required: ['img1', 'img2'], properties: { img1: facialArea, img2: facialArea } },
+    time: { type: 'number' },
+  },
+} as const;
+
+const representFace = {
+  type: 'object',
+  required: ['embedding', 'facial_area', 'face_confidence'],
+  properties: { embedding: { type: 'array', items: { type: 'number' } }, facial_area: facialArea, face_confidence: { type: 'number' } },
+} as const;
+
+export const representResponse = {
+  $id: 'RepresentResponse',
+  type: 'object',
+  required: ['results', 'model', 'detector_backend'],
+  properties: {
+    results: {
+      description: 'One entry per face; for a batch (img is an array) one list of faces per image.',
+      type: 'array',
+      items: { anyOf: [representFace, { type: 'array', items: representFace }] },
+    },
+    model: { type: 'string' },
+    detector_backend: { type: 'string' },
+  },
+} as const;
+
+export const compareResponse = {
+  $id: 'CompareResponse',
+  type: 'object',
+  required: ['model', 'similarity_metric', 'threshold', 'dims', 'source', 'results', 'time'],
+  properties: {
+    model: { type: 'string' },
+    similarity_metric: { type: 'string' },
+    threshold: { type: 'number' },
+    dims: { type: 'integer' },
+    source: {
+      anyOf: [
+        { type: 'object', required: ['facial_area', 'face_confidence'], properties: { facial_area: facialArea, face_confidence: { type: 'number' } } },
+        { type: 'null' },
+      ],
+    },
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['index', 'distance', 'verified', 'confidence'],
+        properties: { index: { type: 'integer' }, distance: { type: 'number' }, verified: { type: 'boolean' }, confidence: { type: 'number' } },
+      },
+    },
+    time: { type: 'number' },
+  },
+} as const;
+
+/** Field kinds of the compute bodies, used to coerce multipart text parts before validation. */
+export const MULTIPART_FIELD_KIND: Record<string, 'string' | 'number' | 'json' | 'bool' | 'image'> = {
+  img1: 'image', img2: 'image', img: 'image', source: 'json', targets: 'json', targets_b64: 'string',
+  model_name: 'string', detector_backend: 'string', distance_metric: 'string', normalization: 'string',
+  threshold: 'number', expand_percentage: 'number', max_faces: 'number', top_k: 'number',
+  align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', anti_spoofing: 'bool',
+};

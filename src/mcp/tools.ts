@@ -1,0 +1,84 @@
+/**
+ * The four agent tools: their input schemas (with descriptions an LLM can act on) and how each maps
+ * onto the REST body of the same compute. Results are the REST results, unchanged.
+ */
+import { z } from 'zod';
+
+const image = z
+  .string()
+  .min(1)
+  .describe('A face image: raw base64, a data:image/...;base64,... URI, or a public https:// URL (no localhost, private or .local hosts). JPEG, PNG, WebP, GIF or BMP.');
+
+const embedding = z.array(z.number()).min(1).describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
+
+const model = z.string().optional().describe('Recognition model, e.g. "Facenet" or "Dlib". Call get_capabilities for the allowed ones; default: the service default.');
+const detector = z.string().optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", or "skip" when the image is already a cropped face.');
+const metric = z.enum(['cosine', 'euclidean', 'euclidean_l2', 'angular']).optional().describe('Distance metric; default "cosine".');
+const threshold = z.number().positive().optional().describe("Overrides the model's calibrated distance threshold for the verified decision.");
+const common = {
+  model_name: model,
+  detector_backend: detector,
+  align: z.boolean().optional().describe('Rotate faces so the eyes are level before embedding (default true).'),
+  enforce_detection: z.boolean().optional().describe('If true (default), a picture with no detectable face is an error; if false, the whole image is used.'),
+  expand_percentage: z.number().int().min(0).max(100).optional().describe('Grow each detected face box by this percentage (0-100, default 0).'),
+};
+
+export const verifyInput = {
+  img1: z.union([image, embedding]).describe('First face: an image or an embedding.'),
+  img2: z.union([image, embedding]).describe('Second face: an image or an embedding.'),
+  distance_metric: metric,
+  threshold,
+  ...common,
+};
+
+export const representInput = {
+  img: z.union([image, z.array(image).min(1).max(16)]).describe('One image, or up to 16 images (results then come as one list per image).'),
+  max_faces: z.number().int().min(1).optional().describe('Keep only the N largest faces per image.'),
+  l2_normalize: z.boolean().optional().describe('Return unit-length embeddings (default false).'),
+  ...common,
+};
+
+export const compareInput = {
+  source: z
+    .object({ img: image.optional(), embedding: embedding.optional() })
+    .strict()
+    .describe('The face to compare: {"img": <image>} (its largest face is used) or {"embedding": [...]}.'),
+  targets: z.array(embedding).optional().describe('Embeddings to compare the source against (required unless targets_b64 is given).'),
+  targets_b64: z.string().optional().describe('Alternative to targets: base64 of little-endian float32 values, row-major, N x dims.'),
+  distance_metric: metric,
+  threshold,
+  top_k: z.number().int().min(1).optional().describe('Return only the k nearest targets, nearest first.'),
+  ...common,
+};
+
+export const TOOL_DESCRIPTIONS = {
+  get_capabilities:
+    'List what this service can do right now: allowed models and detectors, defaults, distance metrics, embedding dimensions, thresholds and limits. Free: it does not consume a call. Call it first.',
+  verify_faces:
+    'Decide whether two faces belong to the same person (DeepFace verify semantics). Returns verified, distance, threshold, confidence (0-100) and the facial areas used. Consumes one call.',
+  represent_face:
+    'Compute face embeddings (vectors) for every face in an image, with each face area and detector confidence. Store the vectors to compare later with compare_inputs. Consumes one call.',
+  compare_inputs:
+    'Compare one face (image or embedding) against many stored embeddings in one call; returns distance, verified and confidence per target, optionally only the top_k nearest. Consumes one call.',
+} as const;
+
+export type ToolName = keyof typeof TOOL_DESCRIPTIONS;
+
+/** A one-line summary for the text content; the full result is in structuredContent. */
+export function summarize(tool: ToolName, result: Record<string, unknown>): string {
+  switch (tool) {
+    case 'get_capabilities':
+      return `models: ${(result['allowed_models'] as string[] | undefined)?.join(', ')}; detectors: ${(result['allowed_detectors'] as string[] | undefined)?.join(', ')}; default model ${String(result['default_model'])}`;
+    case 'verify_faces':
+      return `${result['verified'] ? 'Same person' : 'Different people'}: distance ${String(result['distance'])} vs threshold ${String(result['threshold'])} (${String(result['similarity_metric'])}, ${String(result['model'])}), confidence ${String(result['confidence'])}%.`;
+    case 'represent_face': {
+      const r = result['results'] as unknown[];
+      const faces = Array.isArray(r?.[0]) ? (r as unknown[][]).map((x) => x.length).join('+') : String(r?.length ?? 0);
+      return `${faces} face(s) embedded with ${String(result['model'])}.`;
+    }
+    case 'compare_inputs': {
+      const r = (result['results'] as Array<{ verified: boolean }>) ?? [];
+      return `${r.length} target(s) compared with ${String(result['model'])}; ${r.filter((x) => x.verified).length} verified as the same person.`;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Binds the pipeline's ports to the real engines: the native addon for pixels and the Haar
+ * cascade, ONNX Runtime for RetinaFace, YuNet and the recognition models.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Config } from '../config/index.js';
+import type { Manifest } from '../models/manifest.js';
+import * as img from '../core/image.js';
+import { OpenCvDetector } from '../core/detect.js';
+import { RetinaFaceDetector } from './detectors/retinaface.js';
+import { YunetDetector } from './detectors/yunet.js';
+import type { OrtOptions } from './detectors/common.js';
+import { OrtRecognizer } from './models/ort-recognizer.js';
+import type { Detection, FaceDetector, ImageOps, NativeImage } from './ports.js';
+import type { EngineFactory } from './registry.js';
+
+export function imageOps(cfg: Config): ImageOps {
+  return {
+    decode: (bytes) => img.decodeImage(bytes, { maxBytes: cfg.limits.maxImageBytes, maxPixels: cfg.limits.maxImagePixels, order: 'bgr' }),
+    border: (image) => img.deepfaceBorder(image),
+    extractFaces: (image, detections, opts) => img.extractFaces(image, detections, opts),
+    toTensor: (faces, spec) => img.facesToTensor(faces, spec),
+  };
+}
+
+class SkipDetector implements FaceDetector {
+  readonly name = 'skip';
+  async detect(image: NativeImage): Promise<Detection[]> {
+    return [{ x: 0, y: 0, w: image.width, h: image.height, confidence: 0, leftEye: null, rightEye: null }];
+  }
+}
+
+export function engines(cfg: Config): EngineFactory {
+  const ort = { intraOpThreads: cfg.models.ort.intraOpThreads, interOpThreads: cfg.models.ort.interOpThreads, provider: cfg.models.ort.provider };
+  // Detectors run one image at a time; the same thread settings as the recognizers.
+  const detectorOrt: OrtOptions = {
+    intraOpNumThreads: cfg.models.ort.intraOpThreads,
+    interOpNumThreads: cfg.models.ort.interOpThreads,
+    executionProviders: cfg.models.ort.provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+  };
+  return {
+    async recognizer(name: string, onnxPath: string, manifest: Manifest) {
+      const entry = manifest.recognition[name];
+      if (!entry) throw new Error(`unknown model ${name}`);
+      return OrtRecognizer.load(onnxPath, { name, dims: entry.dims, input: entry.input, onnx: entry.onnx }, ort, {
+        windowMs: cfg.models.batchWindowMs,
+        maxBatch: cfg.models.batchMax,
+      });
+    },
+    async detector(name: string, engine: string, files: string[]) {
+      if (engine === 'skip') return new SkipDetector();
+      if (engine === 'haar') {
+        const [face, eye] = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+        if (face === undefined || eye === undefined) throw new Error('opencv detector needs the face and eye cascades');
+        const haar = OpenCvDetector.load(face, eye);
+        return { name, detect: (image: NativeImage) => haar.detect(image) };
+      }
+      const file = files[0];
+      if (file === undefined) throw new Error(`${name} has no model file`);
+      if (engine === 'retinaface:mobilenet0.25') {
+        const d = await RetinaFaceDetector.create(file, detectorOrt);
+        return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
+      }
+      if (engine === 'yunet') {
+        const d = await YunetDetector.create(file, detectorOrt);
+        return { name, detect: (image: NativeImage) => d.detect(image) };
+      }
+      throw new Error(`unknown detector engine ${engine}`);
+    },
+    syntheticImage(): NativeImage {
+      // Mid-grey 320×240: exercises every layer without needing an image file.
+      return { width: 320, height: 240, channels: 3, data: Buffer.alloc(320 * 240 * 3, 128) };
+    },
+  };
+}

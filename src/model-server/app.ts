@@ -1,0 +1,197 @@
+/**
+ * The model server's internal HTTP API (protocol.ts), on loopback only. It trusts the gateway for
+ * authentication and request validation but still checks every frame: a malformed one is a 400,
+ * never a crash.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../config/index.js';
+import { ServiceError, isServiceError, fromNative } from '../errors/index.js';
+import type { Logger } from '../logging/logger.js';
+import { DISTANCE_METRICS } from '../compute/distance.js';
+import {
+  FRAME_CONTENT_TYPE,
+  INTERNAL_PATHS,
+  decodeFrame,
+  type ComputeHeader,
+  type EmbedResponse,
+  type PipelineOptions,
+  type ReadinessResponse,
+  type RepresentResponse,
+  type VerifyResponse,
+} from './protocol.js';
+import type { ImageOps, NativeImage } from './ports.js';
+import { Pipeline } from './pipeline.js';
+import { capabilities, type RegistryState } from './registry.js';
+
+const NORMALIZATIONS = new Set(['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace']);
+
+export interface ModelServerDeps {
+  config: Config;
+  logger: Logger;
+  state: RegistryState;
+  image: ImageOps;
+}
+
+export function readiness(state: RegistryState): ReadinessResponse {
+  const w = state.warmup.snapshot();
+  const body: ReadinessResponse = {
+    status: w.status,
+    ready: w.status === 'ready',
+    warming: w.status === 'warming',
+    warmed_models: w.warmedModels,
+    warmed_detectors: w.warmedDetectors,
+    error: w.error,
+  };
+  if (w.warmedAt) body.warmed_at = w.warmedAt;
+  if (state.defaultModelReason) {
+    body.effective_default_model = state.defaultModel;
+    body.default_model_reason = state.defaultModelReason;
+  }
+  return body;
+}
+
+function checkOptions(h: Partial<PipelineOptions>): PipelineOptions {
+  if (typeof h.model_name !== 'string' || typeof h.detector_backend !== 'string') throw new ServiceError('invalid_request', 'model_name and detector_backend are required');
+  if (typeof h.align !== 'boolean' || typeof h.enforce_detection !== 'boolean') throw new ServiceError('invalid_request', 'align and enforce_detection must be booleans');
+  if (typeof h.expand_percentage !== 'number' || !(h.expand_percentage >= 0 && h.expand_percentage <= 100)) throw new ServiceError('invalid_request', 'expand_percentage must be within 0..100');
+  if (typeof h.normalization !== 'string' || !NORMALIZATIONS.has(h.normalization)) throw new ServiceError('invalid_request', 'unknown normalization');
+  return h as PipelineOptions;
+}
+
+export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyInstance> {
+  const { config, state, image } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as unknown as FastifyBaseLogger,
+    bodyLimit: config.limits.maxRequestBytes + 1024 * 1024,
+    genReqId: (req) => {
+      const id = req.headers['x-request-id'];
+      return typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id) ? id : randomUUID();
+    },
+    disableRequestLogging: false,
+  });
+  const pipeline = new Pipeline({
+    image,
+    detectors: state.detectors,
+    recognizers: state.recognizers,
+    fallbackDetector: 'retinaface',
+  });
+
+  app.addContentTypeParser(FRAME_CONTENT_TYPE, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, req, reply) => {
+    let e: ServiceError;
+    if (isServiceError(err)) e = err;
+    else if ((err as { statusCode?: number }).statusCode === 413) e = new ServiceError('request_too_large', 'request body too large');
+    else if ((err as { statusCode?: number }).statusCode && ((err as { statusCode: number }).statusCode < 500)) e = new ServiceError('invalid_request', 'malformed request');
+    else e = fromNative(err);
+    if (e.status >= 500) req.log.error({ err }, 'model server error');
+    void reply.status(e.status).headers(e.headers).send(e.toBody());
+  });
+  app.setNotFoundHandler((_req, reply) => {
+    void reply.status(404).send(new ServiceError('not_found', 'no such internal route').toBody());
+  });
+
+  app.get(INTERNAL_PATHS.readiness, async (_req, reply) => {
+    const body = readiness(state);
+    return reply.status(body.ready ? 200 : 503).send(body);
+  });
+  app.get(INTERNAL_PATHS.capabilities, async () => capabilities(config, state));
+
+  function requireReady(): void {
+    if (!state.warmup.ready) {
+      const w = state.warmup.snapshot();
+      if (w.status === 'error') throw new ServiceError('internal_error', `the model server failed to warm up (${w.error})`);
+      throw new ServiceError('service_warming', 'the model server is warming up', { headers: { 'retry-after': '2' } });
+    }
+  }
+
+  /** Decodes each distinct image once: a verify of one image against itself decodes it once. */
+  async function decodeAll(images: Buffer[]): Promise<NativeImage[]> {
+    const decoded: NativeImage[] = [];
+    for (let i = 0; i < images.length; i++) {
+      const bytes = images[i] as Buffer;
+      const same = images.findIndex((b, j) => j < i && b.equals(bytes));
+      decoded.push(same >= 0 ? (decoded[same] as NativeImage) : await image.decode(bytes));
+    }
+    return decoded;
+  }
+
+  function frameOf(body: unknown): { header: ComputeHeader; images: Buffer[] } {
+    if (!Buffer.isBuffer(body)) throw new ServiceError('invalid_request', `expected ${FRAME_CONTENT_TYPE}`);
+    try {
+      return decodeFrame(body);
+    } catch (err) {
+      throw new ServiceError('invalid_request', `malformed frame: ${(err as Error).message}`);
+    }
+  }
+
+  function imageAt(images: NativeImage[], index: unknown): NativeImage {
+    const img = typeof index === 'number' ? images[index] : undefined;
+    if (!img) throw new ServiceError('invalid_request', 'image index out of range');
+    return img;
+  }
+
+  app.post(INTERNAL_PATHS.represent, async (req): Promise<RepresentResponse> => {
+    requireReady();
+    const { header, images } = frameOf(req.body);
+    if (header.op !== 'represent' || !Array.isArray(header.images)) throw new ServiceError('invalid_request', 'not a represent frame');
+    const opts = checkOptions(header);
+    const decoded = await decodeAll(images);
+    const results = await pipeline.represent(
+      header.images.map((i) => imageAt(decoded, i)),
+      { ...opts, max_faces: header.max_faces ?? null, l2_normalize: header.l2_normalize === true },
+    );
+    return { results, model: opts.model_name, detector_backend: opts.detector_backend };
+  });
+
+  app.post(INTERNAL_PATHS.embed, async (req): Promise<EmbedResponse> => {
+    requireReady();
+    const { header, images } = frameOf(req.body);
+    if (header.op !== 'embed') throw new ServiceError('invalid_request', 'not an embed frame');
+    const opts = checkOptions(header);
+    const [img] = await decodeAll([images[header.image] ?? Buffer.alloc(0)].filter((b) => b.length > 0));
+    if (!img) throw new ServiceError('invalid_request', 'image index out of range');
+    const face = await pipeline.embedLargest(img, opts);
+    return { embedding: Array.from(face.embedding), facial_area: face.area as EmbedResponse['facial_area'], face_confidence: face.confidence, model: opts.model_name };
+  });
+
+  app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyResponse> => {
+    requireReady();
+    const started = performance.now();
+    const { header, images } = frameOf(req.body);
+    if (header.op !== 'verify') throw new ServiceError('invalid_request', 'not a verify frame');
+    const opts = checkOptions(header);
+    if (!DISTANCE_METRICS.includes(header.distance_metric)) throw new ServiceError('invalid_request', 'unknown distance_metric');
+    const decoded = await decodeAll(images);
+    const resolve = (ref: unknown): NativeImage | number[] => {
+      if (ref && typeof ref === 'object' && 'embedding' in ref && Array.isArray((ref as { embedding: unknown }).embedding)) {
+        const e = (ref as { embedding: unknown[] }).embedding;
+        if (!e.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new ServiceError('invalid_embedding', 'embeddings must be finite numbers');
+        return e as number[];
+      }
+      if (ref && typeof ref === 'object' && 'image' in ref) return imageAt(decoded, (ref as { image: unknown }).image);
+      throw new ServiceError('invalid_request', 'img1 and img2 must be an image or an embedding');
+    };
+    const img1 = resolve(header.img1);
+    const img2 = resolve(header.img2);
+    const r = await pipeline.verify({ img1, img2, sameImage: !Array.isArray(img1) && img1 === img2 }, {
+      ...opts,
+      distance_metric: header.distance_metric,
+      threshold: typeof header.threshold === 'number' ? header.threshold : null,
+    });
+    return {
+      verified: r.verified,
+      distance: r.distance,
+      threshold: r.threshold,
+      confidence: r.confidence,
+      model: opts.model_name,
+      detector_backend: opts.detector_backend,
+      similarity_metric: header.distance_metric,
+      facial_areas: r.areas,
+      time: Math.round((performance.now() - started) / 10) / 100,
+    };
+  });
+
+  return app;
+}

@@ -1,0 +1,71 @@
+/**
+ * What the ONNX face detectors share: the explicit ORT session options and the result shape.
+ */
+import * as ort from 'onnxruntime-node';
+import type { NativeFace, NativeTensor } from '../../core/faces.js';
+
+export interface OrtOptions {
+  intraOpNumThreads: number;
+  interOpNumThreads: number;
+  /** Defaults to ['cpu']. */
+  executionProviders?: string[];
+}
+
+export interface BgrImage {
+  width: number;
+  height: number;
+  channels: number;
+  /** BGR uint8, interleaved. */
+  data: Buffer;
+}
+
+export type Point = [number, number];
+
+/** Eyes, nose and mouth corners are the person's (DeepFace's): leftEye is on the image's right. */
+export interface DetectedFace {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  confidence: number;
+  leftEye: Point;
+  rightEye: Point;
+  nose: Point;
+  mouthLeft: Point;
+  mouthRight: Point;
+}
+
+export async function createSession(modelPath: string, o: OrtOptions): Promise<ort.InferenceSession> {
+  // Every option spelled out: ORT's defaults (all cores for intra-op, for instance) would fight the
+  // service's own worker pool.
+  return ort.InferenceSession.create(modelPath, {
+    intraOpNumThreads: o.intraOpNumThreads,
+    interOpNumThreads: o.interOpNumThreads,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    executionProviders: o.executionProviders ?? ['cpu'],
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+  });
+}
+
+export function toNative(t: ort.Tensor): NativeTensor {
+  if (t.type !== 'float32') throw new TypeError(`detector output ${t.type} is not float32`);
+  return { data: t.data as Float32Array, dims: t.dims.map(Number) };
+}
+
+export function fromNativeFace(f: NativeFace): DetectedFace {
+  const p = (i: number): Point => [f.landmarks[2 * i] ?? 0, f.landmarks[2 * i + 1] ?? 0];
+  return {
+    x: f.x,
+    y: f.y,
+    w: f.w,
+    h: f.h,
+    confidence: f.confidence,
+    rightEye: p(0),
+    leftEye: p(1),
+    nose: p(2),
+    mouthRight: p(3),
+    mouthLeft: p(4),
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * YuNet 2023mar as DeepFace's `yunet` backend runs it through OpenCV's FaceDetectorYN: DeepFace's
+ * >640 resize, OpenCV's padding and post-processing (score 0.9, NMS 0.3, top-k 5000), DeepFace's
+ * integer mapping back to the original image. The model must be the dynamic-input copy made by
+ * models/converters/yunet_dynamic_input.py (the published file declares a fixed 640x640 input).
+ */
+import * as ort from 'onnxruntime-node';
+import { yunetDecode, yunetPrepare, type NativeFace } from '../../core/faces.js';
+import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace, type OrtOptions } from './common.js';
+
+/** DeepFace reads env `yunet_score_threshold`, default 0.9. */
+export const YUNET_SCORE_THRESHOLD = 0.9;
+export const YUNET_NMS = 0.3;
+export const YUNET_TOP_K = 5000;
+export const YUNET_OUTPUTS = ['cls_8', 'cls_16', 'cls_32', 'obj_8', 'obj_16', 'obj_32', 'bbox_8', 'bbox_16', 'bbox_32', 'kps_8', 'kps_16', 'kps_32'] as const;
+
+export interface YunetOptions {
+  scoreThreshold?: number;
+  nms?: number;
+  topK?: number;
+}
+
+export class YunetDetector {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly scoreThreshold: number,
+    private readonly nms: number,
+    private readonly topK: number,
+  ) {}
+
+  static async create(modelPath: string, ortOptions: OrtOptions, opts: YunetOptions = {}): Promise<YunetDetector> {
+    const session = await createSession(modelPath, ortOptions);
+    for (const name of YUNET_OUTPUTS) {
+      if (!session.outputNames.includes(name)) throw new Error(`yunet model lacks output ${name}`);
+    }
+    return new YunetDetector(session, opts.scoreThreshold ?? YUNET_SCORE_THRESHOLD, opts.nms ?? YUNET_NMS, opts.topK ?? YUNET_TOP_K);
+  }
+
+  async detectRaw(img: BgrImage): Promise<NativeFace[]> {
+    const prep = await yunetPrepare(img);
+    const input = new ort.Tensor('float32', prep.tensor, prep.dims);
+    const out = await this.session.run({ [this.session.inputNames[0] ?? 'input']: input });
+    const outputs = YUNET_OUTPUTS.map((k) => {
+      const t = out[k];
+      if (!t) throw new Error(`yunet output ${k} missing`);
+      return toNative(t);
+    });
+    return yunetDecode(outputs, img.width, img.height, this.scoreThreshold, this.nms, this.topK);
+  }
+
+  async detect(img: BgrImage): Promise<DetectedFace[]> {
+    return (await this.detectRaw(img)).map(fromNativeFace);
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}

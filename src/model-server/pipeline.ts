@@ -1,0 +1,269 @@
+/**
+ * DeepFace's represent / verify / extract_faces flow (reference §2.2, §2.3, §5.1), on the ports of
+ * ports.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
+ */
+import { ServiceError } from '../errors/index.js';
+import { distance, l2normalize } from '../compute/distance.js';
+import { findConfidence, findThreshold, roundDistance } from '../compute/decision.js';
+import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from './protocol.js';
+import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer } from './ports.js';
+
+export interface PipelineDeps {
+  image: ImageOps;
+  detectors: ReadonlyMap<string, FaceDetector>;
+  recognizers: ReadonlyMap<string, Recognizer>;
+  /** Detector tried when `opencv` finds nothing (contract §3), if installed and allowed. */
+  fallbackDetector: string | null;
+}
+
+export interface FoundFace {
+  face: NativeImage;
+  area: FacialArea;
+  confidence: number;
+}
+
+/** Faces of one image; `img_name` only shapes the error detail (e.g. "img1"). */
+export interface ImageFaces {
+  faces: FoundFace[];
+}
+
+export interface EmbeddedFace {
+  embedding: Float32Array;
+  area: FacialArea;
+  confidence: number;
+}
+
+const round2 = (x: number): number => Math.round(x * 100) / 100;
+
+export function nullArea(): NullArea {
+  return { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null };
+}
+
+function noFace(imgName: string): ServiceError {
+  return new ServiceError(
+    'no_face_detected',
+    `Face could not be detected in ${imgName}. Please confirm that the picture is a face photo or consider to set enforce_detection param to False.`,
+  );
+}
+
+function toArea(a: {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  leftEye: [number, number] | null;
+  rightEye: [number, number] | null;
+  nose?: [number, number] | null;
+  mouthLeft?: [number, number] | null;
+  mouthRight?: [number, number] | null;
+}, detector: string): FacialArea {
+  const area: FacialArea = { x: a.x, y: a.y, w: a.w, h: a.h, left_eye: a.leftEye, right_eye: a.rightEye, detector };
+  // Only detectors that give these landmarks report them (retinaface, yunet).
+  if (a.nose !== undefined) area.nose = a.nose;
+  if (a.mouthLeft !== undefined) area.mouth_left = a.mouthLeft;
+  if (a.mouthRight !== undefined) area.mouth_right = a.mouthRight;
+  return area;
+}
+
+/** The whole image as the one face: DeepFace reports it as (0, 0, W-1, H-1) with confidence 0. */
+function wholeImage(img: NativeImage, detector: string): FoundFace {
+  return {
+    face: img,
+    area: { x: 0, y: 0, w: img.width - 1, h: img.height - 1, left_eye: null, right_eye: null, detector },
+    confidence: 0,
+  };
+}
+
+export class Pipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  recognizer(model: string): Recognizer {
+    const r = this.deps.recognizers.get(model);
+    if (!r) throw new ServiceError('model_not_allowed', `model ${model} is not available; allowed: ${[...this.deps.recognizers.keys()].join(', ')}`);
+    return r;
+  }
+
+  private detector(name: string): FaceDetector {
+    const d = this.deps.detectors.get(name);
+    if (!d) throw new ServiceError('detector_not_allowed', `detector ${name} is not available; allowed: ${[...this.deps.detectors.keys()].join(', ')}`);
+    return d;
+  }
+
+  /** extract_faces: every face of one decoded image, or the whole image per enforce_detection. */
+  async extractFaces(img: NativeImage, opts: PipelineOptions, imgName: string, maxFaces: number | null = null): Promise<ImageFaces> {
+    const requested = opts.detector_backend;
+    if (requested === 'skip') {
+      this.detector('skip'); // honours the allowlist
+      return { faces: [wholeImage(img, 'skip')] };
+    }
+    let bordered = img;
+    let top = 0;
+    let left = 0;
+    if (opts.align) {
+      const b = await this.deps.image.border(img);
+      bordered = b.image;
+      top = b.top;
+      left = b.left;
+    }
+    let used = requested;
+    let detections: Detection[] = await this.detector(requested).detect(bordered);
+    const fallback = this.deps.fallbackDetector;
+    if (detections.length === 0 && requested === 'opencv' && fallback && this.deps.detectors.has(fallback)) {
+      detections = await this.detector(fallback).detect(bordered);
+      used = fallback;
+    }
+    if (maxFaces !== null && maxFaces < detections.length) {
+      // heapq.nlargest by area: largest first, ties in detector order.
+      detections = detections
+        .map((d, i) => ({ d, i }))
+        .sort((a, b) => b.d.w * b.d.h - a.d.w * a.d.h || a.i - b.i)
+        .slice(0, maxFaces)
+        .map((x) => x.d);
+    }
+    if (detections.length === 0) {
+      if (opts.enforce_detection) throw noFace(imgName);
+      return { faces: [wholeImage(img, used)] };
+    }
+    const extracted = await this.deps.image.extractFaces(bordered, detections, {
+      align: opts.align,
+      expandPercentage: opts.expand_percentage,
+      borderTop: top,
+      borderLeft: left,
+      originalWidth: img.width,
+      originalHeight: img.height,
+    });
+    const faces = extracted
+      .filter((f) => f.face.width > 0 && f.face.height > 0)
+      .map((f) => ({ face: f.face, area: toArea(f.area, used), confidence: round2(f.confidence) }));
+    if (faces.length === 0) {
+      if (opts.enforce_detection) throw noFace(imgName);
+      return { faces: [wholeImage(img, used)] };
+    }
+    return { faces };
+  }
+
+  /** Embeds faces of several images in one batch (one model run for all of them). */
+  async embedFaces(model: string, normalization: Normalization, groups: FoundFace[][]): Promise<EmbeddedFace[][]> {
+    const rec = this.recognizer(model);
+    const all = groups.flat();
+    if (all.length === 0) return groups.map(() => []);
+    const tensor = await this.deps.image.toTensor(
+      all.map((f) => f.face),
+      {
+        width: rec.input.width,
+        height: rec.input.height,
+        layout: rec.input.layout,
+        channelOrder: rec.input.channel_order,
+        preprocess: rec.input.preprocess,
+        normalization,
+      },
+    );
+    const embeddings = await rec.embed(tensor, all.length);
+    let at = 0;
+    return groups.map((g) =>
+      g.map((f) => {
+        const embedding = embeddings[at++] as Float32Array;
+        return { embedding, area: f.area, confidence: f.confidence };
+      }),
+    );
+  }
+
+  /** represent for several images (a batch request gives one list per image). */
+  async represent(images: NativeImage[], opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean }): Promise<RepresentFace[][]> {
+    this.recognizer(opts.model_name);
+    const groups: FoundFace[][] = [];
+    for (const [i, img] of images.entries()) {
+      const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
+      groups.push(faces);
+    }
+    const embedded = await this.embedFaces(opts.model_name, opts.normalization, groups);
+    return embedded.map((g) =>
+      g.map((f) => ({
+        embedding: opts.l2_normalize ? l2normalize(f.embedding) : Array.from(f.embedding),
+        facial_area: f.area,
+        face_confidence: f.confidence,
+      })),
+    );
+  }
+
+  /** The largest face of one image: the source side of an image /compare. */
+  async embedLargest(img: NativeImage, opts: PipelineOptions): Promise<EmbeddedFace> {
+    this.recognizer(opts.model_name);
+    const { faces } = await this.extractFaces(img, opts, 'source', 1);
+    const [group] = await this.embedFaces(opts.model_name, opts.normalization, [faces]);
+    const first = group?.[0];
+    if (!first) throw noFace('source');
+    return first;
+  }
+
+  /**
+   * verify: the minimum distance over every face pair (§2.2). Inputs are decoded images or
+   * caller-supplied embeddings; identical images are decoded and detected once by the caller.
+   */
+  async verify(
+    inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean },
+    opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null },
+  ): Promise<{ distance: number; threshold: number; verified: boolean; confidence: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
+    const rec = this.recognizer(opts.model_name);
+    const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
+    const pending: FoundFace[][] = [];
+    const pendingSide: number[] = [];
+    for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
+      const name = i === 0 ? 'img1' : 'img2';
+      if (Array.isArray(input)) {
+        if (input.length !== rec.dims) {
+          throw new ServiceError('embedding_dimension_mismatch', `embeddings of ${opts.model_name} should have ${rec.dims} dimensions, but ${name} has ${input.length}`);
+        }
+        sides.push({ embeddings: [input], areas: [nullArea()] });
+      } else if (i === 1 && inputs.sameImage && pending.length === 1) {
+        // Same bytes as img1: reuse its faces and embeddings.
+        sides.push({ embeddings: [], areas: [] });
+        pendingSide.push(-1);
+      } else {
+        const { faces } = await this.extractFaces(input, opts, name);
+        pending.push(faces);
+        pendingSide.push(i);
+        sides.push({ embeddings: [], areas: [] });
+      }
+    }
+    const embedded = await this.embedFaces(opts.model_name, opts.normalization, pending);
+    let k = 0;
+    for (const side of pendingSide) {
+      if (side === -1) continue;
+      const group = embedded[k++] ?? [];
+      const target = sides[side] as (typeof sides)[number];
+      target.embeddings = group.map((f) => f.embedding);
+      target.areas = group.map((f) => f.area);
+    }
+    if (pendingSide.includes(-1)) {
+      const s0 = sides[0] as (typeof sides)[number];
+      sides[1] = { embeddings: s0.embeddings, areas: s0.areas };
+    }
+    const [a, b] = sides as [(typeof sides)[number], (typeof sides)[number]];
+    let best = Number.POSITIVE_INFINITY;
+    let bi = 0;
+    let bj = 0;
+    for (let i = 0; i < a.embeddings.length; i++) {
+      for (let j = 0; j < b.embeddings.length; j++) {
+        const d = distance(a.embeddings[i] as ArrayLike<number>, b.embeddings[j] as ArrayLike<number>, opts.distance_metric);
+        if (d < best) {
+          best = d;
+          bi = i;
+          bj = j;
+        }
+      }
+    }
+    const dist = roundDistance(best);
+    const pretuned = findThreshold(opts.model_name, opts.distance_metric);
+    // DeepFace: a caller's threshold of 0 (or none) falls back to the calibrated one, and the
+    // confidence always uses the calibrated threshold.
+    const threshold = opts.threshold || pretuned;
+    return {
+      distance: dist,
+      threshold,
+      verified: dist <= threshold,
+      confidence: findConfidence(dist, opts.model_name, opts.distance_metric, dist <= pretuned),
+      areas: { img1: a.areas[bi] as FacialArea | NullArea, img2: b.areas[bj] as FacialArea | NullArea },
+    };
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * What the DeepFace pipeline needs from the native core and ONNX Runtime. The pipeline is written
+ * against these ports only, so it can be tested with fakes; adapters.ts binds them to the addon.
+ */
+import type { ModelInput } from '../models/manifest.js';
+import type { Normalization } from './protocol.js';
+
+/** 8-bit interleaved pixels; 3 channels in BGR order unless said otherwise. */
+export interface NativeImage {
+  width: number;
+  height: number;
+  channels: number;
+  data: Buffer;
+}
+
+export type Point = [number, number];
+
+/** A detector's output, in the coordinates of the image it was given. */
+export interface Detection {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  confidence: number;
+  leftEye: Point | null;
+  rightEye: Point | null;
+  nose?: Point | null;
+  mouthLeft?: Point | null;
+  mouthRight?: Point | null;
+}
+
+export interface ExtractedFace {
+  /** BGR uint8 crop, aligned when asked. */
+  face: NativeImage;
+  /** In original-image coordinates, clipped as DeepFace reports them. */
+  area: {
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    leftEye: Point | null;
+    rightEye: Point | null;
+    nose?: Point | null;
+    mouthLeft?: Point | null;
+    mouthRight?: Point | null;
+  };
+  confidence: number;
+}
+
+export interface TensorSpec {
+  width: number;
+  height: number;
+  layout: ModelInput['layout'];
+  channelOrder: ModelInput['channel_order'];
+  preprocess: ModelInput['preprocess'];
+  normalization: Normalization;
+}
+
+export interface ImageOps {
+  /** Decodes with the byte and pixel limits; BGR like cv2.imdecode(IMREAD_COLOR). */
+  decode(bytes: Buffer): Promise<NativeImage>;
+  /** DeepFace's align=True border: int(0.5·H) top and bottom, int(0.5·W) left and right. */
+  border(img: NativeImage): Promise<{ image: NativeImage; top: number; left: number }>;
+  extractFaces(
+    img: NativeImage,
+    detections: Detection[],
+    opts: { align: boolean; expandPercentage: number; borderTop: number; borderLeft: number; originalWidth: number; originalHeight: number },
+  ): Promise<ExtractedFace[]>;
+  /** Letterboxes each face to the model input and applies its preprocessing, as one batch. */
+  toTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array>;
+}
+
+export interface FaceDetector {
+  readonly name: string;
+  detect(img: NativeImage): Promise<Detection[]>;
+  close?(): Promise<void>;
+}
+
+export interface Recognizer {
+  readonly name: string;
+  readonly dims: number;
+  readonly input: ModelInput;
+  /** One embedding per row of `batch` (n rows of the model's input). */
+  embed(batch: Float32Array, n: number): Promise<Float32Array[]>;
+  close?(): Promise<void>;
+}

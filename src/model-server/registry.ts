@@ -1,0 +1,221 @@
+/**
+ * Decides what this model server can serve and loads it: allowed ∩ installed models and detectors,
+ * the effective defaults (and why they differ from the configured ones), and the warmup run.
+ * A model whose weights are absent is reported unavailable and logged, never silently replaced.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../logging/logger.js';
+import { loadManifest, type Manifest } from '../models/manifest.js';
+import { artifactStatus, describeProblems, materialize, type ArtifactStatus } from '../models/catalog.js';
+import { DISTANCE_METRICS } from '../compute/distance.js';
+import { findThreshold } from '../compute/decision.js';
+import type { CapabilitiesResponse, DistanceMetric } from './protocol.js';
+import type { FaceDetector, NativeImage, Recognizer } from './ports.js';
+import { Warmup } from './warmup.js';
+
+/** Binds detector engines and recognizers to their implementations (native addon, ONNX Runtime). */
+export interface EngineFactory {
+  recognizer(name: string, onnxPath: string, manifest: Manifest): Promise<Recognizer>;
+  detector(name: string, engine: string, files: string[]): Promise<FaceDetector>;
+  /** Synthetic input for warming a detector and the tensor size of a recognizer. */
+  syntheticImage(): NativeImage;
+}
+
+export type Availability = { name: string; source: 'weights' | 'test-weights'; files: string[]; status?: ArtifactStatus } | { name: string; unavailable: string };
+
+export interface RegistryState {
+  recognizers: Map<string, Recognizer>;
+  detectors: Map<string, FaceDetector>;
+  warmup: Warmup;
+  defaultModel: string;
+  defaultModelReason: string;
+  defaultDetector: string;
+  defaultDetectorReason: string;
+  retinafaceVariant: string | null;
+  modelWeights: Record<string, 'real' | 'test'>;
+  unavailable: Record<string, string>;
+  /** Installed and allowed: what /capabilities promises, also while still loading. */
+  servable: { models: string[]; detectors: string[] };
+}
+
+function testOnnxPath(cfg: Config, model: string): string {
+  return join(cfg.models.cacheDir, 'test-onnx', `${model}.onnx`);
+}
+
+/** Which RetinaFace backbone serves `retinaface`: ResNet-50 (DeepFace's) when installed and allowed. */
+async function pickRetinaface(cfg: Config, loc: { weightsDir: string; cacheDir: string }): Promise<{ variant: string; status: ArtifactStatus } | { unavailable: string }> {
+  const order = cfg.models.retinafaceBackbone === 'auto' ? ['resnet50', 'mobilenet0.25'] : [cfg.models.retinafaceBackbone];
+  const reasons: string[] = [];
+  for (const v of order) {
+    const s = await artifactStatus(`retinaface:${v}`, loc);
+    if (s.installed) return { variant: v, status: s };
+    reasons.push(`${v}: ${describeProblems(s.problems)}`);
+  }
+  return { unavailable: reasons.join('; ') };
+}
+
+export async function startRegistry(cfg: Config, log: Logger, engines: EngineFactory): Promise<RegistryState> {
+  const manifest = loadManifest();
+  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir };
+  const state: RegistryState = {
+    recognizers: new Map(),
+    detectors: new Map(),
+    warmup: new Warmup(),
+    defaultModel: '',
+    defaultModelReason: '',
+    defaultDetector: '',
+    defaultDetectorReason: '',
+    retinafaceVariant: null,
+    modelWeights: {},
+    unavailable: {},
+    servable: { models: [], detectors: [] },
+  };
+
+  // What can be served at all.
+  const models: Array<{ name: string; files: string[]; status?: ArtifactStatus; test: boolean }> = [];
+  for (const name of cfg.models.allowedModels) {
+    if (!manifest.recognition[name]) {
+      state.unavailable[name] = 'unknown model';
+      log.warn({ model: name }, 'allowed model is unknown; ignored');
+      continue;
+    }
+    const s = await artifactStatus(name, loc, manifest);
+    if (s.installed) {
+      models.push({ name, files: s.weightPaths, status: s, test: false });
+    } else if (cfg.models.testWeights && existsSync(testOnnxPath(cfg, name))) {
+      models.push({ name, files: [testOnnxPath(cfg, name)], test: true });
+      log.warn({ model: name }, 'serving TEST weights (FACECOMPUTE_TEST_WEIGHTS=true): for structural tests only');
+    } else {
+      state.unavailable[name] = describeProblems(s.problems);
+      log.warn({ model: name, reason: state.unavailable[name] }, `model ${name} unavailable: weights not installed (run \`facecompute models fetch ${name}\`)`);
+    }
+  }
+  const detectors: Array<{ name: string; engine: string; status?: ArtifactStatus }> = [];
+  for (const name of cfg.models.allowedDetectors) {
+    const entry = manifest.detectors[name];
+    if (!entry) {
+      state.unavailable[name] = 'unknown detector';
+      log.warn({ detector: name }, 'allowed detector is unknown; ignored');
+      continue;
+    }
+    if (entry.engine === 'skip') {
+      detectors.push({ name, engine: 'skip' });
+      continue;
+    }
+    if (entry.engine === 'retinaface') {
+      const pick = await pickRetinaface(cfg, loc);
+      if ('unavailable' in pick) {
+        state.unavailable[name] = pick.unavailable;
+        log.warn({ detector: name, reason: pick.unavailable }, 'detector retinaface unavailable');
+      } else {
+        state.retinafaceVariant = pick.variant;
+        detectors.push({ name, engine: `retinaface:${pick.variant}`, status: pick.status });
+      }
+      continue;
+    }
+    const s = await artifactStatus(name, loc, manifest);
+    if (s.installed) detectors.push({ name, engine: entry.engine, status: s });
+    else {
+      state.unavailable[name] = describeProblems(s.problems);
+      log.warn({ detector: name, reason: state.unavailable[name] }, `detector ${name} unavailable`);
+    }
+  }
+
+  const modelNames = models.map((m) => m.name);
+  state.servable = { models: modelNames, detectors: detectors.map((d) => d.name) };
+  for (const m of models) state.modelWeights[m.name] = m.test ? 'test' : 'real';
+  if (modelNames.includes(cfg.models.defaultModel)) state.defaultModel = cfg.models.defaultModel;
+  else {
+    state.defaultModel = modelNames[0] ?? '';
+    state.defaultModelReason = `${cfg.models.defaultModel} is not installed (${state.unavailable[cfg.models.defaultModel] ?? 'not allowed'}); ${state.defaultModel ? `the effective default is ${state.defaultModel}` : 'no model is installed'}`;
+    log.warn({ configured: cfg.models.defaultModel, effective: state.defaultModel }, state.defaultModelReason);
+  }
+  const detectorNames = detectors.map((d) => d.name);
+  if (detectorNames.includes(cfg.models.defaultDetector)) state.defaultDetector = cfg.models.defaultDetector;
+  else {
+    state.defaultDetector = detectorNames[0] ?? '';
+    state.defaultDetectorReason = `${cfg.models.defaultDetector} is not installed; the effective default is ${state.defaultDetector}`;
+    log.warn({ configured: cfg.models.defaultDetector, effective: state.defaultDetector }, state.defaultDetectorReason);
+  }
+
+  // Load and warm in the background; readiness reports progress.
+  const prewarm = cfg.models.prewarm.length > 0 ? new Set(cfg.models.prewarm) : null;
+  void (async () => {
+    try {
+      if (models.length === 0) {
+        state.warmup.fail('no_model_installed');
+        log.error('no recognition model is installed: nothing can be served');
+        return;
+      }
+      const synthetic = engines.syntheticImage();
+      for (const d of detectors) {
+        const files = d.status ? await materialize(d.status, cfg.models.cacheDir, cfg.models.python) : '';
+        const paths = d.status ? (d.status.artifact.converter ? [files] : d.status.weightPaths) : [];
+        const detector = await engines.detector(d.name, d.engine, paths);
+        if (!prewarm || prewarm.has(d.name)) {
+          await detector.detect(synthetic);
+          state.warmup.markDetector(d.name);
+        }
+        state.detectors.set(d.name, detector);
+      }
+      for (const m of models) {
+        const onnx = m.test ? (m.files[0] as string) : await materialize(m.status as ArtifactStatus, cfg.models.cacheDir, cfg.models.python);
+        const rec = await engines.recognizer(m.name, onnx, manifest);
+        if (!prewarm || prewarm.has(m.name)) {
+          const n = rec.input.width * rec.input.height * 3;
+          const out = await rec.embed(new Float32Array(n), 1);
+          if (out[0]?.length !== rec.dims) throw new Error(`${m.name}: warmup output has ${out[0]?.length} dims, expected ${rec.dims}`);
+          state.warmup.markModel(m.name);
+        }
+        state.recognizers.set(m.name, rec);
+      }
+      if (prewarm) {
+        for (const p of prewarm) {
+          if (!state.recognizers.has(p) && !state.detectors.has(p)) {
+            throw new Error(`prewarm item ${p} is not allowed or not installed`);
+          }
+        }
+      }
+      state.warmup.succeed();
+      log.info({ models: [...state.recognizers.keys()], detectors: [...state.detectors.keys()] }, 'model server ready');
+    } catch (err) {
+      // Raw text to the log only; readiness shows the symbolic code.
+      log.error({ err }, 'warmup failed');
+      state.warmup.fail('runtime_warmup_failed');
+    }
+  })();
+  return state;
+}
+
+export function capabilities(cfg: Config, state: RegistryState, manifest: Manifest = loadManifest()): CapabilitiesResponse {
+  const allowed = state.servable.models;
+  const thresholds: CapabilitiesResponse['thresholds'] = {};
+  const dims: Record<string, number> = {};
+  for (const m of allowed) {
+    dims[m] = manifest.recognition[m]?.dims ?? 0;
+    thresholds[m] = Object.fromEntries(DISTANCE_METRICS.map((metric) => [metric, findThreshold(m, metric)])) as Record<DistanceMetric, number>;
+  }
+  const caps: CapabilitiesResponse = {
+    allowed_models: allowed,
+    default_model: state.defaultModel,
+    allowed_detectors: state.servable.detectors,
+    default_detector: state.defaultDetector,
+    distance_metrics: [...DISTANCE_METRICS],
+    default_distance_metric: 'cosine',
+    embedding_dims: dims,
+    thresholds,
+    limits: {
+      max_image_bytes: cfg.limits.maxImageBytes,
+      max_image_pixels: cfg.limits.maxImagePixels,
+      max_batch_images: cfg.limits.maxBatchImages,
+      detector_max_side: cfg.limits.detectorMaxSide,
+    },
+    input_modes: [],
+    version: 'v1',
+  };
+  if (state.defaultModelReason) caps.default_model_reason = state.defaultModelReason;
+  if (state.retinafaceVariant) caps.detector_variants = { retinaface: state.retinafaceVariant };
+  return caps;
+}

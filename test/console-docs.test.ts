@@ -1,0 +1,65 @@
+import t from 'tap';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { loadConfig } from '../src/config/index.js';
+import { createAccountsStore } from '../src/accounts/index.js';
+import { buildConsole } from '../src/console/main.js';
+import { REPO_ROOT } from './helpers/shared.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'fc-docs-'));
+const config = loadConfig({
+  FACECOMPUTE_DATA_DIR: dir,
+  FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.facecompute.example',
+  FACECOMPUTE_PUBLIC_MCP_URL: 'https://mcp.facecompute.example/mcp',
+});
+
+t.test('/llms.txt and /skill.md tell an agent how to start, with concrete URLs', async (t) => {
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  const llms = await app.inject({ url: '/llms.txt', headers: { host: 'console.example:8082' } });
+  t.equal(llms.statusCode, 200);
+  t.match(llms.headers['content-type'], /^text\/plain/);
+  t.match(llms.body, /^# facecompute\n\n> /);
+  t.match(llms.body, 'http://console.example:8082/api/signup/anonymous');
+  t.match(llms.body, 'https://api.facecompute.example');
+  t.match(llms.body, 'http://console.example:8082/skill.md');
+
+  const skill = await app.inject({ url: '/skill.md', headers: { host: 'console.example:8082' } });
+  t.equal(skill.statusCode, 200);
+  t.match(skill.headers['content-type'], /^text\/markdown/);
+  const body = skill.body;
+  t.match(body, /^---\nname: facecompute\ndescription: /);
+  t.match(body, 'curl -s -X POST http://console.example:8082/api/signup/anonymous');
+  t.match(body, 'curl -s -X POST http://console.example:8082/api/keys -H "Authorization: Bearer $SESSION_TOKEN"');
+  t.match(body, 'curl -s https://api.facecompute.example/capabilities');
+  for (const route of ['verify', 'represent', 'compare']) t.match(body, `curl -s -X POST https://api.facecompute.example/${route} -H "Authorization: Bearer $API_KEY"`);
+  for (const code of ['missing_api_key', 'insufficient_credits', 'rate_limited', 'queue_full']) t.match(body, new RegExp(`\\| \`${code}\`[^\\n]*\\| \\d{3} \\| \\S`), `says what to do on ${code}`);
+  t.match(body, 'https://mcp.facecompute.example/mcp');
+  t.match(body, 'Retry-After');
+});
+
+t.test('/openapi.json serves the file as it is, or not_found when absent', async (t) => {
+  const file = join(dir, 'openapi.json');
+  const doc = JSON.stringify({ openapi: '3.1.0', info: { title: 'facecompute', version: 'v1' }, paths: { '/verify': {} } }, null, 2);
+  writeFileSync(file, doc);
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store, openapiPath: file });
+  const missing = await buildConsole({ config, store, openapiPath: join(dir, 'nope.json') });
+  const repo = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await missing.close(); await repo.close(); await store.close(); });
+  const res = await app.inject({ url: '/openapi.json' });
+  t.equal(res.statusCode, 200);
+  t.match(res.headers['content-type'], /^application\/json/);
+  t.equal(res.body, doc);
+  const no = await missing.inject({ url: '/openapi.json' });
+  t.equal(no.statusCode, 404);
+  t.same(no.json().error, 'not_found');
+  t.notMatch(no.body, /nope\.json|\/tmp/, 'no file path in the detail');
+  // The gateway's author commits openapi.json at the repository root; by default that is what is served.
+  const repoFile = resolve(REPO_ROOT, 'openapi.json');
+  const r = await repo.inject({ url: '/openapi.json' });
+  if (existsSync(repoFile)) t.equal(r.body, readFileSync(repoFile, 'utf8'));
+  else t.equal(r.statusCode, 404);
+});

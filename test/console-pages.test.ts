@@ -1,0 +1,129 @@
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/index.js';
+import { createAccountsStore } from '../src/accounts/index.js';
+import { buildConsole } from '../src/console/main.js';
+
+function cookies(res: { headers: Record<string, unknown> }): Record<string, string> {
+  const raw = res.headers['set-cookie'];
+  const list = Array.isArray(raw) ? raw : raw ? [String(raw)] : [];
+  return Object.fromEntries(list.map((c: string) => [c.split('=')[0]!, c]));
+}
+const value = (setCookie: string) => setCookie.split(';')[0]!.split('=').slice(1).join('=');
+const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+
+async function setup(t: any, env: Record<string, string> = {}) {
+  const config = loadConfig({ FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-pages-')), ...env });
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  return { app, store };
+}
+
+t.test('forms need the CSRF token; sessions are httpOnly SameSite=Lax cookies', async (t) => {
+  const { app } = await setup(t);
+  const page = await app.inject({ url: '/signup' });
+  t.equal(page.statusCode, 200);
+  const csrfCookie = cookies(page)['fc_csrf']!;
+  t.match(csrfCookie, /HttpOnly/);
+  t.match(csrfCookie, /SameSite=Lax/);
+  t.notMatch(csrfCookie, /Secure/, 'not Secure on loopback with auto');
+  const token = csrfOf(page.body);
+  t.equal(token, value(csrfCookie));
+
+  const form = (body: Record<string, string>, cookie: string) =>
+    app.inject({ method: 'POST', url: '/signup', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, payload: new URLSearchParams(body).toString() });
+  const noToken = await form({ email: 'p@example.com', password: 'correct horse battery' }, `fc_csrf=${token}`);
+  t.equal(noToken.statusCode, 403);
+  t.match(noToken.body, /reload the page/);
+  const wrong = await form({ email: 'p@example.com', password: 'correct horse battery', _csrf: 'x'.repeat(43) }, `fc_csrf=${token}`);
+  t.equal(wrong.statusCode, 403);
+  const ok = await form({ email: 'p@example.com', password: 'correct horse battery', _csrf: token }, `fc_csrf=${token}`);
+  t.equal(ok.statusCode, 303);
+  t.equal(ok.headers.location, '/account');
+  const session = cookies(ok)['fc_session']!;
+  t.match(session, /^fc_session=fc_sess_/);
+  t.match(session, /HttpOnly/);
+  t.match(session, /SameSite=Lax/);
+  t.match(session, /Path=\//);
+
+  const acct = await app.inject({ url: '/account', headers: { cookie: `fc_csrf=${token}; fc_session=${value(session)}` } });
+  t.equal(acct.statusCode, 200);
+  t.match(acct.body, 'p@example.com');
+  const csp = String(acct.headers['content-security-policy']);
+  const nonce = /script-src 'nonce-([^']+)'/.exec(csp)![1]!;
+  t.match(acct.body, `<script nonce="${nonce}">`);
+  t.match(csp, /default-src 'none'/);
+  t.notMatch(acct.body, /https?:\/\/(?!127\.0\.0\.1)[^"'\s<]*\.(css|js|woff2?)/, 'no external assets');
+
+  const anon = await app.inject({ url: '/account' });
+  t.equal(anon.statusCode, 303);
+  t.equal(anon.headers.location, '/signin');
+});
+
+t.test('a stale form in a browser gets an HTML error page; the API stays JSON', async (t) => {
+  const { app, store } = await setup(t);
+  const { session_token } = await store.signup('stale@example.com', 'correct horse battery');
+  const res = await app.inject({
+    method: 'POST',
+    url: '/keys',
+    headers: { cookie: `fc_session=${session_token}; fc_csrf=${'a'.repeat(43)}`, accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'name=x&_csrf=' + 'b'.repeat(43),
+  });
+  t.equal(res.statusCode, 403);
+  t.match(res.headers['content-type'], /^text\/html/);
+  t.match(res.body, /reload the page/);
+  const api = await app.inject({ method: 'POST', url: '/api/keys', headers: { cookie: `fc_session=${session_token}`, accept: 'text/html' }, payload: { name: 'x' } });
+  t.equal(api.statusCode, 403);
+  t.equal(api.json().error, 'csrf_failed');
+});
+
+t.test('FACECOMPUTE_COOKIE_SECURE=auto is Secure unless the console binds loopback', async (t) => {
+  const { secureCookies } = await import('../src/console/app.js');
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1' })), false);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0' })), true);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0', FACECOMPUTE_COOKIE_SECURE: 'false' })), false);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_COOKIE_SECURE: 'true' })), true);
+});
+
+t.test('behind a trusted proxy the signup limit counts X-Forwarded-For; otherwise the socket address', async (t) => {
+  const signup = (app: any, xff: string) => app.inject({ method: 'POST', url: '/api/signup/anonymous', remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': xff } });
+  const trusting = await setup(t, { FACECOMPUTE_TRUSTED_PROXIES: '127.0.0.1', FACECOMPUTE_SIGNUP_RATE_LIMIT: '1' });
+  t.equal((await signup(trusting.app, '198.51.100.20')).statusCode, 201);
+  t.equal((await signup(trusting.app, '198.51.100.21')).statusCode, 201, 'another client behind the proxy');
+  t.equal((await signup(trusting.app, '198.51.100.20')).statusCode, 429);
+  const plain = await setup(t, { FACECOMPUTE_SIGNUP_RATE_LIMIT: '1' });
+  t.equal((await signup(plain.app, '198.51.100.20')).statusCode, 201);
+  t.equal((await signup(plain.app, '198.51.100.21')).statusCode, 429, 'a forged header is not believed');
+});
+
+t.test('Secure cookies when configured', async (t) => {
+  const { app } = await setup(t, { FACECOMPUTE_COOKIE_SECURE: 'true' });
+  const set = cookies(await app.inject({ url: '/signin' }))['__Host-fc_csrf']!;
+  t.match(set, /Secure/);
+  t.match(set, /Path=\//);
+  t.notMatch(set, /Domain=/);
+  const csrf = value(set);
+  const ok = await app.inject({
+    method: 'POST',
+    url: '/signup',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `__Host-fc_csrf=${csrf}` },
+    payload: new URLSearchParams({ email: 'secure@example.com', password: 'correct horse battery', _csrf: csrf }).toString(),
+  });
+  t.equal(ok.statusCode, 303);
+  const session = cookies(ok)['__Host-fc_session']!;
+  t.match(session, /Secure/);
+  t.equal((await app.inject({ url: '/account', headers: { cookie: `__Host-fc_session=${value(session)}` } })).statusCode, 200);
+  t.equal((await app.inject({ url: '/account', headers: { cookie: `fc_session=${value(session)}` } })).statusCode, 303, 'the unprefixed name is not read');
+});
+
+t.test('user text is escaped in pages', async (t) => {
+  const { app, store } = await setup(t);
+  const { session_token } = await store.signup('x@example.com', 'correct horse battery');
+  await store.createKey((await store.sessionAccount(session_token))!, 'rest', '<script>alert(1)</script>');
+  const res = await app.inject({ url: '/keys', headers: { cookie: `fc_session=${session_token}` } });
+  t.notMatch(res.body, '<script>alert(1)</script>');
+  t.match(res.body, '&lt;script&gt;alert(1)&lt;/script&gt;');
+});

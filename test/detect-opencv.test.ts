@@ -1,0 +1,139 @@
+/**
+ * The `opencv` detector through the binding: loading, errors, concurrency, and exact parity with
+ * opencv-python on the uncompressed images of the fixture (tools/reference/opencv_haar.py), which
+ * need no JPEG decoder. The full parity run over JPEGs is the cargo test `opencv_parity`.
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { OpenCvDetector, type BgrImage } from '../src/core/detect.js';
+import { ServiceError } from '../src/errors/index.js';
+import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
+
+interface FixtureImage {
+  path: string;
+  width: number;
+  height: number;
+  faces: [number, number, number, number, number, number, [number, number] | null, [number, number] | null][];
+}
+const fixture = JSON.parse(readFileSync(resolve(REPO_ROOT, 'test/fixtures/opencv_haar.json'), 'utf8')) as {
+  images: FixtureImage[];
+};
+
+/** Binary PGM (P5, 8-bit) as cv2.imread(IMREAD_COLOR) gives it: grey replicated to BGR. */
+function readPgm(buf: Buffer): BgrImage {
+  const header = /^P5\s+(?:#.*\s+)*(\d+)\s+(\d+)\s+(\d+)\s/.exec(buf.subarray(0, 256).toString('latin1'));
+  if (!header || header[3] !== '255') throw new Error('not an 8-bit P5 PGM');
+  const [width, height] = [Number(header[1]), Number(header[2])];
+  const px = buf.subarray(header[0].length, header[0].length + width * height);
+  const data = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < width * height; i++) data.fill(px[i]!, i * 3, i * 3 + 3);
+  return { width, height, channels: 3, data };
+}
+
+/** Uncompressed 24/32-bit BMP as cv2.imread(IMREAD_COLOR) gives it: BGR, alpha dropped. */
+function readBmp(buf: Buffer): BgrImage {
+  const offset = buf.readUInt32LE(10);
+  const width = buf.readInt32LE(18);
+  const rawHeight = buf.readInt32LE(22);
+  const bpp = buf.readUInt16LE(28);
+  const compression = buf.readUInt32LE(30);
+  if ((bpp !== 24 && bpp !== 32) || (compression !== 0 && compression !== 3)) throw new Error('unsupported BMP');
+  const height = Math.abs(rawHeight);
+  const bytes = bpp / 8;
+  const rowSize = Math.ceil((width * bytes) / 4) * 4;
+  const data = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    const srcRow = offset + (rawHeight > 0 ? height - 1 - y : y) * rowSize;
+    for (let x = 0; x < width; x++) {
+      buf.copy(data, (y * width + x) * 3, srcRow + x * bytes, srcRow + x * bytes + 3);
+    }
+  }
+  return { width, height, channels: 3, data };
+}
+
+/** DeepFace's align=True border: int(0.5*H) top and bottom, int(0.5*W) left and right, black. */
+function addBorder(img: BgrImage): BgrImage {
+  const bw = Math.floor(img.width / 2);
+  const bh = Math.floor(img.height / 2);
+  const width = img.width + 2 * bw;
+  const height = img.height + 2 * bh;
+  const data = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < img.height; y++) {
+    img.data.copy(data, ((y + bh) * width + bw) * 3, y * img.width * 3, (y + 1) * img.width * 3);
+  }
+  return { width, height, channels: 3, data };
+}
+
+const detector = await OpenCvDetector.fromDir(SHARED_WEIGHTS_DIR);
+
+t.test('matches opencv-python exactly on the uncompressed fixture images', async (t) => {
+  const entries = fixture.images.filter((i) => /\.(bmp|pgm)$/.test(i.path));
+  t.ok(entries.length >= 2, 'fixture has the uncompressed images');
+  let faces = 0;
+  for (const entry of entries) {
+    const buf = readFileSync(resolve(SHARED_DATA_DIR, entry.path));
+    const img = entry.path.endsWith('.pgm') ? readPgm(buf) : readBmp(buf);
+    t.same([img.width, img.height], [entry.width, entry.height], `${entry.path} size`);
+    const ours = await detector.detect(addBorder(img));
+    const theirs = entry.faces.map(([x, y, w, h, , lw, le, re]) => ({
+      x,
+      y,
+      w,
+      h,
+      confidence: (100 - lw) / 100,
+      leftEye: le,
+      rightEye: re,
+    }));
+    t.same(ours, theirs, entry.path);
+    faces += theirs.length;
+  }
+  t.ok(faces >= 1, 'at least one face compared');
+});
+
+t.test('no face on a blank image; grey and BGRA inputs are accepted', async (t) => {
+  const blank = { width: 320, height: 240, channels: 3, data: Buffer.alloc(320 * 240 * 3, 128) };
+  t.same(await detector.detect(blank), []);
+  t.same(await detector.detect({ width: 64, height: 64, channels: 1, data: Buffer.alloc(64 * 64) }), []);
+  t.same(await detector.detect({ width: 64, height: 64, channels: 4, data: Buffer.alloc(64 * 64 * 4) }), []);
+  // Smaller than the 24x24 window: nothing to scan, not an error (as in OpenCV).
+  t.same(await detector.detect({ width: 10, height: 10, channels: 3, data: Buffer.alloc(300) }), []);
+});
+
+t.test('bad images are invalid_image ServiceErrors', async (t) => {
+  const cases: BgrImage[] = [
+    { width: 10, height: 10, channels: 3, data: Buffer.alloc(299) },
+    { width: 10, height: 10, channels: 2, data: Buffer.alloc(200) },
+    { width: 0, height: 10, channels: 3, data: Buffer.alloc(0) },
+  ];
+  for (const img of cases) {
+    const err = await detector.detect(img).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    t.ok(err instanceof ServiceError, 'a ServiceError');
+    t.equal((err as ServiceError).code, 'invalid_image');
+  }
+});
+
+t.test('a malformed cascade is an internal_error ServiceError, not a crash', async (t) => {
+  const eye = readFileSync(resolve(SHARED_WEIGHTS_DIR, 'haarcascade_eye.xml'), 'utf8');
+  for (const xml of ['', '<opencv_storage>', eye.replace('<stages>', '<stages><_><broken/></_>'), eye.slice(0, 5000)]) {
+    let err: unknown = null;
+    try {
+      OpenCvDetector.load(xml, eye);
+    } catch (e) {
+      err = e;
+    }
+    t.ok(err instanceof ServiceError, 'a ServiceError');
+    t.equal((err as ServiceError).code, 'internal_error');
+  }
+});
+
+t.test('concurrent detections share one detector and agree', async (t) => {
+  const entry = fixture.images.find((i) => i.path.endsWith('.bmp'))!;
+  const img = addBorder(readBmp(readFileSync(resolve(SHARED_DATA_DIR, entry.path))));
+  const runs = await Promise.all(Array.from({ length: 6 }, () => detector.detect(img)));
+  for (const r of runs) t.same(r, runs[0]);
+  t.equal(runs[0]!.length, entry.faces.length);
+});

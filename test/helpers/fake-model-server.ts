@@ -1,0 +1,144 @@
+/**
+ * Fake model server (a real process): implements src/model-server/protocol.ts with deterministic fake
+ * embeddings derived from the image bytes (sha256-expanded), so the same image sent by upload, base64,
+ * data URI or URL gives the same embedding. Faults are switched at run time with
+ *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage", "delay_ms": n}
+ * and GET /__stats returns counters. Run: node --import tsx test/helpers/fake-model-server.ts
+ * It prints "LISTENING <port>" on stdout. PORT env (default 0).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
+import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/model-server/protocol.js';
+import { probeImage } from '../../src/core/image.js';
+import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/compute/decision.js';
+import type { Metric } from '../../src/core/compare.js';
+
+const MODELS = ['Facenet', 'Facenet512', 'SFace'];
+const DETECTORS = ['opencv', 'retinaface', 'skip'];
+let mode = 'none';
+let delayMs = 0;
+const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, requestIds: [] as string[] };
+
+function embedding(bytes: Buffer, dims: number): number[] {
+  const out: number[] = [];
+  let h = createHash('sha256').update(bytes).digest();
+  while (out.length < dims) {
+    for (let i = 0; i + 2 <= h.length && out.length < dims; i += 2) out.push((h.readUInt16LE(i) - 32768) / 32768);
+    h = createHash('sha256').update(h).digest();
+  }
+  return out;
+}
+
+function area(bytes: Buffer, detector: string): FacialArea {
+  const p = probeImage(bytes);
+  return { x: 0, y: 0, w: p.width, h: p.height, left_eye: null, right_eye: null, detector };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const s = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(s) });
+  res.end(s);
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function noFace(bytes: Buffer): boolean {
+  // Convention for tests: a 7-pixel-wide image has no face.
+  try {
+    return probeImage(bytes).width === 7;
+  } catch {
+    return false;
+  }
+}
+
+function distance(a: number[], b: number[]): number {
+  let dot = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) { dot += a[i]! * b[i]!; na += a[i]! ** 2; nb += b[i]! ** 2; }
+  return 1 - dot / (Math.sqrt(na) * Math.sqrt(nb));
+}
+
+async function compute(h: ComputeHeader, images: Buffer[]): Promise<[number, unknown]> {
+  const dims = embeddingDims[h.model_name]!;
+  for (const img of images) {
+    try { probeImage(img); } catch { return [400, { error: 'invalid_image', detail: 'could not decode the image' }]; }
+    if (noFace(img) && h.detector_backend !== 'skip') return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image after the detector fallback' }];
+  }
+  if (h.op === 'represent') {
+    return [200, { results: h.images.map((i) => [{ embedding: embedding(images[i]!, dims), facial_area: area(images[i]!, h.detector_backend), face_confidence: 0.99 }]), model: h.model_name, detector_backend: h.detector_backend }];
+  }
+  if (h.op === 'embed') {
+    const img = images[h.image]!;
+    return [200, { embedding: embedding(img, dims), facial_area: area(img, h.detector_backend), face_confidence: 0.99, model: h.model_name }];
+  }
+  const side = (r: { image: number } | { embedding: number[] }) => ('image' in r ? { e: embedding(images[r.image]!, dims), a: area(images[r.image]!, h.detector_backend) } : { e: r.embedding, a: { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null } });
+  const a = side(h.img1), b = side(h.img2);
+  const d = roundDistance(h.distance_metric === 'cosine' ? distance(a.e, b.e) : distance(a.e, b.e));
+  const pre = findThreshold(h.model_name, h.distance_metric);
+  const thr = h.threshold || pre;
+  return [200, { verified: d <= thr, distance: d, threshold: thr, confidence: findConfidence(d, h.model_name, h.distance_metric, d <= pre), model: h.model_name, detector_backend: h.detector_backend, similarity_metric: h.distance_metric, facial_areas: { img1: a.a, img2: b.a }, time: 0.01 }];
+}
+
+const server = createServer(async (req, res) => {
+  const url = req.url ?? '/';
+  if (url === '/__fault' && req.method === 'POST') {
+    const b = JSON.parse((await readBody(req)).toString() || '{}') as { mode?: string; delay_ms?: number };
+    mode = b.mode ?? 'none';
+    delayMs = b.delay_ms ?? 0;
+    return send(res, 200, { mode, delayMs });
+  }
+  if (url === '/__stats') return send(res, 200, stats);
+  const rid = req.headers['x-request-id'];
+  if (typeof rid === 'string') { stats.requestIds.push(rid); if (stats.requestIds.length > 1000) stats.requestIds.shift(); }
+  if (url === '/internal/readiness') {
+    stats.readiness++;
+    if (mode === 'warming') return send(res, 503, { status: 'warming', ready: false, warming: true, warmed_models: [], warmed_detectors: [], error: '' });
+    if (mode === 'die') { res.socket?.destroy(); return; }
+    return send(res, 200, { status: 'ready', ready: true, warming: false, warmed_models: MODELS, warmed_detectors: DETECTORS, error: '', warmed_at: new Date(0).toISOString() });
+  }
+  if (url === '/internal/capabilities') {
+    stats.capabilities++;
+    const thresholds = Object.fromEntries(MODELS.map((m) => [m, Object.fromEntries((['cosine', 'euclidean', 'euclidean_l2', 'angular'] as Metric[]).map((x) => [x, findThreshold(m, x)]))]));
+    return send(res, 200, {
+      allowed_models: MODELS, default_model: 'Facenet', allowed_detectors: DETECTORS, default_detector: 'opencv',
+      distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine',
+      embedding_dims: Object.fromEntries(MODELS.map((m) => [m, embeddingDims[m]])), thresholds, limits: { batch_max: 32 }, input_modes: [], version: 'v1',
+    });
+  }
+  if (url.startsWith('/internal/') && req.method === 'POST') {
+    stats.compute++;
+    const body = await readBody(req);
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    switch (mode) {
+      case 'die': res.socket?.destroy(); return;
+      case 'stall': return; // never answers
+      case 'warming': res.setHeader('retry-after', '7'); return send(res, 503, { error: 'service_warming', detail: 'the model server is warming up' });
+      case '5xx': return send(res, 500, { error: 'internal_error', detail: 'Traceback (most recent call last): File "/srv/secret/path.py"' });
+      case 'garbage': res.writeHead(200, { 'content-type': 'application/json' }); return res.end('<html>not json /etc/passwd</html>');
+      case 'oversize': {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(1 << 20, 0x20);
+        for (let i = 0; i < 40; i++) res.write(chunk);
+        return res.end('{}');
+      }
+    }
+    let frame;
+    try { frame = decodeFrame(body); } catch { return send(res, 400, { error: 'invalid_request', detail: 'malformed frame' }); }
+    const [status, out] = await compute(frame.header, frame.images);
+    return send(res, status, out);
+  }
+  send(res, 404, { error: 'not_found', detail: 'no such internal route' });
+});
+
+server.on('connection', () => stats.connections++);
+server.listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
+  const a = server.address();
+  process.stdout.write(`LISTENING ${typeof a === 'object' && a ? a.port : 0}\n`);
+});
+process.on('SIGTERM', () => process.exit(0));

@@ -1,0 +1,61 @@
+/**
+ * The Keras-converted models and SFace in models/manifest.json must load with the service's manifest
+ * loader and agree with ../shared/weights/SOURCES.md (URLs, sizes, sha256) and with the converter's
+ * architectures.
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
+import { loadManifest, type WeightFile } from '../src/models/manifest.js';
+
+const KERAS = resolve(REPO_ROOT, 'models', 'manifest.json');
+const manifest = loadManifest(KERAS);
+
+/** Rows of SOURCES.md's tables that carry a URL and a sha256: | file | model | url | size | sha256 | */
+function sources(): Map<string, WeightFile> {
+  const md = readFileSync(resolve(SHARED_WEIGHTS_DIR, 'SOURCES.md'), 'utf8');
+  const out = new Map<string, WeightFile>();
+  for (const line of md.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells.length < 7) continue;
+    const [, file, , url, size, sha] = cells;
+    if (!file || !/^[0-9a-f]{64}$/.test(sha ?? '') || !url?.startsWith('http')) continue;
+    out.set(file, { file, url, size: Number(size!.replace(/,/g, '')), sha256: sha! });
+  }
+  return out;
+}
+
+const rf = manifest.detectors['retinaface']!.variants!['resnet50']!;
+
+t.test('weight files match SOURCES.md exactly', async (t) => {
+  const src = sources();
+  t.ok(src.size >= 5, 'SOURCES.md parsed');
+  const all = [...Object.entries(manifest.recognition).map(([n, e]) => [n, e.weights] as const), ['retinaface:resnet50', rf.weights] as const];
+  for (const [name, weights] of all) {
+    t.equal(weights.length, 1, `${name}: one weight file`);
+    for (const w of weights) t.same(w, src.get(w.file), `${name}: ${w.file}`);
+  }
+});
+
+t.test('per-model facts', async (t) => {
+  t.same(Object.keys(manifest.recognition).sort(), ['Facenet', 'Facenet512', 'OpenFace', 'SFace']);
+  const facts: [string, number, number, string][] = [
+    ['Facenet', 128, 160, 'facenet128'],
+    ['Facenet512', 512, 160, 'facenet512'],
+    ['OpenFace', 128, 96, 'openface'],
+  ];
+  for (const [name, dims, size, arch] of facts) {
+    const m = manifest.recognition[name]!;
+    t.equal(m.dims, dims, `${name} dims`);
+    t.same(m.input, { width: size, height: size, layout: 'nhwc', channel_order: 'bgr', preprocess: 'deepface_float' }, `${name} input`);
+    t.same(m.onnx, { input: 'input', output: 'embedding', dynamic_batch: true });
+    t.same(m.converter, { script: 'models/converters/keras_to_onnx.py', args: ['--arch', arch, '{weights0}', '{out}'], version: 1 });
+  }
+  const sface = manifest.recognition['SFace']!;
+  t.equal(sface.converter, null, 'SFace is ONNX already');
+  t.same(sface.input, { width: 112, height: 112, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' });
+  t.same(rf.converter, { script: 'models/converters/keras_to_onnx.py', args: ['--arch', 'retinaface_r50', '{weights0}', '{out}'], version: 1 });
+  const outputs = (rf as unknown as { onnx: { outputs: string[] } }).onnx.outputs;
+  t.same(outputs, [32, 16, 8].flatMap((s) => [`cls_prob_s${s}`, `bbox_pred_s${s}`, `landmark_pred_s${s}`]));
+});

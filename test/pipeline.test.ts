@@ -1,0 +1,171 @@
+/**
+ * The DeepFace flow's rules, on fake engines: fallback, enforce_detection, max_faces, the
+ * minimum-distance pair, reuse of identical images, and the thresholds/confidence wiring.
+ */
+import t from 'tap';
+import { Pipeline } from '../src/model-server/pipeline.js';
+import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/ports.js';
+import type { PipelineOptions } from '../src/model-server/protocol.js';
+
+const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
+
+function fakes(detections: Record<string, Detection[]>) {
+  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0 };
+  const image: ImageOps = {
+    decode: async () => img(10, 10),
+    border: async (i) => {
+      calls.border++;
+      return { image: img(i.width * 2, i.height * 2), top: Math.floor(i.height / 2), left: Math.floor(i.width / 2) };
+    },
+    extractFaces: async (_i, dets, opts) => {
+      calls.extract++;
+      return dets.map(
+        (d): ExtractedFace => ({
+          // The face's first byte carries its x, so embeddings can be told apart.
+          face: img(d.w, d.h, d.x % 256),
+          area: { x: d.x - opts.borderLeft, y: d.y - opts.borderTop, w: d.w, h: d.h, leftEye: d.leftEye, rightEye: d.rightEye },
+          confidence: d.confidence,
+        }),
+      );
+    },
+    toTensor: async (faces) => {
+      calls.tensors++;
+      // 2 values per face: its fill byte and 1; the fake recognizer reads them.
+      const out = new Float32Array(faces.length * 4 * 4 * 3);
+      faces.forEach((f, i) => {
+        out[i * 48] = f.data[0] ?? 0;
+        out[i * 48 + 1] = 1;
+      });
+      return out;
+    },
+  };
+  const detector = (name: string): FaceDetector => ({
+    name,
+    detect: async () => {
+      calls.detect.push(name);
+      return detections[name] ?? [];
+    },
+  });
+  const rec: Recognizer = {
+    name: 'Dlib',
+    dims: 2,
+    input: { width: 4, height: 4, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' },
+    embed: async (batch, n) => Array.from({ length: n }, (_, i) => Float32Array.of(batch[i * 48] as number, batch[i * 48 + 1] as number)),
+  };
+  const pipeline = new Pipeline({
+    image,
+    detectors: new Map([
+      ['opencv', detector('opencv')],
+      ['retinaface', detector('retinaface')],
+      ['skip', detector('skip')],
+    ]),
+    recognizers: new Map([['Dlib', rec]]),
+    fallbackDetector: 'retinaface',
+  });
+  return { pipeline, calls };
+}
+
+const opts: PipelineOptions = { model_name: 'Dlib', detector_backend: 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };
+const det = (x: number, w: number, conf = 0.9): Detection => ({ x, y: 10, w, h: w, confidence: conf, leftEye: null, rightEye: null });
+
+t.test('opencv finding nothing falls back to retinaface, and the area says so', async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [], retinaface: [det(20, 8, 0.999)] });
+  const faces = await pipeline.represent([img(40, 40)], { ...opts, max_faces: null, l2_normalize: false });
+  t.same(calls.detect, ['opencv', 'retinaface']);
+  t.equal(faces[0]?.[0]?.facial_area.detector, 'retinaface');
+  t.equal(faces[0]?.[0]?.face_confidence, 1, 'confidence rounded to 2 decimals');
+});
+
+t.test('no face anywhere: no_face_detected, or the whole image when enforce_detection is off', async (t) => {
+  const { pipeline } = fakes({});
+  await t.rejects(pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false }), { code: 'no_face_detected' });
+  const faces = await pipeline.represent([img(40, 30)], { ...opts, enforce_detection: false, max_faces: null, l2_normalize: false });
+  t.match(faces[0]?.[0]?.facial_area, { x: 0, y: 0, w: 39, h: 29, left_eye: null, right_eye: null });
+  t.equal(faces[0]?.[0]?.face_confidence, 0);
+});
+
+t.test('align adds the border before detection; align=false does not', async (t) => {
+  const a = fakes({ opencv: [det(30, 8)] });
+  await a.pipeline.represent([img(40, 40)], { ...opts, max_faces: null, l2_normalize: false });
+  t.equal(a.calls.border, 1);
+  const b = fakes({ opencv: [det(30, 8)] });
+  const r = await b.pipeline.represent([img(40, 40)], { ...opts, align: false, max_faces: null, l2_normalize: false });
+  t.equal(b.calls.border, 0);
+  t.equal(r[0]?.[0]?.facial_area.x, 30, 'no border offset without align');
+});
+
+t.test('max_faces keeps the largest faces, largest first', async (t) => {
+  const { pipeline } = fakes({ opencv: [det(1, 5), det(2, 9), det(3, 7)] });
+  const r = await pipeline.represent([img(40, 40)], { ...opts, align: false, max_faces: 2, l2_normalize: false });
+  t.same(r[0]?.map((f) => f.facial_area.w), [9, 7]);
+  const all = await pipeline.represent([img(40, 40)], { ...opts, align: false, max_faces: null, l2_normalize: false });
+  t.same(all[0]?.map((f) => f.facial_area.w), [5, 9, 7], 'detector order without max_faces');
+});
+
+t.test('skip uses the whole image', async (t) => {
+  const { pipeline, calls } = fakes({});
+  const r = await pipeline.represent([img(50, 20)], { ...opts, detector_backend: 'skip', max_faces: null, l2_normalize: false });
+  t.same(calls.detect, []);
+  t.match(r[0]?.[0]?.facial_area, { x: 0, y: 0, w: 49, h: 19, detector: 'skip' });
+});
+
+t.test('l2_normalize gives unit vectors', async (t) => {
+  const { pipeline } = fakes({ opencv: [det(3, 8)] });
+  const r = await pipeline.represent([img(40, 40)], { ...opts, align: false, max_faces: null, l2_normalize: true });
+  const e = r[0]?.[0]?.embedding ?? [];
+  t.ok(Math.abs(Math.hypot(...e) - 1) < 1e-9);
+});
+
+t.test('a batch embeds every face of every image in one model run', async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [det(3, 8), det(9, 8)] });
+  const r = await pipeline.represent([img(40, 40), img(40, 40)], { ...opts, align: false, max_faces: null, l2_normalize: false });
+  t.equal(r.length, 2);
+  t.equal(r[1]?.length, 2);
+  t.equal(calls.tensors, 1);
+});
+
+t.test('verify takes the minimum distance over all face pairs and reports that pair', async (t) => {
+  // Embeddings are (x, 1): faces at x=3 and x=9 in img1; img2 gets the same detections.
+  const { pipeline } = fakes({ opencv: [det(3, 8), det(9, 8)] });
+  const r = await pipeline.verify({ img1: img(40, 40), img2: [9, 1], sameImage: false }, { ...opts, align: false, distance_metric: 'euclidean', threshold: null });
+  t.equal(r.distance, 0);
+  t.equal(r.verified, true);
+  t.equal((r.areas.img1 as { x: number }).x, 9, 'the closest face of img1');
+  t.same(r.areas.img2, { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null });
+  t.equal(r.threshold, 0.6, "Dlib's calibrated euclidean threshold");
+  t.equal(r.confidence, 100);
+});
+
+t.test('a caller threshold changes verified but not confidence (DeepFace semantics)', async (t) => {
+  const { pipeline } = fakes({});
+  const r = await pipeline.verify({ img1: [1, 0], img2: [0.8, 0.6], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: 0.5 });
+  t.equal(r.distance, 0.2);
+  t.equal(r.verified, true);
+  t.equal(r.threshold, 0.5);
+  t.ok(r.confidence <= 49, 'confidence follows the calibrated 0.07 threshold');
+});
+
+t.test('identical images are detected once', async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [det(3, 8)] });
+  const same = img(40, 40);
+  const r = await pipeline.verify({ img1: same, img2: same, sameImage: true }, { ...opts, distance_metric: 'cosine', threshold: null });
+  t.equal(r.distance, 0);
+  t.equal(calls.detect.length, 1);
+  t.equal(calls.tensors, 1);
+});
+
+t.test('embedding inputs are checked against the model dimension', async (t) => {
+  const { pipeline } = fakes({});
+  await t.rejects(pipeline.verify({ img1: [1, 2, 3], img2: [1, 2], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
+    code: 'embedding_dimension_mismatch',
+  });
+});
+
+t.test('unknown model and detector are refused with the allowed ones listed', async (t) => {
+  const { pipeline } = fakes({});
+  await t.rejects(pipeline.represent([img(4, 4)], { ...opts, model_name: 'VGG-Face', max_faces: null, l2_normalize: false }), { code: 'model_not_allowed' });
+  await t.rejects(pipeline.represent([img(4, 4)], { ...opts, detector_backend: 'mtcnn', max_faces: null, l2_normalize: false }), {
+    code: 'detector_not_allowed',
+    detail: /opencv, retinaface, skip/,
+  });
+});
