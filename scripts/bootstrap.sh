@@ -78,10 +78,32 @@ case "$MODE" in
     source scripts/test-services.sh
     start_test_services
     trap stop_test_services EXIT
+    LOGS=$(mktemp -d)
     log "cargo test"
-    cargo test --release --workspace --quiet 2>&1 | tail -n 30
+    # The binding crate is a cdylib that links against Node at load time; its behaviour is tested from tap.
+    set +e
+    cargo test --release -p facecompute-core > "$LOGS/cargo.log" 2>&1
+    cargo_rc=$?
+    set -e
+    grep -E "^(test result|failures:|---- )|panicked" "$LOGS/cargo.log" || true
+    [ $cargo_rc -eq 0 ] || tail -n 60 "$LOGS/cargo.log"
+    cargo_pass=$(grep -oE "test result: [a-zA-Z]+\. [0-9]+ passed" "$LOGS/cargo.log" | awk '{s+=$4} END {print s+0}')
+    cargo_fail=$(grep -oE "[0-9]+ failed;" "$LOGS/cargo.log" | awk '{s+=$1} END {print s+0}')
     log "tap"
-    npx tap
+    set +e
+    npx tap 2>&1 | tee "$LOGS/tap.log"
+    tap_rc=${PIPESTATUS[0]}
+    set -e
+    tap_line=$(grep -E "^# \{ total: [0-9]+" "$LOGS/tap.log" | tail -n 1)
+    tap_pass=$(echo "$tap_line" | grep -oE "pass: [0-9]+" | grep -oE "[0-9]+" || echo 0)
+    tap_fail=$(echo "$tap_line" | grep -oE "fail: [0-9]+" | grep -oE "[0-9]+" || echo 0)
+    [ -n "$tap_pass" ] || tap_pass=0
+    [ -n "$tap_fail" ] || tap_fail=0
+    # tap counts assertions; a file that crashed or timed out fails the run even with few failed asserts.
+    [ $tap_rc -eq 0 ] || [ "$tap_fail" -gt 0 ] || tap_fail=1
+    echo
+    echo "$((cargo_pass + tap_pass)) passed, $((cargo_fail + tap_fail)) failed"
+    [ $cargo_rc -eq 0 ] && [ $tap_rc -eq 0 ]
     ;;
   *)
     echo "usage: bash scripts/bootstrap.sh serve|test" >&2

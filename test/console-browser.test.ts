@@ -13,6 +13,8 @@ import type { Browser, Page } from 'playwright-core';
 import { loadConfig } from '../src/config/index.js';
 import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
+import { buildGateway } from '../src/gateway/app.js';
+import { createLogger } from '../src/logging/logger.js';
 import { launchChromium } from './helpers/browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 import { createKeyCheck } from './helpers/key-check.js';
@@ -28,7 +30,11 @@ const config = loadConfig({
 });
 const store = await createAccountsStore(config);
 const app = await buildConsole({ config, store });
-const keys = createKeyCheck(store);
+// The real gateway on the same store decides whether a key is accepted (a compute call without a
+// model server still says 401 for a refused key before anything else).
+const gateway = await buildGateway({ config: { ...config, modelServerUrls: ['http://127.0.0.1:9'] }, accounts: store, logger: createLogger('test', 'silent') });
+await gateway.app.listen({ host: '127.0.0.1', port: 0 });
+const keys = createKeyCheck(store, `http://127.0.0.1:${(gateway.app.server.address() as { port: number }).port}`);
 t.comment(`key acceptance checked via ${keys.via}`);
 const restKeyAccepted = (key: string) => keys.accepted(key, 'rest');
 await app.listen({ host: '127.0.0.1', port: 0 });
@@ -44,6 +50,7 @@ try {
 }
 t.teardown(async () => {
   await browser.close();
+  await gateway.close(500);
   await app.close();
   await store.close();
 });

@@ -188,6 +188,9 @@ t.test('OnnxSession validates its arguments and row layout', async (t) => {
   await t.rejects(OnnxSession.create({ ...base, settings: { ...CPU1, intraOpThreads: -1 } }), RangeError);
   await t.rejects(OnnxSession.create({ ...base, sampleShape: [3, 0, 150] }), RangeError);
   await t.rejects(OnnxSession.create({ ...base, outputName: 'nope' }), /expected input -> nope/);
+  const lenient = await OnnxSession.create({ ...base, inputName: 'data', outputName: 'fc1', lenientNames: true });
+  t.same([lenient.inputName, lenient.outputName], ['input', 'embedding'], 'unverified names fall back to the single input and output');
+  await lenient.close();
   const s = await OnnxSession.create(base);
   t.equal(s.sampleSize, 3 * 150 * 150);
   await t.rejects(s.run(new Float32Array(10), 1), RangeError, 'wrong batch length');

@@ -82,3 +82,6 @@ export class OpenCvDetector {
     }));
   }
 }
+
+/** The name the model server's adapters use for the `haar` engine. */
+export { OpenCvDetector as HaarDetector };

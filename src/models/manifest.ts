@@ -41,7 +41,10 @@ export interface ModelInput {
 export interface RecognitionEntry {
   dims: number;
   input: ModelInput;
-  onnx: { input: string; output: string };
+  /** `dynamic_batch: false` (SFace's published file) means one face per run. */
+  onnx: { input: string; output: string; dynamic_batch?: boolean; names_unverified?: boolean };
+  /** What the model is fed and how its output is post-processed, in words (README, capabilities). */
+  normalization?: string;
   weights: WeightFile[];
   converter: ConverterSpec | null;
 }

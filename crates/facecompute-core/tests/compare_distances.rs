@@ -1,8 +1,8 @@
 //! Every kernel this CPU supports, every metric, against the float64 reference.
 
-mod common;
+mod compare_support;
 
-use common::{assert_close, reference, Rng};
+use compare_support::{assert_close, reference, Rng};
 use facecompute_core::compare::{compare_one_to_many, compare_with, Kernel, Metric, Options};
 
 fn dims_under_test() -> Vec<usize> {

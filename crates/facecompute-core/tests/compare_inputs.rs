@@ -1,8 +1,8 @@
 //! Validation, base64 decoding, top-k and normalisation: every bad input is a coded error.
 
-mod common;
+mod compare_support;
 
-use common::Rng;
+use compare_support::Rng;
 use facecompute_core::compare::{
     compare_one_to_many, compare_one_to_many_b64, compare_with, decode_vectors_b64, l2_normalize, top_k, validate_query,
     validate_vectors, Kernel, Metric, Options,

@@ -1,6 +1,6 @@
 //! N-API exports for core::image, core::pixels and core::align. Everything that touches pixels is
-//! an AsyncTask; input pixel buffers are copied once into the core's `Image` (the task must own
-//! them), outputs are handed to JS without a copy.
+//! an AsyncTask. Input Buffers are moved into the task and copied into the core's `Image` on the
+//! worker thread (never on the JS thread); outputs are handed to JS without a copy.
 
 use crate::guard;
 use crate::task::Job;
@@ -189,9 +189,8 @@ pub fn decode_image(bytes: Buffer, opts: DecodeOptions) -> AsyncTask<Job<Image, 
     ))
 }
 
-fn pixel_job(img: &NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
-    let input = to_core(img);
-    AsyncTask::new(Job::new(move || op(input?), image_js))
+fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
+    AsyncTask::new(Job::new(move || op(to_core(&img)?), image_js))
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
@@ -201,7 +200,7 @@ pub fn resize_image(
     height: u32,
     #[napi(ts_arg_type = "'linear' | 'cubic' | 'area'")] interpolation: String,
 ) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, move |i| {
+    pixel_job(img, move |i| {
         let interp = match interpolation.as_str() {
             "linear" => Interpolation::Linear,
             "cubic" => Interpolation::Cubic,
@@ -214,7 +213,7 @@ pub fn resize_image(
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, move |i| {
+    pixel_job(img, move |i| {
         if width == 0 || height == 0 {
             return Err(bad("letterbox size must be positive"));
         }
@@ -224,31 +223,30 @@ pub fn letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Ima
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn copy_make_border(img: NativeImage, top: u32, bottom: u32, left: u32, right: u32) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
+    pixel_job(img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn crop_padded(img: NativeImage, x: f64, y: f64, w: f64, h: f64) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, move |i| {
+    pixel_job(img, move |i| {
         pixels::crop_padded(&i, int_arg(x, "x")?, int_arg(y, "y")?, int_arg(w, "w")?, int_arg(h, "h")?)
     })
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
+    pixel_job(img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(&img, |i| pixels::bgr_to_gray(&i))
+    pixel_job(img, |i| pixels::bgr_to_gray(&i))
 }
 
 #[napi(ts_return_type = "Promise<BorderedImage>")]
 pub fn deepface_border(img: NativeImage) -> AsyncTask<Job<(Image, u32, u32), BorderedImage>> {
-    let input = to_core(&img);
     AsyncTask::new(Job::new(
-        move || align::deepface_border(&input?),
+        move || align::deepface_border(&to_core(&img)?),
         |(image, top, left)| Ok(BorderedImage { image: to_js(image), top, left }),
     ))
 }
@@ -310,12 +308,12 @@ pub fn extract_faces(
             original_width: int_arg(opts.original_width, "originalWidth")?,
             original_height: int_arg(opts.original_height, "originalHeight")?,
         };
-        Ok((to_core(&img)?, dets, options))
+        Ok((dets, options))
     })();
     AsyncTask::new(Job::new(
         move || {
-            let (image, dets, options) = args?;
-            align::extract_faces(&image, &dets, &options)
+            let (dets, options) = args?;
+            align::extract_faces(&to_core(&img)?, &dets, &options)
         },
         faces_js,
     ))
@@ -343,11 +341,11 @@ fn spec(s: &TensorSpecInput) -> Result<TensorSpec, CoreError> {
 
 #[napi(ts_return_type = "Promise<Float32Array>")]
 pub fn faces_to_tensor(faces: Vec<NativeImage>, spec_in: TensorSpecInput) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
-    let args = (|| -> Result<_, CoreError> { Ok((faces.iter().map(to_core).collect::<Result<Vec<_>, _>>()?, spec(&spec_in)?)) })();
+    let spec = spec(&spec_in);
     AsyncTask::new(Job::new(
         move || {
-            let (faces, spec) = args?;
-            pixels::faces_to_tensor(&faces, &spec)
+            let faces = faces.iter().map(to_core).collect::<Result<Vec<_>, _>>()?;
+            pixels::faces_to_tensor(&faces, &spec?)
         },
         |v| Ok(Float32Array::new(v)),
     ))

@@ -13,6 +13,8 @@ export interface OnnxSessionOptions {
   /** Graph input and output names. */
   inputName: string;
   outputName: string;
+  /** Accept the single input/output of a graph whose names the manifest could not verify. */
+  lenientNames?: boolean;
   /** Shape of one sample without the batch axis, e.g. [3, 150, 150]. */
   sampleShape: readonly number[];
   settings: OrtSettings;
@@ -35,6 +37,7 @@ export class OnnxSession {
   }
 
   static async create(opts: OnnxSessionOptions): Promise<OnnxSession> {
+    opts = { ...opts };
     const { intraOpThreads, interOpThreads } = opts.settings;
     // intra 0 means "one per physical core" (ONNX Runtime's choice); inter must be explicit.
     if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new RangeError(`intraOpThreads must be an integer >= 0, got ${intraOpThreads}`);
@@ -43,6 +46,12 @@ export class OnnxSession {
       throw new RangeError(`sampleShape must be positive integers, got [${opts.sampleShape.join(', ')}]`);
     }
     const session = await ort.InferenceSession.create(opts.modelPath, sessionOptions(opts.settings));
+    // Where the manifest could not check the names against the real file (SFace), a graph with a
+    // single input and output is used whatever its names.
+    if (opts.lenientNames) {
+      if (!session.inputNames.includes(opts.inputName) && session.inputNames.length === 1) opts = { ...opts, inputName: session.inputNames[0] as string };
+      if (!session.outputNames.includes(opts.outputName) && session.outputNames.length === 1) opts = { ...opts, outputName: session.outputNames[0] as string };
+    }
     if (!session.inputNames.includes(opts.inputName) || !session.outputNames.includes(opts.outputName)) {
       await session.release();
       throw new Error(

@@ -12,7 +12,7 @@ export interface RecognizerSpec {
   name: string;
   dims: number;
   input: ModelInput;
-  onnx: { input: string; output: string };
+  onnx: { input: string; output: string; dynamic_batch?: boolean; names_unverified?: boolean };
 }
 
 export class OrtRecognizer implements Recognizer {
@@ -38,6 +38,7 @@ export class OrtRecognizer implements Recognizer {
       modelPath: path,
       inputName: spec.onnx.input,
       outputName: spec.onnx.output,
+      lenientNames: spec.onnx.names_unverified === true,
       sampleShape: layout === 'nchw' ? [3, height, width] : [height, width, 3],
       settings,
     });
@@ -53,7 +54,15 @@ export class OrtRecognizer implements Recognizer {
   }
 
   private async runSession(batch: Float32Array, rows: number): Promise<Float32Array[]> {
-    const out = await this.session.run(batch, rows);
+    let out: Float32Array[];
+    if (this.spec.onnx.dynamic_batch === false && rows > 1) {
+      // A graph fixed at batch 1 takes its rows one run at a time.
+      out = [];
+      const size = batch.length / rows;
+      for (let i = 0; i < rows; i++) out.push(...(await this.session.run(batch.subarray(i * size, (i + 1) * size), 1)));
+    } else {
+      out = await this.session.run(batch, rows);
+    }
     const width = out[0]?.length;
     if (width !== this.dims) throw new Error(`model ${this.name} gives ${width}-d rows, expected ${this.dims}`);
     return out;

@@ -1,6 +1,10 @@
 //! Decode + normalization on arbitrary bytes: probe, decode with the service's limits in both channel
 //! orders, then the pixel path a face takes (border, extraction with rotation, letterbox, tensor).
 //! Any panic, abort, leak or allocation beyond -rss_limit_mb is a bug.
+//!
+//! Seed the git-ignored corpus from the shared robustness set, then run (nightly, cargo-fuzz):
+//!   mkdir -p corpus/decode && cp ../../../../shared/data/robustness/*/* ../tests/fixtures/decode/* corpus/decode/
+//!   cargo +nightly fuzz run decode -O corpus/decode -- -max_total_time=630 -rss_limit_mb=2048 -max_len=65536
 #![no_main]
 
 use facecompute_core::align::{deepface_border, extract_faces, Detection, ExtractOptions};
@@ -9,7 +13,7 @@ use facecompute_core::pixels::{bgr_to_gray, faces_to_tensor, resize, Interpolati
 use libfuzzer_sys::fuzz_target;
 
 // Small enough that one input cannot exhaust the fuzzer's RSS limit; big enough for real images.
-const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 4_000_000 };
+const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 1_000_000 };
 
 fuzz_target!(|data: &[u8]| {
     let _ = probe(data);
@@ -19,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!((rgb.width, rgb.height), (img.width, img.height));
     }
     // Keep the pixel path cheap on big decodes: work on a thumbnail.
-    let img = if img.width as u64 * img.height as u64 > 250_000 {
+    let img = if img.width as u64 * img.height as u64 > 65_536 {
         resize(&img, (img.width / 8).max(1), (img.height / 8).max(1), Interpolation::Area).unwrap()
     } else {
         img

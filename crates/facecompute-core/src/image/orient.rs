@@ -19,14 +19,25 @@ pub fn apply(img: Image, orientation: u16) -> Image {
     let (sw, sh) = (img.width as usize, img.height as usize);
     let (dw, dh) = if transpose { (sh, sw) } else { (sw, sh) };
     let mut out = vec![0u8; img.data.len()];
-    for dy in 0..dh {
+    for (dy, row) in out.chunks_exact_mut(dw * c).enumerate() {
         let ty = if flip_y { dh - 1 - dy } else { dy };
-        for dx in 0..dw {
+        if !transpose {
+            // Whole source rows: copy, reversing pixel order when mirrored.
+            let src = &img.data[ty * sw * c..(ty + 1) * sw * c];
+            if flip_x {
+                for (d, s) in row.chunks_exact_mut(c).zip(src.chunks_exact(c).rev()) {
+                    d.copy_from_slice(s);
+                }
+            } else {
+                row.copy_from_slice(src);
+            }
+            continue;
+        }
+        // Transposed: output row `ty` is source column `ty`.
+        for (dx, d) in row.chunks_exact_mut(c).enumerate() {
             let tx = if flip_x { dw - 1 - dx } else { dx };
-            let (sx, sy) = if transpose { (ty, tx) } else { (tx, ty) };
-            let s = (sy * sw + sx) * c;
-            let d = (dy * dw + dx) * c;
-            out[d..d + c].copy_from_slice(&img.data[s..s + c]);
+            let s = (tx * sw + ty) * c;
+            d.copy_from_slice(&img.data[s..s + c]);
         }
     }
     Image { width: dw as u32, height: dh as u32, channels: img.channels, data: out }

@@ -1,0 +1,234 @@
+/**
+ * The MCP endpoint over real HTTP with the SDK's own client, against a real model server (Dlib):
+ * tool listing, results equal to the REST routes', key kinds, URL refusals, allowance exhaustion
+ * and several concurrent clients.
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
+import { buildGateway, type Gateway } from '../src/gateway/app.js';
+import { createMcp } from '../src/mcp/main.js';
+import { createLogger } from '../src/logging/logger.js';
+import { deepfaceImage } from './helpers/shared.js';
+import { startRealModelServer, stackConfig, type RealModelServer } from './helpers/real-stack.js';
+
+const dataUri = (name: string) => `data:image/jpeg;base64,${readFileSync(deepfaceImage(name)).toString('base64')}`;
+
+let ms: RealModelServer;
+let store: AccountsStore;
+let gw: Gateway;
+let gatewayUrl: string;
+let mcpUrl: string;
+let closeMcp: () => Promise<void>;
+
+async function newAccount(): Promise<{ accountId: string; rest: string; mcp: string; mcpKeyId: string }> {
+  const s = await store.signupAnonymous(`10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`);
+  const rest = await store.createKey(s.account.id, 'rest', 'rest');
+  const mcp = await store.createKey(s.account.id, 'mcp', 'agent');
+  return { accountId: s.account.id, rest: rest.key, mcp: mcp.key, mcpKeyId: mcp.id };
+}
+
+async function client(key: string | null, url = mcpUrl): Promise<Client> {
+  const c = new Client({ name: 'facecompute-test', version: '1.0.0' });
+  const headers: Record<string, string> = key ? { Authorization: `Bearer ${key}` } : {};
+  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return c;
+}
+
+async function rest(path: string, key: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const r = await fetch(`${gatewayUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+}
+
+function withoutTime(x: unknown): unknown {
+  const { time: _t, ...rest } = x as Record<string, unknown>;
+  return rest;
+}
+
+t.before(async () => {
+  ms = await startRealModelServer();
+  const config = stackConfig(ms.url);
+  const logger = createLogger('test', 'silent');
+  store = await createAccountsStore(config);
+  gw = await buildGateway({ config, accounts: store, logger });
+  await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  gatewayUrl = `http://127.0.0.1:${(gw.app.server.address() as { port: number }).port}`;
+  const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, logger });
+  await mcp.app.listen({ host: '127.0.0.1', port: 0 });
+  mcpUrl = `http://127.0.0.1:${(mcp.app.server.address() as { port: number }).port}/mcp`;
+  closeMcp = () => mcp.app.close();
+});
+
+t.teardown(async () => {
+  await closeMcp?.();
+  await gw?.close(1000);
+  await store?.close();
+  await ms?.stop();
+});
+
+t.test('the four tools are listed with precise input schemas', async (t) => {
+  const { mcp } = await newAccount();
+  const c = await client(mcp);
+  t.teardown(() => c.close());
+  const { tools } = await c.listTools();
+  t.same(tools.map((x) => x.name).sort(), ['compare_inputs', 'get_capabilities', 'represent_face', 'verify_faces']);
+  const verify = tools.find((x) => x.name === 'verify_faces');
+  t.ok(verify?.description && verify.description.length > 40, 'verify_faces has an actionable description');
+  const props = (verify?.inputSchema as { properties: Record<string, { description?: string }>; required?: string[] }).properties;
+  t.ok(props['img1'] && props['img2'] && props['distance_metric'] && props['model_name']);
+  t.same(((verify?.inputSchema as { required?: string[] }).required ?? []).sort(), ['img1', 'img2']);
+  for (const [name, p] of Object.entries(props)) t.ok(p.description, `verify_faces.${name} is described`);
+  const compare = tools.find((x) => x.name === 'compare_inputs');
+  t.ok((compare?.inputSchema as { properties: Record<string, unknown> }).properties['targets_b64']);
+});
+
+t.test('each tool equals the REST route for the same inputs (Dlib, real images)', async (t) => {
+  const acct = await newAccount();
+  const c = await client(acct.mcp);
+  t.teardown(() => c.close());
+
+  const capsRest = (await (await fetch(`${gatewayUrl}/capabilities`)).json()) as Record<string, unknown>;
+  const caps = await c.callTool({ name: 'get_capabilities', arguments: {} });
+  t.notOk(caps.isError);
+  // The same service, except that MCP's own image policy allows HTTPS URLs and never local files.
+  const { input_modes: mcpModes, ...mcpCaps } = caps.structuredContent as Record<string, unknown>;
+  const { input_modes: _restModes, ...restCaps } = capsRest;
+  t.same(mcpCaps, restCaps);
+  t.ok((mcpModes as string[]).includes('url') && !(mcpModes as string[]).includes('file'));
+  t.equal((await store.getAccount(acct.accountId)).free_calls.used, 0, 'get_capabilities is free');
+
+  const vArgs = { img1: dataUri('img1.jpg'), img2: dataUri('img2.jpg'), model_name: 'Dlib' };
+  const v = await c.callTool({ name: 'verify_faces', arguments: vArgs });
+  t.notOk(v.isError, JSON.stringify(v.content));
+  const vRest = await rest('/verify', acct.rest, vArgs);
+  t.equal(vRest.status, 200);
+  t.same(withoutTime(v.structuredContent), withoutTime(vRest.body));
+  t.equal((v.structuredContent as { verified: boolean }).verified, true);
+  t.match((v.content as Array<{ text: string }>)[0]?.text, /Same person/);
+
+  const rArgs = { img: dataUri('img3.jpg'), model_name: 'Dlib' };
+  const r = await c.callTool({ name: 'represent_face', arguments: rArgs });
+  t.notOk(r.isError);
+  const rRest = await rest('/represent', acct.rest, rArgs);
+  t.same(r.structuredContent, rRest.body);
+  const emb3 = ((r.structuredContent as { results: Array<{ embedding: number[] }> }).results[0] as { embedding: number[] }).embedding;
+  t.equal(emb3.length, 128);
+
+  const cArgs = { source: { img: dataUri('img1.jpg') }, targets: [emb3, emb3.map((x) => x * 2)], model_name: 'Dlib' };
+  const cmp = await c.callTool({ name: 'compare_inputs', arguments: cArgs });
+  t.notOk(cmp.isError, JSON.stringify(cmp.content));
+  const cRest = await rest('/compare', acct.rest, cArgs);
+  t.same(withoutTime(cmp.structuredContent), withoutTime(cRest.body));
+  t.equal((cmp.structuredContent as { results: unknown[] }).results.length, 2);
+  // 3 MCP calls and 3 REST calls were metered; capabilities was not.
+  t.equal((await store.getAccount(acct.accountId)).free_calls.used, 6);
+});
+
+t.test('keys: missing, REST kind, revoked MCP key are refused with 401', async (t) => {
+  const acct = await newAccount();
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+  const post = (auth?: string) =>
+    fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(auth ? { authorization: auth } : {}) }, body: JSON.stringify(init) });
+  const missing = await post();
+  t.equal(missing.status, 401);
+  t.match(missing.headers.get('www-authenticate'), /^Bearer/);
+  t.match(await missing.json(), { error: 'missing_api_key' });
+  const restKey = await post(`Bearer ${acct.rest}`);
+  t.equal(restKey.status, 401);
+  t.match(restKey.headers.get('www-authenticate'), /^Bearer/);
+  t.match(await restKey.json(), { error: 'invalid_api_key', detail: /MCP/ });
+  t.equal((await post(`Bearer ${acct.mcp}`)).status, 200, 'the MCP key works before revocation');
+  await store.revokeKey(acct.accountId, 'mcp', acct.mcpKeyId);
+  const revoked = await post(`Bearer ${acct.mcp}`);
+  t.equal(revoked.status, 401);
+  t.match(await revoked.json(), { error: 'invalid_api_key' });
+  const mcpOnRest = await rest('/represent', acct.mcp, { img: dataUri('img1.jpg') });
+  t.equal(mcpOnRest.status, 401, 'and an MCP key is refused on REST');
+});
+
+t.test('a browser origin that is not allowed is refused (DNS-rebinding protection)', async (t) => {
+  const acct = await newAccount();
+  const r = await fetch(mcpUrl, { method: 'POST', headers: { origin: 'http://evil.example', authorization: `Bearer ${acct.mcp}`, 'content-type': 'application/json' }, body: '{}' });
+  t.equal(r.status, 403);
+  t.match(await r.json(), { error: 'origin_not_allowed' });
+});
+
+t.test('every rejected URL class gives a url_not_allowed tool error', async (t) => {
+  const acct = await newAccount();
+  // A real account's 50 calls cover every URL below.
+  await store.upgrade(acct.accountId, `mcp-${acct.accountId}@example.com`, 'correct horse battery staple');
+  const c = await client(acct.mcp);
+  t.teardown(() => c.close());
+  const urls = [
+    'http://example.com/face.jpg', // not HTTPS
+    'https://localhost/face.jpg',
+    'https://localhost./face.jpg',
+    'https://127.0.0.1/face.jpg',
+    'https://2130706433/face.jpg', // loopback, decimal
+    'https://[::1]/face.jpg',
+    'https://[::ffff:127.0.0.1]/face.jpg',
+    'https://10.1.2.3/face.jpg', // private
+    'https://192.168.0.10/face.jpg',
+    'https://172.16.5.5/face.jpg',
+    'https://100.64.0.1/face.jpg', // CGNAT
+    'https://169.254.169.254/latest/meta-data', // cloud metadata
+    'https://printer.local/face.jpg',
+    'https://user:pw@example.com/face.jpg',
+  ];
+  for (const url of urls) {
+    const r = await c.callTool({ name: 'represent_face', arguments: { img: url } });
+    t.equal(r.isError, true, url);
+    t.match(r.structuredContent, { error: 'url_not_allowed' }, url);
+  }
+  t.equal((await store.getAccount(acct.accountId)).free_calls.used, urls.length, 'refusals are the caller\'s, so they are not refunded');
+});
+
+t.test('strict mode accepts only the allowlisted origins', async (t) => {
+  const config = stackConfig(ms.url, { FACECOMPUTE_MCP_STRICT_URLS: 'true', FACECOMPUTE_REMOTE_ORIGINS: 'https://bucket.example-storage.com' });
+  const strict = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, logger: createLogger('test', 'silent') });
+  await strict.app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => strict.app.close());
+  const acct = await newAccount();
+  const c = await client(acct.mcp, `http://127.0.0.1:${(strict.app.server.address() as { port: number }).port}/mcp`);
+  t.teardown(() => c.close());
+  const r = await c.callTool({ name: 'represent_face', arguments: { img: 'https://example.com/face.jpg' } });
+  t.equal(r.isError, true);
+  t.match(r.structuredContent, { error: 'url_not_allowed', detail: /allowlist/ });
+});
+
+t.test('the free allowance runs out mid-session', async (t) => {
+  const acct = await newAccount();
+  const c = await client(acct.mcp);
+  t.teardown(() => c.close());
+  const args = { source: { embedding: Array.from({ length: 128 }, (_, i) => Math.sin(i)) }, targets: [Array.from({ length: 128 }, (_, i) => Math.cos(i))], model_name: 'Dlib' };
+  for (let i = 0; i < 10; i++) {
+    const r = await c.callTool({ name: 'compare_inputs', arguments: args });
+    t.notOk(r.isError, `call ${i + 1} of 10`);
+  }
+  const over = await c.callTool({ name: 'compare_inputs', arguments: args });
+  t.equal(over.isError, true);
+  t.match(over.structuredContent, { error: 'insufficient_credits' });
+  const caps = await c.callTool({ name: 'get_capabilities', arguments: {} });
+  t.notOk(caps.isError, 'get_capabilities stays free');
+});
+
+t.test('several clients at once each get their own, correct answers', async (t) => {
+  const accounts = await Promise.all(Array.from({ length: 4 }, () => newAccount()));
+  const clients = await Promise.all(accounts.map((a) => client(a.mcp)));
+  t.teardown(() => Promise.all(clients.map((c) => c.close())));
+  const calls = clients.flatMap((c, i) =>
+    [0, 1, 2].map(async (j) => {
+      const e = Array.from({ length: 128 }, (_, k) => Math.sin(k + i * 10 + j));
+      const r = await c.callTool({ name: 'compare_inputs', arguments: { source: { embedding: e }, targets: [e], model_name: 'Dlib' } });
+      return r;
+    }),
+  );
+  const results = await Promise.all(calls);
+  for (const r of results) {
+    t.notOk(r.isError);
+    t.match(r.structuredContent, { results: [{ index: 0, distance: 0, verified: true }] });
+  }
+  for (const a of accounts) t.equal((await store.getAccount(a.accountId)).free_calls.used, 3);
+});
