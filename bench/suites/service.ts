@@ -2,7 +2,7 @@
  * Service level: our gateway (facecompute serve) against DeepFace's Flask API under gunicorn with
  * one sync worker, both on loopback, the same /verify JSON body (base64 data URIs of SERVICE_PAIR,
  * Dlib, opencv),
- * closed-loop load with autocannon at concurrency 1, 4 and 16. Both services stay up for the whole
+ * closed-loop load (bench/lib/load.ts) at concurrency 1, 4 and 16. Both services stay up for the whole
  * suite and take turns (the one that goes first alternates by level), so a change in machine load
  * hits both. Besides requests/s and latency, each side's CPU time per answered request is read from
  * /proc: it depends much less on what else the machine is doing than wall-clock figures do.
