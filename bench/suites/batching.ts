@@ -10,7 +10,11 @@ import { createKey, readEventLoop, startOurs, type OurService } from '../lib/ser
 import { measured, resetEventLoop, type Cell } from './service.js';
 import type { SuiteContext } from './context.js';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
 
 export async function batchingSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
   const body = verifyBody('opencv');
