@@ -68,6 +68,7 @@ interface BatchingResult {
   rps: { on: number; off: number };
   cpu_ms_per_request: { on: number; off: number };
   gain: number;
+  skip_detector?: { rps: { on: number; off: number }; gain: number; cpu_ms_per_request: { on: number; off: number } };
   cells: Record<'on' | 'off', Array<LoadCell & { event_loop: EventLoop[] }>>;
 }
 interface OrtResult {
@@ -188,6 +189,8 @@ export function writeReport(b: BenchFile, dir: string): void {
   }
   if (batching) {
     md.push('## Cross-request micro-batching', '', `/verify at c16: ${fx(batching.rps.on)} req/s with batching (window 1 ms, max 32) vs ${fx(batching.rps.off)} without: gain ${fx(batching.gain)}×; CPU ms per request ${fx(batching.cpu_ms_per_request.on, 0)} vs ${fx(batching.cpu_ms_per_request.off, 0)}.`, '');
+    const sk = batching.skip_detector;
+    if (sk) md.push(`The same pair with detector skip (no Haar scan; decode, tensor and Dlib are what is left): ${fx(sk.rps.on)} vs ${fx(sk.rps.off)} req/s, gain ${fx(sk.gain)}×; CPU ms per request ${fx(sk.cpu_ms_per_request.on, 0)} vs ${fx(sk.cpu_ms_per_request.off, 0)}.`, '');
   }
   if (compare) {
     md.push('## /compare over HTTP (128-d, cosine, top_k 1)', '', '| targets | encoding | body MB | p50 ms | targets/s |', '|---|---|---|---|---|');
