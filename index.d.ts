@@ -9,6 +9,17 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
+ * detection.
+ */
+export declare class HaarDetector {
+  /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
+  static load(faceXml: string, eyeXml: string): HaarDetector
+  /** Faces of the image, on the libuv pool. */
+  detect(image: HaarImage): Promise<HaarFace[]>
+}
+
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
@@ -16,6 +27,12 @@ export declare function benchCompareEngine(rows: number, dims: number): CompareE
  * memory-bandwidth yardstick of bench/compare).
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
+
+export interface BorderedImage {
+  image: NativeImage
+  top: number
+  left: number
+}
 
 /** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {
@@ -42,13 +59,184 @@ export interface CompareOutput {
   count: number
 }
 
+export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
+
 /** Version of the native core, to check that the addon loaded matches the package. */
 export declare function coreVersion(): string
+
+export declare function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
+
+export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage>
+
+export interface DecodeOptions {
+  maxBytes: number
+  maxPixels: number
+  order: 'bgr' | 'rgb'
+}
 
 /** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
 export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
 
+export declare function deepfaceBorder(img: NativeImage): Promise<BorderedImage>
+
+export interface DetectionInput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+  confidence: number
+}
+
+export interface ExtractedFaceOutput {
+  face: NativeImage
+  area: FacialAreaOutput
+  confidence: number
+}
+
+export declare function extractFaces(img: NativeImage, detections: Array<DetectionInput>, opts: ExtractFacesOptions): Promise<Array<ExtractedFaceOutput>>
+
+export interface ExtractFacesOptions {
+  align: boolean
+  expandPercentage: number
+  borderTop: number
+  borderLeft: number
+  originalWidth: number
+  originalHeight: number
+}
+
+export interface FaceImage {
+  width: number
+  height: number
+  channels: number
+  /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
+  data: Buffer
+}
+
+export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
+
+export interface FacialAreaOutput {
+  x: number
+  y: number
+  w: number
+  h: number
+  leftEye?: [number, number] | null
+  rightEye?: [number, number] | null
+  nose?: [number, number] | null
+  mouthLeft?: [number, number] | null
+  mouthRight?: [number, number] | null
+}
+
+export interface HaarFace {
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  leftEye?: Array<number>
+  rightEye?: Array<number>
+}
+
+/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
+export interface HaarImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
+export interface ImageProbe {
+  format: 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
+  width: number
+  height: number
+}
+
 export declare function l2Normalize(vector: Float32Array): Float32Array
+
+export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+export interface NativeFace {
+  /** DeepFace's integer box as its detector wrapper builds it. */
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  /** 10 integers: the person's right eye, left eye, nose, mouth right, mouth left, each (x, y). */
+  landmarks: Array<number>
+  /** The unrounded box `[x1, y1, x2, y2]` in original-image pixels. */
+  rawBox: Array<number>
+  /** The unrounded landmarks (same order as `landmarks`). */
+  rawLandmarks: Array<number>
+}
+
+export interface NativeImage {
+  width: number
+  height: number
+  channels: number
+  data: Buffer
+}
+
+export interface NativeTensor {
+  data: Float32Array
+  dims: Array<number>
+}
+
+export interface PreparedInput {
+  /** The network input, laid out as the detector expects (see each prepare function). */
+  tensor: Float32Array
+  dims: Array<number>
+  /** retinaface: the resize factor (boxes are divided by it); yunet: DeepFace's ratio (1 if not resized). */
+  scale: number
+  resized: boolean
+}
+
+/** Reads the header only: format and stored size. Enforces no limit. */
+export declare function probeImage(bytes: Buffer): ImageProbe
+
+export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: 'linear' | 'cubic' | 'area'): Promise<NativeImage>
+
+export interface ResnetLevelInput {
+  stride: number
+  cls: NativeTensor
+  bbox: NativeTensor
+  landmark: NativeTensor
+}
+
+/** Decodes MobileNet-0.25 outputs for a network input of `width x height` made with `scale`. */
+export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/** Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride). */
+export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+
+/** Resizes (serengil rule) and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. */
+export declare function retinafacePrepare(image: FaceImage, variantName: string): Promise<PreparedInput>
+
+export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
+export interface TensorSpecInput {
+  width: number
+  height: number
+  layout: 'nchw' | 'nhwc'
+  channelOrder: 'bgr' | 'rgb'
+  preprocess: 'deepface_float' | 'uint8_truncate'
+  normalization: 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
+}
+
+export declare function toGray(img: NativeImage): Promise<NativeImage>
 
 /** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
 export declare function validateVectors(data: Float32Array, dims: number): number
+
+/**
+ * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
+ * `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).
+ */
+export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<NativeFace>>
+
+/** DeepFace's >640 resize, then OpenCV's zero padding to multiples of 32; NCHW raw BGR. */
+export declare function yunetPrepare(image: FaceImage): Promise<PreparedInput>

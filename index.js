@@ -773,14 +773,31 @@ if (
   }
 }
 
-const { benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, coreVersion, decodeVectorsB64, l2Normalize, validateVectors } = nativeBinding
+const { HaarDetector, benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, deepfaceBorder, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+export { HaarDetector }
 export { benchCompareEngine }
 export { benchReadSum }
 export { compareOneToMany }
 export { compareOneToManyB64 }
 export { compareOneToManySync }
+export { copyMakeBorder }
 export { coreVersion }
+export { cropPadded }
+export { decodeImage }
 export { decodeVectorsB64 }
+export { deepfaceBorder }
+export { extractFaces }
+export { facesToTensor }
 export { l2Normalize }
+export { letterbox }
+export { probeImage }
+export { resizeImage }
+export { retinafaceDecodeMobilenet }
+export { retinafaceDecodeResnet }
+export { retinafacePrepare }
+export { rotateImage }
+export { toGray }
 export { validateVectors }
+export { yunetDecode }
+export { yunetPrepare }
 export const __napiBindingTarget = __napiLoadedBindingTarget
