@@ -9,10 +9,14 @@ import type { PipelineOptions } from '../src/model-server/protocol.js';
 
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 
-function fakes(detections: Record<string, Detection[]>) {
-  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0 };
+function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0) {
+  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
   const image: ImageOps = {
     decode: async () => img(10, 10),
+    shrink: async (_i, w, h) => {
+      calls.shrink.push([w, h]);
+      return img(w, h);
+    },
     border: async (i) => {
       calls.border++;
       return { image: img(i.width * 2, i.height * 2), top: Math.floor(i.height / 2), left: Math.floor(i.width / 2) };
@@ -41,8 +45,9 @@ function fakes(detections: Record<string, Detection[]>) {
   };
   const detector = (name: string): FaceDetector => ({
     name,
-    detect: async () => {
+    detect: async (i) => {
       calls.detect.push(name);
+      calls.detectedSizes.push([i.width, i.height]);
       return detections[name] ?? [];
     },
   });
@@ -61,6 +66,7 @@ function fakes(detections: Record<string, Detection[]>) {
     ]),
     recognizers: new Map([['Dlib', rec]]),
     fallbackDetector: 'retinaface',
+    detectorMaxSide,
   });
   return { pipeline, calls };
 }
@@ -168,4 +174,36 @@ t.test('unknown model and detector are refused with the allowed ones listed', as
     code: 'detector_not_allowed',
     detail: /opencv, retinaface, skip/,
   });
+});
+
+t.test('large images are detected downscaled; boxes map back and faces are cut at full size', async (t) => {
+  // A 400x200 image, max side 100: detection sees 100x50 (200x100 with the align border).
+  const small: Detection = { x: 60, y: 30, w: 10, h: 10, confidence: 0.9, leftEye: [67, 33], rightEye: [62, 33] };
+  const { pipeline, calls } = fakes({ opencv: [small] }, 100);
+  let seen: Detection[] = [];
+  const r = await new Pipeline({
+    image: {
+      ...(pipeline as unknown as { deps: { image: ImageOps } }).deps.image,
+      extractFaces: async (i, dets, o) => {
+        seen = dets;
+        t.same([i.width, i.height, o.borderLeft, o.borderTop], [800, 400, 200, 100], 'extraction uses the full-size bordered image');
+        return dets.map((d) => ({ face: img(d.w, d.h), area: { x: d.x - o.borderLeft, y: d.y - o.borderTop, w: d.w, h: d.h, leftEye: null, rightEye: null }, confidence: d.confidence }));
+      },
+    },
+    detectors: (pipeline as unknown as { deps: { detectors: Map<string, FaceDetector> } }).deps.detectors,
+    recognizers: (pipeline as unknown as { deps: { recognizers: Map<string, Recognizer> } }).deps.recognizers,
+    fallbackDetector: null,
+    detectorMaxSide: 100,
+  }).represent([img(400, 200)], { ...opts, max_faces: null, l2_normalize: false });
+  t.same(calls.shrink, [[100, 50]]);
+  t.same(calls.detectedSizes, [[200, 100]], 'the detector saw the small bordered image');
+  // (60 - 50) * 4 + 200 = 240; (30 - 25) * 4 + 100 = 120; eyes likewise.
+  t.match(seen[0], { x: 240, y: 120, w: 40, h: 40, leftEye: [268, 132], rightEye: [248, 132] });
+  t.match(r[0]?.[0]?.facial_area, { x: 40, y: 20, w: 40, h: 40 });
+});
+
+t.test('images within the max side are detected as they are', async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [det(3, 8)] }, 1000);
+  await pipeline.represent([img(40, 40)], { ...opts, max_faces: null, l2_normalize: false });
+  t.same(calls.shrink, []);
 });

@@ -17,6 +17,7 @@ import type { EngineFactory } from './registry.js';
 export function imageOps(cfg: Config): ImageOps {
   return {
     decode: (bytes) => img.decodeImage(bytes, { maxBytes: cfg.limits.maxImageBytes, maxPixels: cfg.limits.maxImagePixels, order: 'bgr' }),
+    shrink: (image, width, height) => img.resizeImage(image, width, height, 'area'),
     border: (image) => img.deepfaceBorder(image),
     extractFaces: (image, detections, opts) => img.extractFaces(image, detections, opts),
     toTensor: (faces, spec) => img.facesToTensor(faces, spec),

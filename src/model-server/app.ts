@@ -75,6 +75,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     detectors: state.detectors,
     recognizers: state.recognizers,
     fallbackDetector: 'retinaface',
+    detectorMaxSide: config.limits.detectorMaxSide,
   });
 
   app.addContentTypeParser(FRAME_CONTENT_TYPE, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));

@@ -14,6 +14,11 @@ export interface PipelineDeps {
   recognizers: ReadonlyMap<string, Recognizer>;
   /** Detector tried when `opencv` finds nothing (contract §3), if installed and allowed. */
   fallbackDetector: string | null;
+  /**
+   * Longest side detection runs at (FACECOMPUTE_DETECTOR_MAX_SIDE); 0 detects at full size, which is
+   * what DeepFace does. Boxes are mapped back and faces are cropped from the full-resolution image.
+   */
+  detectorMaxSide?: number;
 }
 
 export interface FoundFace {
@@ -96,21 +101,59 @@ export class Pipeline {
       this.detector('skip'); // honours the allowlist
       return { faces: [wholeImage(img, 'skip')] };
     }
+    // Detection may run on a smaller copy; extraction always uses the full-resolution image.
+    const maxSide = this.deps.detectorMaxSide ?? 0;
+    let small = img;
+    if (maxSide > 0 && Math.max(img.width, img.height) > maxSide) {
+      const f = maxSide / Math.max(img.width, img.height);
+      small = await this.deps.image.shrink(img, Math.max(1, Math.round(img.width * f)), Math.max(1, Math.round(img.height * f)));
+    }
     let bordered = img;
     let top = 0;
     let left = 0;
+    let detInput = small;
+    let dTop = 0;
+    let dLeft = 0;
     if (opts.align) {
       const b = await this.deps.image.border(img);
       bordered = b.image;
       top = b.top;
       left = b.left;
+      if (small === img) {
+        detInput = bordered;
+        dTop = top;
+        dLeft = left;
+      } else {
+        const sb = await this.deps.image.border(small);
+        detInput = sb.image;
+        dTop = sb.top;
+        dLeft = sb.left;
+      }
     }
     let used = requested;
-    let detections: Detection[] = await this.detector(requested).detect(bordered);
+    let detections: Detection[] = await this.detector(requested).detect(detInput);
     const fallback = this.deps.fallbackDetector;
     if (detections.length === 0 && requested === 'opencv' && fallback && this.deps.detectors.has(fallback)) {
-      detections = await this.detector(fallback).detect(bordered);
+      detections = await this.detector(fallback).detect(detInput);
       used = fallback;
+    }
+    if (small !== img) {
+      const sx = img.width / small.width;
+      const sy = img.height / small.height;
+      const pt = (p: [number, number] | null | undefined): [number, number] | null =>
+        p ? [Math.round((p[0] - dLeft) * sx) + left, Math.round((p[1] - dTop) * sy) + top] : null;
+      detections = detections.map((d) => ({
+        ...d,
+        x: Math.round((d.x - dLeft) * sx) + left,
+        y: Math.round((d.y - dTop) * sy) + top,
+        w: Math.round(d.w * sx),
+        h: Math.round(d.h * sy),
+        leftEye: pt(d.leftEye),
+        rightEye: pt(d.rightEye),
+        ...(d.nose !== undefined ? { nose: pt(d.nose) } : {}),
+        ...(d.mouthLeft !== undefined ? { mouthLeft: pt(d.mouthLeft) } : {}),
+        ...(d.mouthRight !== undefined ? { mouthRight: pt(d.mouthRight) } : {}),
+      }));
     }
     if (maxFaces !== null && maxFaces < detections.length) {
       // heapq.nlargest by area: largest first, ties in detector order.

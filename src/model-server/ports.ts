@@ -59,6 +59,8 @@ export interface TensorSpec {
 export interface ImageOps {
   /** Decodes with the byte and pixel limits; BGR like cv2.imdecode(IMREAD_COLOR). */
   decode(bytes: Buffer): Promise<NativeImage>;
+  /** Area-averaged downscale, for detection on large images (FACECOMPUTE_DETECTOR_MAX_SIDE). */
+  shrink(img: NativeImage, width: number, height: number): Promise<NativeImage>;
   /** DeepFace's align=True border: int(0.5·H) top and bottom, int(0.5·W) left and right. */
   border(img: NativeImage): Promise<{ image: NativeImage; top: number; left: number }>;
   extractFaces(

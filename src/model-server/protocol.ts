@@ -56,7 +56,9 @@ export interface EmbedHeader extends PipelineOptions {
   image: number;
 }
 
-export type ComputeHeader = (VerifyHeader | RepresentHeader | EmbedHeader) & {
+export type FrameHeader = VerifyHeader | RepresentHeader | EmbedHeader;
+
+export type ComputeHeader = FrameHeader & {
   /** Byte ranges of the images that follow the header, in order. */
   frames: Array<{ offset: number; length: number }>;
 };
@@ -146,12 +148,14 @@ export interface CapabilitiesResponse {
   default_model_reason?: string;
   /** Which network serves each detector, e.g. retinaface → "mobilenet0.25". */
   detector_variants?: Record<string, string>;
+  /** Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only). */
+  test_weight_models?: string[];
 }
 
 export type { ErrorBody };
 
 /** Encodes a compute request frame. */
-export function encodeFrame(header: Omit<ComputeHeader, 'frames'>, images: Buffer[]): Buffer {
+export function encodeFrame(header: FrameHeader, images: Buffer[]): Buffer {
   let offset = 0;
   const frames = images.map((b) => {
     const f = { offset, length: b.length };

@@ -217,5 +217,8 @@ export function capabilities(cfg: Config, state: RegistryState, manifest: Manife
   };
   if (state.defaultModelReason) caps.default_model_reason = state.defaultModelReason;
   if (state.retinafaceVariant) caps.detector_variants = { retinaface: state.retinafaceVariant };
+  // Test weights are possible only with FACECOMPUTE_TEST_WEIGHTS=true; then they are always marked.
+  const testModels = Object.entries(state.modelWeights).filter(([, w]) => w === 'test');
+  if (testModels.length > 0) caps.test_weight_models = testModels.map(([m]) => m);
   return caps;
 }

@@ -76,11 +76,12 @@ export async function createPipeline(): Promise<{ pipeline: Pipeline; close: () 
     FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
     FACECOMPUTE_ALLOWED_DETECTORS: 'opencv,yunet,skip',
     FACECOMPUTE_LOG_LEVEL: 'silent',
+    FACECOMPUTE_DETECTOR_MAX_SIDE: process.env['PARITY_DETECTOR_MAX_SIDE'] ?? '0',
   });
   const state = await startRegistry(config, createLogger('parity', 'silent'), engines(config));
   while (state.warmup.snapshot().status === 'warming') await new Promise((r) => setTimeout(r, 100));
   if (!state.warmup.ready) throw new Error(`warmup failed: ${state.warmup.snapshot().error}`);
-  const pipeline = new Pipeline({ image: imageOps(config), detectors: state.detectors, recognizers: state.recognizers, fallbackDetector: null });
+  const pipeline = new Pipeline({ image: imageOps(config), detectors: state.detectors, recognizers: state.recognizers, fallbackDetector: null, detectorMaxSide: config.limits.detectorMaxSide });
   return {
     pipeline,
     close: async () => {
@@ -210,7 +211,8 @@ async function main() {
   if (process.argv.includes('--lfw')) report['lfw_devtrain'] = await lfwParity(pipeline);
   await close();
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });
-  writeFileSync(join(REPO, 'bench/results/parity-dlib.json'), JSON.stringify(report, null, 2));
+  const side = process.env['PARITY_DETECTOR_MAX_SIDE'];
+  writeFileSync(join(REPO, `bench/results/parity-dlib${side && side !== '0' ? `-maxside${side}` : ''}.json`), JSON.stringify(report, null, 2));
   const d = report['deepface_images'] as Record<string, Record<string, unknown>>;
   for (const det of DETECTORS) {
     const r = d[det] as Record<string, any>;
