@@ -3,7 +3,7 @@
  *
  *   npm run bench                       # every suite, about 15 minutes on 2 busy cores
  *   npm run bench -- service compare    # some suites; results of the others in bench.json are kept
- *   npm run bench -- --quick ort        # shorter cells (a smoke run; noisier)
+ *   npm run bench -- --quick ort        # shorter cells, a smoke run; written to bench/results/quick/
  *
  * Suites: ort, library, service, coldstart, memory, compare, batching (event-loop delay is
  * measured inside service and batching). Every suite measures DeepFace (or our own baseline) in the
@@ -74,8 +74,10 @@ export async function run(args: string[]): Promise<number> {
   }
   const selected = (names.length > 0 ? SUITES.filter((s) => names.includes(s)) : [...SUITES]) as SuiteName[];
   const machine = machineInfo();
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const benchPath = join(RESULTS_DIR, 'bench.json');
+  // A --quick smoke run never overwrites the committed figures.
+  const outDir = quick ? join(RESULTS_DIR, 'quick') : RESULTS_DIR;
+  mkdirSync(outDir, { recursive: true });
+  const benchPath = join(outDir, 'bench.json');
   const bench: BenchFile = readBench(benchPath) ?? { machine, suites: {} };
   bench.machine = machine;
   const logs = logDir();
@@ -110,10 +112,10 @@ export async function run(args: string[]): Promise<number> {
     bench.suites[name] = entry.error && prev?.result ? { ...prev, error: `${entry.error} (figures are from ${prev.ran_at})` } : entry;
     writeAtomic(benchPath, `${JSON.stringify(bench, null, 1)}\n`);
     const { writeReport } = await import('./report.js');
-    writeReport(bench, RESULTS_DIR);
+    writeReport(bench, outDir);
     process.stdout.write(`${name}: ${entry.seconds}s, load ${before.join(' ')} -> ${entry.loadavg_after.join(' ')}\n`);
   }
-  process.stdout.write(`\nwrote ${RESULTS_DIR}/{bench.json,summary.json,summary.md,*.svg} in ${Math.round((performance.now() - t0) / 1000)}s; service logs in ${logs}\n`);
+  process.stdout.write(`\nwrote ${outDir}/{bench.json,summary.json,summary.md,*.svg} in ${Math.round((performance.now() - t0) / 1000)}s; service logs in ${logs}\n`);
   return failed > 0 ? 1 : 0;
 }
 
