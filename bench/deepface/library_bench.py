@@ -1,8 +1,19 @@
 #!/usr/bin/env python3
-"""DeepFace's side of the library-level benchmark (bench/library): represent of one image, verify
-of one pair, and sustained represent throughput over the deepface images, for Dlib with a given
-detector. Prints one JSON object. Offline tooling: run with the DeepFace venv
-(tools/reference/deepface_reference.py says how to make it); weights come from ../shared/weights.
+"""DeepFace's side of the library-level benchmark (bench/suites/library.ts): represent of one image,
+verify of one pair, and sustained represent throughput over the deepface images, for a model and
+detector.
+
+Two modes:
+  one-shot (default): runs every detector in --detectors and prints one JSON object;
+  --serve: a long-lived worker that reads one JSON command per stdin line and answers one JSON line,
+           so the Node harness can interleave DeepFace's cells with ours (TensorFlow is imported once).
+           Commands: {"op": "represent"|"verify", "detector": d, "n": k, "max_s": s}
+                     (k runs, or fewer when s seconds have passed and at least 3 were timed)
+                     {"op": "sustained", "detector": d, "images": [names], "max_s": s}
+                     {"op": "rss"}
+
+Offline tooling: run with the DeepFace venv (/work/venvs/deepface); weights are linked from
+../shared/weights into $DEEPFACE_HOME (bench/deepface/weights.py), so nothing is downloaded.
 """
 import argparse
 import json
@@ -11,9 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("SHARED_DIR", REPO.parent / "shared"))
-DATA = SHARED / "data" / "deepface"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from weights import DATA, link_weights  # noqa: E402
 
 
 def pct(samples, p):
@@ -24,59 +34,151 @@ def pct(samples, p):
     return s[int(i)]
 
 
+def peak_rss_mb():
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+class Runner:
+    def __init__(self, model: str):
+        from deepface import DeepFace  # import after DEEPFACE_HOME is set
+        self.df = DeepFace
+        self.model = model
+        self.img1 = str(DATA / "img1.jpg")
+        self.img2 = str(DATA / "img2.jpg")
+        self.df.build_model(model)
+        self.warmed = set()
+
+    def warm(self, detector):
+        # The first call per detector pays lazy detector construction; kept out of the timings.
+        if detector not in self.warmed:
+            s = time.perf_counter()
+            self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
+            self.warmed.add(detector)
+            return time.perf_counter() - s
+        return 0.0
+
+    def represent(self, detector, n, max_s=1e9):
+        self.warm(detector)
+        out = []
+        t0 = time.perf_counter()
+        for _ in range(n):
+            if len(out) >= 3 and time.perf_counter() - t0 > max_s:
+                break
+            s = time.perf_counter()
+            self.df.represent(self.img1, model_name=self.model, detector_backend=detector)
+            out.append((time.perf_counter() - s) * 1000)
+        return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
+
+    def verify(self, detector, n, max_s=1e9):
+        self.warm(detector)
+        out = []
+        t0 = time.perf_counter()
+        for _ in range(n):
+            if len(out) >= 3 and time.perf_counter() - t0 > max_s:
+                break
+            s = time.perf_counter()
+            self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
+            out.append((time.perf_counter() - s) * 1000)
+        return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
+
+    def sustained(self, detector, images, max_s):
+        self.warm(detector)
+        s = time.perf_counter()
+        done = failed = 0
+        for name in images:
+            if time.perf_counter() - s > max_s:
+                break
+            try:
+                self.df.represent(str(DATA / name), model_name=self.model, detector_backend=detector, enforce_detection=False)
+                done += 1
+            except Exception:  # noqa: BLE001 — counted, not fatal
+                failed += 1
+        el = time.perf_counter() - s
+        return {"images": done, "failed": failed, "seconds": el, "images_per_s": done / el if el > 0 else None}
+
+
+def haar(names, repeats):
+    """OpenCV's own cascade on the images as DeepFace's opencv detector sees them (align=True:
+    bordered by half the height and width, then gray), for the stage breakdown of the library suite."""
+    import cv2
+    import numpy as np
+    cascade = cv2.CascadeClassifier(os.path.join(cv2.data.haarcascades, "haarcascade_frontalface_default.xml"))
+    out = {}
+    for name in names:
+        img = cv2.imread(str(DATA / name))
+        h, w = img.shape[:2]
+        b = cv2.copyMakeBorder(img, int(0.5 * h), int(0.5 * h), int(0.5 * w), int(0.5 * w), cv2.BORDER_CONSTANT, value=[0, 0, 0])
+        ts = []
+        for _ in range(repeats):
+            s = time.perf_counter()
+            g = cv2.cvtColor(b, cv2.COLOR_BGR2GRAY)
+            cascade.detectMultiScale3(g, 1.1, 10, outputRejectLevels=True)
+            ts.append((time.perf_counter() - s) * 1000)
+        out[name] = {"p50": pct(ts, 50), "n": len(ts), "threads": cv2.getNumThreads(), "opencv": cv2.__version__}
+    return out
+
+
+def serve(runner: Runner) -> int:
+    print(json.dumps({"ready": True, "peak_rss_mb": peak_rss_mb()}), flush=True)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            cmd = json.loads(line)
+            op = cmd["op"]
+            if op == "represent":
+                res = runner.represent(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
+            elif op == "verify":
+                res = runner.verify(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
+            elif op == "sustained":
+                res = runner.sustained(cmd["detector"], cmd["images"], float(cmd.get("max_s", 60)))
+            elif op == "haar":
+                res = {"images": haar(cmd["images"], int(cmd.get("n", 5)))}
+            elif op == "rss":
+                res = {}
+            elif op == "quit":
+                return 0
+            else:
+                raise ValueError(f"unknown op {op}")
+            res["peak_rss_mb"] = peak_rss_mb()
+            print(json.dumps(res), flush=True)
+        except Exception as err:  # noqa: BLE001 — reported to the harness
+            print(json.dumps({"error": str(err)[:300]}), flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--detector", default="opencv")
+    ap.add_argument("--detectors", default="opencv")
     ap.add_argument("--model", default="Dlib")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--images", type=int, default=30, help="images for the sustained run")
+    ap.add_argument("--serve", action="store_true")
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO / "tools" / "reference"))
-    from deepface_reference import link_weights  # noqa: E402
     link_weights()
     t0 = time.perf_counter()
-    from deepface import DeepFace  # noqa: E402
-    img1, img2 = str(DATA / "img1.jpg"), str(DATA / "img2.jpg")
-    DeepFace.build_model(args.model)
-    # The first call pays lazy initialisation; it is reported separately.
-    first = time.perf_counter()
-    DeepFace.verify(img1, img2, model_name=args.model, detector_backend=args.detector)
-    first_verify_s = time.perf_counter() - first
-    import_and_first_s = time.perf_counter() - t0
-
-    rep = []
-    for _ in range(args.repeats):
-        s = time.perf_counter()
-        DeepFace.represent(img1, model_name=args.model, detector_backend=args.detector)
-        rep.append((time.perf_counter() - s) * 1000)
-    ver = []
-    for _ in range(args.repeats):
-        s = time.perf_counter()
-        DeepFace.verify(img1, img2, model_name=args.model, detector_backend=args.detector)
-        ver.append((time.perf_counter() - s) * 1000)
+    runner = Runner(args.model)
+    if args.serve:
+        return serve(runner)
     names = sorted(p.name for p in DATA.iterdir() if p.suffix == ".jpg" and p.name != "invalid.jpg")[: args.images]
-    s = time.perf_counter()
-    done = 0
-    for n in names:
-        try:
-            DeepFace.represent(str(DATA / n), model_name=args.model, detector_backend=args.detector, enforce_detection=False)
-            done += 1
-        except Exception:  # noqa: BLE001 — counted as not done
-            pass
-    sustained = done / (time.perf_counter() - s)
-    try:
-        import resource
-        peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    except Exception:  # noqa: BLE001
-        peak_rss_mb = None
-    print(json.dumps({
-        "impl": "deepface", "model": args.model, "detector": args.detector,
-        "represent_ms": {"p50": pct(rep, 50), "p99": pct(rep, 99), "n": len(rep)},
-        "verify_ms": {"p50": pct(ver, 50), "p99": pct(ver, 99), "n": len(ver)},
-        "sustained_images_per_s": sustained, "sustained_images": done,
-        "first_verify_s": first_verify_s, "import_and_first_verify_s": import_and_first_s,
-        "peak_rss_mb": peak_rss_mb,
-    }))
+    out = {"impl": "deepface", "model": args.model, "import_and_build_s": time.perf_counter() - t0, "detectors": {}}
+    for det in args.detectors.split(","):
+        first = runner.warm(det)
+        rep = runner.represent(det, args.repeats)
+        ver = runner.verify(det, args.repeats)
+        for r in (rep, ver):
+            r.pop("samples_ms")
+        out["detectors"][det] = {"first_verify_s": first, "represent_ms": rep, "verify_ms": ver,
+                                 "sustained": runner.sustained(det, names, 600)}
+    out["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(out))
     return 0
 
 

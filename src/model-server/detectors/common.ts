@@ -46,6 +46,9 @@ export async function createSession(modelPath: string, o: OrtOptions): Promise<o
     executionProviders: o.executionProviders ?? ['cpu'],
     enableCpuMemArena: true,
     enableMemPattern: true,
+    // As for the recognizers (ort-options.ts): idle pool threads sleep rather than spin, since they
+    // share the cores with the rest of the model server (bench/results/ort-settings.json).
+    extra: { session: { 'intra_op.allow_spinning': '0' } },
   });
 }
 

@@ -1,0 +1,25 @@
+"""Links the shared weights where DeepFace looks for them ($DEEPFACE_HOME/.deepface/weights), so a
+benchmark never downloads anything: Dlib's recognizer and YuNet. The Haar cascades ship with
+opencv-python. retinaface.h5 (DeepFace's ResNet-50 RetinaFace) is not in the shared mirror, so
+DeepFace's retinaface detector is not benchmarked.
+"""
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("SHARED_DIR", REPO.parent / "shared"))
+WEIGHTS = Path(os.environ.get("FACECOMPUTE_WEIGHTS_DIR", SHARED / "weights"))
+DATA = Path(os.environ.get("SHARED_DATA_DIR", SHARED / "data")) / "deepface"
+
+FILES = ["dlib_face_recognition_resnet_model_v1.dat", "face_detection_yunet_2023mar.onnx"]
+
+
+def link_weights() -> Path:
+    home = Path(os.environ.setdefault("DEEPFACE_HOME", "/tmp/deepface-home"))
+    target = home / ".deepface" / "weights"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        dst = target / name
+        if not dst.exists() and (WEIGHTS / name).exists():
+            dst.symlink_to(WEIGHTS / name)
+    return home

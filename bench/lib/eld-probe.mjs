@@ -1,0 +1,37 @@
+// Preloaded into our gateway and model-server processes by the benchmark (NODE_OPTIONS=--import):
+// measures event-loop delay with perf_hooks.monitorEventLoopDelay and writes it to
+// $BENCH_EVENT_LOOP_DIR/<pid>.json every 200 ms. SIGUSR2 resets the histogram, so the
+// harness can measure exactly the load window. Plain JavaScript: it runs before tsx is registered.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = process.env.BENCH_EVENT_LOOP_DIR;
+if (dir) {
+  // The histogram records the time between timer ticks, which includes the sampling period itself;
+  // that period is subtracted so the figures are the delay beyond it.
+  const resolutionMs = 5;
+  const h = monitorEventLoopDelay({ resolution: resolutionMs });
+  h.enable();
+  const file = join(dir, `${process.pid}.json`);
+  const ms = (ns) => Math.max(0, Math.round((ns / 1e6 - resolutionMs) * 100) / 100);
+  const write = () => {
+    const snap = {
+      pid: process.pid,
+      argv: process.argv.slice(2).join(' '),
+      count: h.count,
+      p50_ms: ms(h.percentile(50)),
+      p99_ms: ms(h.percentile(99)),
+      max_ms: ms(h.max),
+      mean_ms: ms(h.mean),
+    };
+    try {
+      writeFileSync(`${file}.tmp`, JSON.stringify(snap));
+      renameSync(`${file}.tmp`, file);
+    } catch {
+      // the directory went away: the benchmark is over
+    }
+  };
+  setInterval(write, 200).unref();
+  process.on('SIGUSR2', () => h.reset());
+}

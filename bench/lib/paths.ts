@@ -1,0 +1,12 @@
+/** Where the benchmarks find shared inputs, caches and the DeepFace venv (all overridable). */
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SHARED_DATA_DIR = resolve(process.env['SHARED_DATA_DIR'] ?? join(REPO_ROOT, '..', 'shared', 'data'));
+export const SHARED_WEIGHTS_DIR = resolve(process.env['FACECOMPUTE_WEIGHTS_DIR'] ?? join(REPO_ROOT, '..', 'shared', 'weights'));
+export const DEEPFACE_DATA = join(SHARED_DATA_DIR, 'deepface');
+/** The repository's git-ignored cache of converted ONNX graphs, shared with the tests. */
+export const MODELS_CACHE = resolve(process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO_ROOT, '.models-cache'));
+export const DEEPFACE_PYTHON = process.env['DEEPFACE_PYTHON'] ?? '/work/venvs/deepface/bin/python';
+export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');

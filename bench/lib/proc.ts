@@ -1,0 +1,177 @@
+/**
+ * Process helpers for the service-level benchmarks: free ports, spawning with captured logs,
+ * waiting on HTTP, and memory of a whole process tree read from /proc (Linux only).
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  pid: number;
+  startedAt: number;
+  logPath: string;
+  exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a process in its own process group, so that stop() ends it and whatever it started (a
+ * model-server child, gunicorn's worker) and nothing else.
+ */
+export function start(cmd: string, args: string[], opts: SpawnOptions & { logPath: string }): Spawned {
+  const startedAt = performance.now();
+  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const log = createWriteStream(opts.logPath);
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`could not start ${cmd}`);
+  return {
+    child,
+    pid,
+    startedAt,
+    logPath: opts.logPath,
+    exited,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {
+        return;
+      }
+      const done = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+      if (!done) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+        await exited;
+      }
+    },
+  };
+}
+
+/** Polls `probe` until it returns true; rejects after `timeoutMs` or when the process exits. */
+export async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, proc?: Spawned, intervalMs = 50): Promise<number> {
+  const t0 = performance.now();
+  let exited = false;
+  void proc?.exited.then(() => {
+    exited = true;
+  });
+  while (performance.now() - t0 < timeoutMs) {
+    if (exited) throw new Error(`process exited before it was ready (log: ${proc?.logPath})`);
+    try {
+      if (await probe()) return performance.now();
+    } catch {
+      // not listening yet
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`not ready after ${timeoutMs} ms${proc ? ` (log: ${proc.logPath})` : ''}`);
+}
+
+function children(pid: number): number[] {
+  // /proc/<pid>/task/<tid>/children lists direct children per thread.
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (text) out.push(...text.split(/\s+/).map(Number));
+    }
+  } catch {
+    // process gone
+  }
+  return out;
+}
+
+export function processTree(root: number): number[] {
+  const seen: number[] = [];
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    if (seen.includes(pid)) continue;
+    seen.push(pid);
+    stack.push(...children(pid));
+  }
+  return seen;
+}
+
+export interface ProcMemory {
+  pid: number;
+  name: string;
+  vmHwmMb: number;
+  vmRssMb: number;
+}
+
+export function procMemory(pid: number): ProcMemory | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
+    return { pid, name, vmHwmMb: kb('VmHWM') / 1024, vmRssMb: kb('VmRSS') / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Peak RSS (VmHWM) of every process in the tree, and their sum. esbuild is listed but not summed:
+ * it is tsx compiling the TypeScript sources of a development checkout; a built install (dist/)
+ * has no such process.
+ */
+export function treeMemory(root: number): { processes: ProcMemory[]; peakRssMb: number; rssMb: number } {
+  const processes = processTree(root)
+    .map(procMemory)
+    .filter((m): m is ProcMemory => m !== null);
+  const counted = processes.filter((p) => p.name !== 'esbuild');
+  return {
+    processes,
+    peakRssMb: counted.reduce((a, p) => a + p.vmHwmMb, 0),
+    rssMb: counted.reduce((a, p) => a + p.vmRssMb, 0),
+  };
+}
+
+/** CPU time (user + system, seconds) of a process tree, from /proc/<pid>/stat. */
+export function treeCpuSeconds(root: number): number {
+  let ticks = 0;
+  for (const pid of processTree(root)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone
+    }
+  }
+  return ticks / 100;
+}
+
+export function logDir(): string {
+  return join(process.env['TMPDIR'] ?? '/tmp', `facecompute-bench-${process.pid}`);
+}
+
+export function loadAverage(): number[] {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Starts the two services under test on loopback with ports picked here:
+ * - ours: `facecompute serve` (gateway, MCP, console and one model-server child);
+ * - DeepFace's Flask API under gunicorn with one sync worker, as its Dockerfile runs it.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { freePort, start, waitFor, type Spawned } from './proc.js';
+import { DEEPFACE_PYTHON, MODELS_CACHE, REPO_ROOT, SHARED_WEIGHTS_DIR } from './paths.js';
+
+export interface OurService {
+  proc: Spawned;
+  gatewayUrl: string;
+  consoleUrl: string;
+  modelServerUrl: string;
+  eldDir: string | null;
+  /** An idle Node process with the same probe: the machine's own scheduling delay, for reference. */
+  eldBaselinePid: number | null;
+  /** Milliseconds from spawn to /readiness 200. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+export interface OurOptions {
+  batchWindowMs?: number;
+  batchMax?: number;
+  env?: Record<string, string>;
+  eventLoopProbe?: boolean;
+  logDir: string;
+  label: string;
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Settings that differ from the defaults, and why: the free-call allowance and the per-account rate
+ * limits would otherwise stop a load test after a few requests (they are product policy, not
+ * capacity); request logs go to `warn` because gunicorn logs no per-request lines either.
+ */
+export function benchEnv(o: { gateway: number; mcp: number; console: number; modelServer: number; dataDir: string }): Record<string, string> {
+  return {
+    FACECOMPUTE_HOST: '127.0.0.1',
+    FACECOMPUTE_GATEWAY_PORT: String(o.gateway),
+    FACECOMPUTE_MCP_PORT: String(o.mcp),
+    FACECOMPUTE_CONSOLE_PORT: String(o.console),
+    FACECOMPUTE_MODEL_SERVER_PORT: String(o.modelServer),
+    FACECOMPUTE_DATA_DIR: o.dataDir,
+    FACECOMPUTE_WEIGHTS_DIR: SHARED_WEIGHTS_DIR,
+    FACECOMPUTE_MODELS_CACHE: MODELS_CACHE,
+    FACECOMPUTE_ALLOWED_MODELS: 'Dlib',
+    FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
+    FACECOMPUTE_FREE_CALLS_ANONYMOUS: '1000000000',
+    FACECOMPUTE_RATE_LIMIT_REQUESTS: '1000000000',
+    FACECOMPUTE_RATE_LIMIT_CONCURRENT: '256',
+    FACECOMPUTE_LOG_LEVEL: 'warn',
+  };
+}
+
+export async function startOurs(o: OurOptions): Promise<OurService> {
+  const [gateway, mcp, consolePort, modelServer] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const dataDir = mkdtempSync(join(tmpdir(), 'facecompute-bench-data-'));
+  let eldDir: string | null = null;
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    ...benchEnv({ gateway, mcp, console: consolePort, modelServer, dataDir }),
+    ...(o.batchWindowMs !== undefined ? { FACECOMPUTE_BATCH_WINDOW_MS: String(o.batchWindowMs) } : {}),
+    ...(o.batchMax !== undefined ? { FACECOMPUTE_BATCH_MAX: String(o.batchMax) } : {}),
+    ...o.env,
+  };
+  if (o.eventLoopProbe) {
+    eldDir = mkdtempSync(join(tmpdir(), 'facecompute-bench-eld-'));
+    env['BENCH_EVENT_LOOP_DIR'] = eldDir;
+    env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} --import=${join(REPO_ROOT, 'bench', 'lib', 'eld-probe.mjs')}`.trim();
+  }
+  mkdirSync(o.logDir, { recursive: true });
+  const proc = start(process.execPath, [join(REPO_ROOT, 'bin', 'facecompute.js'), 'serve'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}.log`) });
+  const gatewayUrl = `http://127.0.0.1:${gateway}`;
+  const baseline = eldDir ? start(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}-eld-baseline.log`) }) : null;
+  let readyMs: number;
+  try {
+    const at = await waitFor(async () => (await fetch(`${gatewayUrl}/readiness`)).status === 200, o.readyTimeoutMs ?? 300_000, proc);
+    readyMs = at - proc.startedAt;
+  } catch (err) {
+    await Promise.all([proc.stop(), baseline?.stop()]);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    proc,
+    gatewayUrl,
+    consoleUrl: `http://127.0.0.1:${consolePort}`,
+    modelServerUrl: `http://127.0.0.1:${modelServer}`,
+    eldDir,
+    eldBaselinePid: baseline?.pid ?? null,
+    readyMs,
+    async stop() {
+      await Promise.all([proc.stop(), baseline?.stop()]);
+      rmSync(dataDir, { recursive: true, force: true });
+      if (eldDir) rmSync(eldDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An anonymous account and a REST key, through the console's JSON API (contract §7). */
+export async function createKey(consoleUrl: string): Promise<string> {
+  const signup = await fetch(`${consoleUrl}/api/signup/anonymous`, { method: 'POST' });
+  if (signup.status !== 201) throw new Error(`signup answered ${signup.status}: ${(await signup.text()).slice(0, 200)}`);
+  const { session_token } = (await signup.json()) as { session_token: string };
+  const key = await fetch(`${consoleUrl}/api/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${session_token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  if (key.status !== 201) throw new Error(`key creation answered ${key.status}: ${(await key.text()).slice(0, 200)}`);
+  return ((await key.json()) as { key: string }).key;
+}
+
+export interface DeepFaceService {
+  proc: Spawned;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startDeepFace(o: { logDir: string; label: string; home: string }): Promise<DeepFaceService> {
+  const port = await freePort();
+  mkdirSync(o.logDir, { recursive: true });
+  const proc = start(DEEPFACE_PYTHON, [join(REPO_ROOT, 'bench', 'deepface', 'api_server.py'), String(port)], {
+    cwd: REPO_ROOT,
+    logPath: join(o.logDir, `${o.label}.log`),
+    env: {
+      ...(process.env as Record<string, string>),
+      DEEPFACE_HOME: o.home,
+      DEEPFACE_FACE_RECOGNITION_MODELS: 'Dlib',
+      DEEPFACE_FACE_DETECTION_MODELS: 'opencv',
+      TF_CPP_MIN_LOG_LEVEL: '2',
+    },
+  });
+  return { proc, url: `http://127.0.0.1:${port}`, stop: () => proc.stop() };
+}
+
+/** Event-loop delay snapshots written by eld-probe.mjs, one per Node process of our service. */
+export function readEventLoop(dir: string): Array<{ pid: number; argv: string; count: number; p50_ms: number; p99_ms: number; max_ms: number; mean_ms: number }> {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')));
+}
