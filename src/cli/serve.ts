@@ -6,8 +6,8 @@
  * process on 127.0.0.1, unless FACECOMPUTE_MODEL_SERVER_URLS points at running ones.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../package-root.js';
 import { loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
@@ -16,7 +16,7 @@ import { startMetricsServer } from '../gateway/metrics.js';
 import { buildConsole } from '../console/app.js';
 import { createMcp } from '../mcp/main.js';
 
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', ...(import.meta.url.includes('/dist/') ? ['..'] : []), 'bin', 'facecompute.js');
+const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 
 function startModelServer(log: ReturnType<typeof createLogger>): ChildProcess {
   const child = spawn(process.execPath, [BIN, 'model-server'], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });

@@ -5,9 +5,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import type { Config } from '../config/index.js';
 import type { AccountsStore } from '../accounts/index.js';
 import type { Logger } from '../logging/logger.js';
@@ -17,6 +15,7 @@ import session from './plugins/session.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 
 export interface ConsoleDeps {
   config: Config;
@@ -30,9 +29,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-
 const MAX_BODY_BYTES = 64 * 1024;
 
 function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(resolve(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
+  return PACKAGE_ROOT;
 }
 
 function isLoopback(host: string): boolean {

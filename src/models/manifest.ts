@@ -3,12 +3,11 @@
  * contract, its weight files and its converter. Loaded and checked once.
  */
 import { readFileSync } from 'node:fs';
-import { resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-// dist/src/models → the package root is three levels up; src/models → two.
-const ROOT = PACKAGE_ROOT.endsWith('/dist') ? resolve(PACKAGE_ROOT, '..') : PACKAGE_ROOT;
+import { PACKAGE_ROOT } from '../package-root.js';
+
+const ROOT = PACKAGE_ROOT;
 export const REPO_ROOT = ROOT;
 
 export interface WeightFile {

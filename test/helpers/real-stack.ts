@@ -49,7 +49,8 @@ export async function startRealModelServer(extra: Record<string, string> = {}, r
   const port = await freePort();
   const clean: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) clean[k] = v;
-  const proc = spawn(process.execPath, [resolve(REPO_ROOT, 'bin/facecompute.js'), 'model-server'], {
+  // The sources, not a possibly stale dist/ build.
+  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'model-server'], {
     env: { ...clean, ...modelServerEnv(port, extra) },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: REPO_ROOT,
