@@ -4,16 +4,11 @@
  */
 import type { ModelInput } from '../models/manifest.js';
 import type { Normalization } from './protocol.js';
+import type { ExtractOptions, ExtractedFace, NativeImage, Point } from '../core/image.js';
 
-/** 8-bit interleaved pixels; 3 channels in BGR order unless said otherwise. */
-export interface NativeImage {
-  width: number;
-  height: number;
-  channels: number;
-  data: Buffer;
-}
+// The pixel types are the native wrapper's own; the pipeline's ports only add what it needs on top.
+export type { ExtractOptions, ExtractedFace, NativeImage, Point };
 
-export type Point = [number, number];
 
 /** A detector's output, in the coordinates of the image it was given. */
 export interface Detection {
@@ -27,24 +22,6 @@ export interface Detection {
   nose?: Point | null;
   mouthLeft?: Point | null;
   mouthRight?: Point | null;
-}
-
-export interface ExtractedFace {
-  /** BGR uint8 crop, aligned when asked. */
-  face: NativeImage;
-  /** In original-image coordinates, clipped as DeepFace reports them. */
-  area: {
-    x: number;
-    y: number;
-    w: number;
-    h: number;
-    leftEye: Point | null;
-    rightEye: Point | null;
-    nose?: Point | null;
-    mouthLeft?: Point | null;
-    mouthRight?: Point | null;
-  };
-  confidence: number;
 }
 
 export interface TensorSpec {
@@ -66,7 +43,7 @@ export interface ImageOps {
   extractFaces(
     img: NativeImage,
     detections: Detection[],
-    opts: { align: boolean; expandPercentage: number; borderTop: number; borderLeft: number; originalWidth: number; originalHeight: number },
+    opts: ExtractOptions,
   ): Promise<ExtractedFace[]>;
   /** Letterboxes each face to the model input and applies its preprocessing, as one batch. */
   toTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array>;
