@@ -6,7 +6,7 @@
 mod project;
 
 use crate::error::{CoreError, CoreResult};
-use crate::pixels::{copy_make_border, crop_clipped, crop_padded, rotate, Image};
+use crate::pixels::{copy_make_border, crop_clipped, crop_padded, rotate_roi, Image};
 pub use project::project_facial_area;
 
 pub type Point = (f64, f64);
@@ -134,14 +134,16 @@ fn extract_one(img: &Image, det: &Detection, opts: &ExtractOptions) -> CoreResul
             (Some(l), Some(r)) if sub.width > 0 && sub.height > 0 => (l.1 - r.1).atan2(l.0 - r.0).to_degrees(),
             _ => 0.0,
         };
-        let rotated = if le.is_some() && re.is_some() && sub.width > 0 && sub.height > 0 {
-            rotate(&sub, (sub.width / 2) as f64, (sub.height / 2) as f64, angle)?
+        // The rotated sub-image has the sub-image's size, so the crop is known before rotating:
+        // only its pixels are warped (a quarter of the sub-image), the same values as DeepFace's.
+        let (x1, y1, x2, y2) = project_facial_area((rx, ry, rx + w, ry + h), angle, (sub.height as i64, sub.width as i64));
+        if le.is_some() && re.is_some() && sub.width > 0 && sub.height > 0 {
+            let (xs, xe) = py_slice(x1, x2, sub.width as i64);
+            let (ys, ye) = py_slice(y1, y2, sub.height as i64);
+            rotate_roi(&sub, (sub.width / 2) as f64, (sub.height / 2) as f64, angle, (xs as usize, ys as usize, xe as usize, ye as usize))?
         } else {
-            sub
-        };
-        let (x1, y1, x2, y2) =
-            project_facial_area((rx, ry, rx + w, ry + h), angle, (rotated.height as i64, rotated.width as i64));
-        np_crop(&rotated, x1, y1, x2, y2)
+            np_crop(&sub, x1, y1, x2, y2)
+        }
     } else {
         np_crop(img, x, y, x + w, y + h)
     };

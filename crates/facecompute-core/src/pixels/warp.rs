@@ -78,11 +78,23 @@ fn cv_round(v: f64) -> i32 {
 
 /// `cv2.warpAffine(img, m, (img.w, img.h), flags=INTER_CUBIC, borderMode=BORDER_CONSTANT, 0)`.
 pub fn warp_affine_cubic(img: &Image, m: [f64; 6]) -> CoreResult<Image> {
+    warp_affine_cubic_roi(img, m, (0, 0, img.width as usize, img.height as usize))
+}
+
+/// The pixels `[x0, x1) x [y0, y1)` of [`warp_affine_cubic`]'s output, without computing the rest:
+/// OpenCV derives every destination pixel from its own coordinates alone (the per-column deltas
+/// and the per-row origin below), so the values are the same as in the full warp.
+pub fn warp_affine_cubic_roi(img: &Image, m: [f64; 6], roi: (usize, usize, usize, usize)) -> CoreResult<Image> {
     let cn = img.channels as usize;
     let (w, h) = (img.width as usize, img.height as usize);
     if cn == 0 || img.data.len() != w * h * cn {
         return Err(CoreError::invalid_request("image buffer does not match its dimensions"));
     }
+    let (rx0, ry0, rx1, ry1) = roi;
+    if rx0 > rx1 || ry0 > ry1 || rx1 > w || ry1 > h {
+        return Err(CoreError::invalid_request("warp region lies outside the image"));
+    }
+    let (rw, rh) = (rx1 - rx0, ry1 - ry0);
     // warpAffine maps destination to source with the inverse matrix.
     let mut d = m[0] * m[4] - m[1] * m[3];
     d = if d != 0.0 { 1.0 / d } else { 0.0 };
@@ -93,21 +105,22 @@ pub fn warp_affine_cubic(img: &Image, m: [f64; 6]) -> CoreResult<Image> {
     let inv = [a11, a12, b1, a21, a22, b2];
 
     let tab = bicubic_table();
-    let adelta: Vec<i32> = (0..w).map(|x| cv_round(inv[0] * x as f64 * AB_SCALE)).collect();
-    let bdelta: Vec<i32> = (0..w).map(|x| cv_round(inv[3] * x as f64 * AB_SCALE)).collect();
+    let adelta: Vec<i32> = (rx0..rx1).map(|x| cv_round(inv[0] * x as f64 * AB_SCALE)).collect();
+    let bdelta: Vec<i32> = (rx0..rx1).map(|x| cv_round(inv[3] * x as f64 * AB_SCALE)).collect();
     let round_delta = (AB_SCALE as i32) / TAB_SIZE as i32 / 2;
     let stride = w * cn;
-    let mut out = vec![0u8; img.data.len()];
-    for y in 0..h {
+    let out_stride = rw * cn;
+    let mut out = vec![0u8; rw * rh * cn];
+    for (oy, y) in (ry0..ry1).enumerate() {
         let x0 = cv_round((inv[1] * y as f64 + inv[2]) * AB_SCALE).wrapping_add(round_delta);
         let y0 = cv_round((inv[4] * y as f64 + inv[5]) * AB_SCALE).wrapping_add(round_delta);
-        for x in 0..w {
+        for x in 0..rw {
             let xx = x0.wrapping_add(adelta[x]) >> (AB_BITS - INTER_BITS);
             let yy = y0.wrapping_add(bdelta[x]) >> (AB_BITS - INTER_BITS);
             let sx = (xx >> INTER_BITS) - 1;
             let sy = (yy >> INTER_BITS) - 1;
             let wt = &tab[((yy & (TAB_SIZE as i32 - 1)) as usize) * TAB_SIZE + (xx & (TAB_SIZE as i32 - 1)) as usize];
-            let dst = &mut out[y * stride + x * cn..y * stride + x * cn + cn];
+            let dst = &mut out[oy * out_stride + x * cn..oy * out_stride + x * cn + cn];
             if sx >= 0 && sy >= 0 && (sx as usize) + 3 < w && (sy as usize) + 3 < h {
                 for (c, o) in dst.iter_mut().enumerate() {
                     let mut sum = 0i32;
@@ -144,7 +157,7 @@ pub fn warp_affine_cubic(img: &Image, m: [f64; 6]) -> CoreResult<Image> {
             }
         }
     }
-    Ok(Image { width: img.width, height: img.height, channels: img.channels, data: out })
+    Ok(Image { width: rw as u32, height: rh as u32, channels: img.channels, data: out })
 }
 
 /// Rotates `img` by `angle_deg` (counter-clockwise, OpenCV's convention) about (cx, cy), keeping its
@@ -154,4 +167,53 @@ pub fn rotate(img: &Image, cx: f64, cy: f64, angle_deg: f64) -> CoreResult<Image
         return Err(CoreError::invalid_request("rotation centre and angle must be finite"));
     }
     warp_affine_cubic(img, rotation_matrix(cx, cy, angle_deg))
+}
+
+/// The pixels `[x0, x1) x [y0, y1)` of [`rotate`]'s output.
+pub fn rotate_roi(img: &Image, cx: f64, cy: f64, angle_deg: f64, roi: (usize, usize, usize, usize)) -> CoreResult<Image> {
+    if !(cx.is_finite() && cy.is_finite() && angle_deg.is_finite()) {
+        return Err(CoreError::invalid_request("rotation centre and angle must be finite"));
+    }
+    warp_affine_cubic_roi(img, rotation_matrix(cx, cy, angle_deg), roi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noise(w: u32, h: u32, cn: u32) -> Image {
+        let mut state = 0x9e37_79b9u32;
+        let data = (0..w * h * cn)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state >> 24) as u8
+            })
+            .collect();
+        Image { width: w, height: h, channels: cn, data }
+    }
+
+    #[test]
+    fn a_region_of_the_rotation_equals_the_same_region_of_the_full_rotation() {
+        let img = noise(61, 47, 3);
+        for angle in [-33.7, -5.0, 0.0, 12.25, 90.0, 171.0] {
+            let full = rotate(&img, 30.0, 23.0, angle).unwrap();
+            for roi in [(0, 0, 61, 47), (10, 5, 40, 30), (0, 20, 61, 21), (60, 46, 61, 47), (7, 7, 7, 20)] {
+                let part = rotate_roi(&img, 30.0, 23.0, angle, roi).unwrap();
+                let (x0, y0, x1, y1) = roi;
+                let expected = crop_expected(&full, x0, y0, x1, y1);
+                assert_eq!((part.width as usize, part.height as usize), (x1 - x0, y1 - y0));
+                assert_eq!(part.data, expected, "angle {angle} roi {roi:?}");
+            }
+        }
+        assert!(rotate_roi(&img, 30.0, 23.0, 10.0, (0, 0, 62, 47)).is_err());
+        assert!(rotate_roi(&img, 30.0, 23.0, 10.0, (5, 0, 4, 47)).is_err());
+    }
+
+    fn crop_expected(img: &Image, x0: usize, y0: usize, x1: usize, y1: usize) -> Vec<u8> {
+        let cn = img.channels as usize;
+        let stride = img.width as usize * cn;
+        (y0..y1).flat_map(|y| img.data[y * stride + x0 * cn..y * stride + x1 * cn].to_vec()).collect()
+    }
 }

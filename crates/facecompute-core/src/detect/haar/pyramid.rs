@@ -55,21 +55,106 @@ fn axis(src: usize, dst: usize) -> Axis {
     Axis { ofs, c1, lo, hi }
 }
 
-fn h_line(src: &[u8], ax: &Axis, out: &mut [u32]) {
-    let dst_w = out.len();
+/// The horizontal pass for destination columns `[x0, x0 + out.len())`.
+fn h_line(src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
+    let x1 = x0 + out.len();
     let first = (src[0] as u32) << 8;
     let last = (src[src.len() - 1] as u32) << 8;
-    for d in 0..ax.lo.min(dst_w) {
-        out[d] = first;
+    for d in x0..x1 {
+        out[d - x0] = if d < ax.lo {
+            first
+        } else if d < ax.hi {
+            let o = ax.ofs[d];
+            let c1 = ax.c1[d];
+            (256 - c1) * src[o] as u32 + c1 * src[o + 1] as u32
+        } else {
+            last
+        };
     }
-    for d in ax.lo..ax.hi {
-        let o = ax.ofs[d];
-        let c1 = ax.c1[d];
-        out[d] = (256 - c1) * src[o] as u32 + c1 * src[o + 1] as u32;
+}
+
+/// A rectangle of destination pixels, `[x0, x1) x [y0, y1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Roi {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+impl Roi {
+    pub fn full(w: usize, h: usize) -> Self {
+        Self { x0: 0, y0: 0, x1: w, y1: h }
     }
-    for d in ax.hi.max(ax.lo)..dst_w {
-        out[d] = last;
+    pub fn width(&self) -> usize {
+        self.x1 - self.x0
     }
+    pub fn height(&self) -> usize {
+        self.y1 - self.y0
+    }
+}
+
+/// How the cascade's resize maps one axis: which source samples feed each destination sample.
+enum Taps {
+    Copy,
+    Halve,
+    Linear(Axis),
+}
+
+fn taps(sw: usize, sh: usize, dw: usize, dh: usize) -> (Taps, Taps) {
+    if dw == sw && dh == sh {
+        (Taps::Copy, Taps::Copy)
+    } else if dw * 2 == sw && dh * 2 == sh {
+        (Taps::Halve, Taps::Halve)
+    } else {
+        (Taps::Linear(axis(sw, dw)), Taps::Linear(axis(sh, dh)))
+    }
+}
+
+/// Destination samples `[d0, d1)` that read any source sample in `[c0, c1)` (a superset: taps
+/// with weight 0 count too). Every other destination sample only reads samples outside it.
+fn reach(t: &Taps, src: usize, dst: usize, c0: usize, c1: usize) -> (usize, usize) {
+    let range = |d: usize| -> (usize, usize) {
+        match t {
+            Taps::Copy => (d, d),
+            Taps::Halve => (2 * d, 2 * d + 1),
+            Taps::Linear(ax) if d < ax.lo => (0, 0),
+            Taps::Linear(ax) if d < ax.hi => (ax.ofs[d], ax.ofs[d] + 1),
+            Taps::Linear(_) => (src - 1, src - 1),
+        }
+    };
+    let hits = |d: usize| {
+        let (a, b) = range(d);
+        b >= c0 && a < c1
+    };
+    let d0 = (0..dst).find(|&d| hits(d)).unwrap_or(dst);
+    let d1 = (d0..dst).rev().find(|&d| hits(d)).map_or(d0, |d| d + 1);
+    (d0, d1)
+}
+
+/// The destination pixels of the cascade's resize `sw x sh -> dw x dh` that can differ from 0
+/// when every source pixel outside `content` is 0: what the scan must look at.
+pub fn content_reach(sw: usize, sh: usize, dw: usize, dh: usize, content: Roi) -> Roi {
+    let (tx, ty) = taps(sw, sh, dw, dh);
+    let (x0, x1) = reach(&tx, sw, dw, content.x0, content.x1);
+    let (y0, y1) = reach(&ty, sh, dh, content.y0, content.y1);
+    Roi { x0, y0, x1, y1 }
+}
+
+/// The bounding box of the non-zero pixels, or `None` when the image is black.
+pub fn nonzero_bounds(img: &[u8], w: usize, h: usize) -> Option<Roi> {
+    let row_nonzero = |y: usize| img[y * w..(y + 1) * w].iter().any(|&v| v != 0);
+    let y0 = (0..h).find(|&y| row_nonzero(y))?;
+    let y1 = (y0..h).rev().find(|&y| row_nonzero(y)).map_or(y0, |y| y) + 1;
+    let (mut x0, mut x1) = (w, 0);
+    for y in y0..y1 {
+        let row = &img[y * w..(y + 1) * w];
+        if let Some(a) = row.iter().position(|&v| v != 0) {
+            x0 = x0.min(a);
+            x1 = x1.max(row.iter().rposition(|&v| v != 0).unwrap_or(a) + 1);
+        }
+    }
+    Some(Roi { x0, y0, x1, y1 })
 }
 
 /// cv::resize(..., INTER_LINEAR_EXACT) of a single-channel 8-bit image, as the cascade calls it for
@@ -77,58 +162,74 @@ fn h_line(src: &[u8], ax: &Axis, out: &mut [u32]) {
 /// copy, and an exact 2x reduction goes to the INTER_AREA fast path, which gives the same result
 /// with a different rounding.
 pub fn resize_linear_exact_cascade(src: &[u8], sw: usize, sh: usize, dw: usize, dh: usize) -> Vec<u8> {
-    if dw == sw && dh == sh {
-        return src[..sw * sh].to_vec();
-    }
-    let mut dst = vec![0u8; dw * dh];
-    if dw * 2 == sw && dh * 2 == sh {
-        for y in 0..dh {
-            let r0 = &src[2 * y * sw..];
-            let r1 = &src[(2 * y + 1) * sw..];
-            for x in 0..dw {
-                let s = r0[2 * x] as u32 + r0[2 * x + 1] as u32 + r1[2 * x] as u32 + r1[2 * x + 1] as u32;
-                dst[y * dw + x] = ((s + 2) >> 2) as u8;
-            }
-        }
-        return dst;
-    }
-    let ax = axis(sw, dw);
-    let ay = axis(sh, dh);
-    let mut h0 = vec![0u32; dw];
-    let mut h1 = vec![0u32; dw];
-    let mut cached: [usize; 2] = [usize::MAX, usize::MAX];
-    let edge = |h: &[u32], row: &mut [u8]| {
-        for (o, &v) in row.iter_mut().zip(h) {
-            *o = ((v + 128) >> 8).min(255) as u8;
-        }
-    };
-    for y in 0..dh {
-        let row = &mut dst[y * dw..(y + 1) * dw];
-        if y < ay.lo || y >= ay.hi.max(ay.lo) {
-            let sy = if y < ay.lo { 0 } else { sh - 1 };
-            h_line(&src[sy * sw..(sy + 1) * sw], &ax, &mut h0);
-            cached = [usize::MAX, usize::MAX];
-            edge(&h0, row);
-            continue;
-        }
-        let sy = ay.ofs[y];
-        // Consecutive destination rows mostly share source rows: reuse the horizontal pass.
-        if cached[0] != sy {
-            if cached[1] == sy {
-                std::mem::swap(&mut h0, &mut h1);
-            } else {
-                h_line(&src[sy * sw..(sy + 1) * sw], &ax, &mut h0);
-            }
-            h_line(&src[(sy + 1) * sw..(sy + 2) * sw], &ax, &mut h1);
-            cached = [sy, sy + 1];
-        }
-        let c1 = ay.c1[y];
-        let c0 = 256 - c1;
-        for ((o, &a), &b) in row.iter_mut().zip(&h0).zip(&h1) {
-            *o = ((a * c0 + b * c1 + (1 << 15)) >> 16).min(255) as u8;
-        }
-    }
+    let mut dst = Vec::new();
+    resize_linear_exact_cascade_roi(src, sw, sh, dw, dh, Roi::full(dw, dh), &mut dst);
     dst
+}
+
+/// Only the pixels of `roi` (inside `dw x dh`) of [`resize_linear_exact_cascade`], rows packed
+/// into `dst`: each destination pixel depends on its own position alone, so they are the same
+/// values as in the full resize.
+pub fn resize_linear_exact_cascade_roi(src: &[u8], sw: usize, sh: usize, dw: usize, dh: usize, roi: Roi, dst: &mut Vec<u8>) {
+    let (rw, rh) = (roi.width(), roi.height());
+    dst.clear();
+    dst.resize(rw * rh, 0);
+    if rw == 0 || rh == 0 {
+        return;
+    }
+    match taps(sw, sh, dw, dh) {
+        (Taps::Copy, _) => {
+            for (y, row) in (roi.y0..roi.y1).zip(dst.chunks_exact_mut(rw)) {
+                row.copy_from_slice(&src[y * sw + roi.x0..y * sw + roi.x1]);
+            }
+        }
+        (Taps::Halve, _) => {
+            for (y, row) in (roi.y0..roi.y1).zip(dst.chunks_exact_mut(rw)) {
+                let r0 = &src[2 * y * sw..];
+                let r1 = &src[(2 * y + 1) * sw..];
+                for (x, o) in (roi.x0..roi.x1).zip(row.iter_mut()) {
+                    let s = r0[2 * x] as u32 + r0[2 * x + 1] as u32 + r1[2 * x] as u32 + r1[2 * x + 1] as u32;
+                    *o = ((s + 2) >> 2) as u8;
+                }
+            }
+        }
+        (Taps::Linear(ax), Taps::Linear(ay)) => {
+            let mut h0 = vec![0u32; rw];
+            let mut h1 = vec![0u32; rw];
+            let mut cached: [usize; 2] = [usize::MAX, usize::MAX];
+            let edge = |h: &[u32], row: &mut [u8]| {
+                for (o, &v) in row.iter_mut().zip(h) {
+                    *o = ((v + 128) >> 8).min(255) as u8;
+                }
+            };
+            for (y, row) in (roi.y0..roi.y1).zip(dst.chunks_exact_mut(rw)) {
+                if y < ay.lo || y >= ay.hi.max(ay.lo) {
+                    let sy = if y < ay.lo { 0 } else { sh - 1 };
+                    h_line(&src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
+                    cached = [usize::MAX, usize::MAX];
+                    edge(&h0, row);
+                    continue;
+                }
+                let sy = ay.ofs[y];
+                // Consecutive destination rows mostly share source rows: reuse the horizontal pass.
+                if cached[0] != sy {
+                    if cached[1] == sy {
+                        std::mem::swap(&mut h0, &mut h1);
+                    } else {
+                        h_line(&src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
+                    }
+                    h_line(&src[(sy + 1) * sw..(sy + 2) * sw], &ax, roi.x0, &mut h1);
+                    cached = [sy, sy + 1];
+                }
+                let c1 = ay.c1[y];
+                let c0 = 256 - c1;
+                for ((o, &a), &b) in row.iter_mut().zip(&h0).zip(&h1) {
+                    *o = ((a * c0 + b * c1 + (1 << 15)) >> 16).min(255) as u8;
+                }
+            }
+        }
+        _ => unreachable!("taps() pairs the axes"),
+    }
 }
 
 /// Integral and squared integral images, (w+1)x(h+1) with a zero first row and column. OpenCV's
@@ -184,6 +285,53 @@ mod tests {
         let out = resize_linear_exact_cascade(&img, 3, 1, 2, 1);
         // 0*192+100*64 = 6400 (8 fractional bits) -> 25; 100*64+200*192 = 44800 -> 175.
         assert_eq!(out, vec![25, 175]);
+    }
+
+    /// A deterministic pseudo-random image, black outside `content`.
+    fn framed(w: usize, h: usize, content: Roi, seed: u32) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+        let mut img = vec![0u8; w * h];
+        for y in content.y0..content.y1 {
+            for x in content.x0..content.x1 {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                img[y * w + x] = (state >> 24) as u8 | 1;
+            }
+        }
+        img
+    }
+
+    #[test]
+    fn roi_resize_equals_the_crop_of_the_full_resize() {
+        // Copy, exact halving and the general bilinear path, shrinking and growing.
+        let sizes = [(40, 30, 40, 30), (40, 30, 20, 15), (40, 30, 33, 21), (17, 23, 9, 12), (12, 9, 30, 20)];
+        for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
+            let src = framed(sw, sh, Roi::full(sw, sh), i as u32 + 1);
+            let full = resize_linear_exact_cascade(&src, sw, sh, dw, dh);
+            for roi in [Roi::full(dw, dh), Roi { x0: 1, y0: 2, x1: dw - 1, y1: dh - 3 }, Roi { x0: dw / 2, y0: 0, x1: dw / 2 + 1, y1: dh }] {
+                let mut part = Vec::new();
+                resize_linear_exact_cascade_roi(&src, sw, sh, dw, dh, roi, &mut part);
+                let expected: Vec<u8> = (roi.y0..roi.y1).flat_map(|y| full[y * dw + roi.x0..y * dw + roi.x1].to_vec()).collect();
+                assert_eq!(part, expected, "{sw}x{sh} -> {dw}x{dh} {roi:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn content_reach_covers_every_nonzero_destination_pixel() {
+        for (i, &(sw, sh, dw, dh)) in [(60, 40, 60, 40), (60, 40, 30, 20), (60, 40, 37, 29), (60, 40, 13, 9)].iter().enumerate() {
+            let content = Roi { x0: 15, y0: 10, x1: 45, y1: 30 };
+            let src = framed(sw, sh, content, 7 + i as u32);
+            assert_eq!(nonzero_bounds(&src, sw, sh), Some(content));
+            let full = resize_linear_exact_cascade(&src, sw, sh, dw, dh);
+            let lit = content_reach(sw, sh, dw, dh, content);
+            let bounds = nonzero_bounds(&full, dw, dh).expect("some content survives");
+            assert!(lit.x0 <= bounds.x0 && lit.y0 <= bounds.y0 && lit.x1 >= bounds.x1 && lit.y1 >= bounds.y1, "{lit:?} misses {bounds:?}");
+            // And it is tight to within the interpolation taps, not the whole image.
+            assert!(lit.width() < dw && lit.height() < dh, "{lit:?} for {dw}x{dh}");
+        }
+        assert_eq!(nonzero_bounds(&[0u8; 12], 4, 3), None);
     }
 
     #[test]
