@@ -442,7 +442,7 @@ impl Cascade {
         // Offsets are below (win_h)*stride + win_w + 1 by the XML checks; `span` bounds them all.
         let span = win_h * stride + win_w + 1;
         let flat = self.flat_stumps(&opt, span);
-        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat: flat.as_deref(), span };
+        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat_nf: 99.0 * area * area, flat: flat.as_deref(), span };
         for y in (oy0..oy1).step_by(step) {
             let row = (y - oy0) * stride;
             let mut x = ox0;
@@ -478,6 +478,29 @@ impl Cascade {
         flat.iter().all(|f| f.ofs.iter().all(|&o| (o as usize) < span)).then_some(flat)
     }
 
+    /// The stages of a stump cascade on one window. Every stump computes its third rectangle:
+    /// a two-rectangle feature has weight 0 and an empty rectangle there, and adding that zero
+    /// can only flip the sign of a zero sum, which no comparison sees. No branch on the feature
+    /// kind is cheaper than the one the two kinds mispredict.
+    #[inline(always)]
+    fn run_stumps(&self, flat: &[FlatStump], sum: &[i32], vnf: f32) -> (i32, f64) {
+        let win = Window { sum };
+        let mut tmp = 0.0f64;
+        for (si, st) in self.stages.iter().enumerate() {
+            tmp = 0.0;
+            for sp in &flat[st.first as usize..(st.first + st.count) as usize] {
+                let ret = sp.weight[0] * win.rect(&sp.ofs[0..4]) as f32
+                    + sp.weight[1] * win.rect(&sp.ofs[4..8]) as f32
+                    + sp.weight[2] * win.rect(&sp.ofs[8..12]) as f32;
+                tmp += if ret * vnf < sp.threshold { sp.left } else { sp.right } as f64;
+            }
+            if tmp < st.threshold as f64 {
+                return (-(si as i32), tmp);
+            }
+        }
+        (1, tmp)
+    }
+
     /// `CascadeClassifierImpl::runAt`: -1 when the window is too flat to normalise, -stage when it
     /// fails `stage`, 1 when it passes them all; with the last evaluated stage's sum.
     #[inline]
@@ -485,7 +508,10 @@ impl Cascade {
         let valsum = rect_sum(e.sum, p, &e.nofs);
         let valsqsum = rect_sum_u(e.sq, p, &e.nofs);
         let nf = e.area * valsqsum as f64 - valsum as f64 * valsum as f64;
-        if !(nf > 0.0) {
+        // Most windows are too flat. Below 99 area^2, 1/sqrt(nf) exceeds 0.1005/area, which no
+        // float32 rounding brings under the 0.1/area that OpenCV's test below needs: reject them
+        // before the square root and the division. (nf <= 0 lands here too.)
+        if !(nf >= e.flat_nf) {
             return (-1, 0.0);
         }
         let vnf = (1.0 / nf.sqrt()) as f32;
@@ -503,20 +529,7 @@ impl Cascade {
         let mut tmp = 0.0f64;
         if let Some(flat) = e.flat {
             // p + span never passes the end: the last origin is ((h - win_h) * stride + w - win_w).
-            let win = Window { sum: &e.sum[p..p + e.span] };
-            for (si, st) in self.stages.iter().enumerate() {
-                tmp = 0.0;
-                for sp in &flat[st.first as usize..(st.first + st.count) as usize] {
-                    let mut ret = sp.weight[0] * win.rect(&sp.ofs[0..4]) as f32 + sp.weight[1] * win.rect(&sp.ofs[4..8]) as f32;
-                    if sp.weight[2] != 0.0 {
-                        ret += sp.weight[2] * win.rect(&sp.ofs[8..12]) as f32;
-                    }
-                    tmp += if ret * vnf < sp.threshold { sp.left } else { sp.right } as f64;
-                }
-                if tmp < st.threshold as f64 {
-                    return (-(si as i32), tmp);
-                }
-            }
+            return self.run_stumps(flat, &e.sum[p..p + e.span], vnf);
         } else if let Some(stumps) = &self.stumps {
             for (si, st) in self.stages.iter().enumerate() {
                 tmp = 0.0;
@@ -556,6 +569,8 @@ struct Eval<'a> {
     opt: &'a [OptFeature],
     nofs: [usize; 4],
     area: f64,
+    /// Windows with `nf` below this fail the variance test for certain (see `run_at`).
+    flat_nf: f64,
     flat: Option<&'a [FlatStump]>,
     span: usize,
 }
