@@ -10,11 +10,6 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
-import { createAccountsStore } from '../accounts/index.js';
-import { buildGateway } from '../gateway/app.js';
-import { startMetricsServer } from '../gateway/metrics.js';
-import { buildConsole } from '../console/app.js';
-import { createMcp } from '../mcp/main.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 
@@ -28,6 +23,15 @@ export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
   const logger = createLogger('serve', config.logLevel);
   const localChild = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] ? null : startModelServer(logger);
+  // Imported only now: loading the gateway, MCP and accounts modules takes about half a second,
+  // and the model-server child (whose warmup decides readiness) starts loading its models meanwhile.
+  const [{ createAccountsStore }, { buildGateway }, { startMetricsServer }, { buildConsole }, { createMcp }] = await Promise.all([
+    import('../accounts/index.js'),
+    import('../gateway/app.js'),
+    import('../gateway/metrics.js'),
+    import('../console/app.js'),
+    import('../mcp/main.js'),
+  ]);
 
   const store = await createAccountsStore(config);
   const gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }) });
