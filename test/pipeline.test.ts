@@ -160,6 +160,35 @@ t.test('identical images are detected once', async (t) => {
   t.equal(calls.tensors, 1);
 });
 
+t.test('verify detects both images at once, and still reports img1 first when both fail', async (t) => {
+  const { pipeline } = fakes({ opencv: [det(3, 8)] });
+  // A detector that holds every call until two are in flight: a sequential verify would hang.
+  let inFlight = 0;
+  let release: () => void = () => undefined;
+  const both = new Promise<void>((r) => (release = r));
+  const gated: FaceDetector = {
+    name: 'opencv',
+    detect: async () => {
+      inFlight++;
+      if (inFlight === 2) release();
+      await both;
+      return [det(3, 8)];
+    },
+  };
+  const detectors = (pipeline as unknown as { deps: { detectors: Map<string, FaceDetector> } }).deps.detectors;
+  detectors.set('opencv', gated);
+  const timeout = new Promise<string>((r) => setTimeout(() => r('timed out'), 2000));
+  const r = await Promise.race([pipeline.verify({ img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, align: false, distance_metric: 'cosine', threshold: null }), timeout]);
+  t.not(r, 'timed out', 'both detections ran concurrently');
+
+  // No face anywhere (the fallback finds none either): the error names img1, as DeepFace's would.
+  const none = fakes({});
+  await t.rejects(none.pipeline.verify({ img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
+    code: 'no_face_detected',
+    detail: /in img1\./,
+  });
+});
+
 t.test('embedding inputs are checked against the model dimension', async (t) => {
   const { pipeline } = fakes({});
   await t.rejects(pipeline.verify({ img1: [1, 2, 3], img2: [1, 2], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {

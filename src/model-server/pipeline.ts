@@ -251,19 +251,29 @@ export class Pipeline {
     const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
     const pending: FoundFace[][] = [];
     const pendingSide: number[] = [];
+    // Both images are detected at once (a verify at concurrency 1 then uses both cores); errors
+    // are still reported for img1 before img2, as DeepFace raises them in that order.
+    const reuse = inputs.sameImage && !Array.isArray(inputs.img1);
+    const extracted = await Promise.allSettled(
+      [inputs.img1, inputs.img2].map((input, i) =>
+        Array.isArray(input) || (i === 1 && reuse) ? null : this.extractFaces(input, opts, i === 0 ? 'img1' : 'img2'),
+      ),
+    );
     for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
       const name = i === 0 ? 'img1' : 'img2';
+      const result = extracted[i] as PromiseSettledResult<ImageFaces | null>;
+      if (result.status === 'rejected') throw result.reason;
       if (Array.isArray(input)) {
         if (input.length !== rec.dims) {
           throw new ServiceError('embedding_dimension_mismatch', `embeddings of ${opts.model_name} should have ${rec.dims} dimensions, but ${name} has ${input.length}`);
         }
         sides.push({ embeddings: [input], areas: [nullArea()] });
-      } else if (i === 1 && inputs.sameImage && pending.length === 1) {
+      } else if (i === 1 && reuse && pending.length === 1) {
         // Same bytes as img1: reuse its faces and embeddings.
         sides.push({ embeddings: [], areas: [] });
         pendingSide.push(-1);
       } else {
-        const { faces } = await this.extractFaces(input, opts, name);
+        const faces = result.value?.faces ?? [];
         pending.push(faces);
         pendingSide.push(i);
         sides.push({ embeddings: [], areas: [] });
