@@ -6,16 +6,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { native } from './native.js';
 import { fromNative } from '../errors/index.js';
+import type { NativeImage, Point } from './image.js';
 
 /** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR as DeepFace keeps them. */
-export interface BgrImage {
-  width: number;
-  height: number;
-  channels: number;
-  data: Buffer;
-}
-
-export type Point = [number, number];
+export type BgrImage = NativeImage;
+export type { Point };
 
 /** One face in the coordinates of the image given to `detect`. */
 export interface HaarDetection {

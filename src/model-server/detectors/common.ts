@@ -3,6 +3,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import type { NativeFace, NativeTensor } from '../../core/faces.js';
+import type { NativeImage, Point } from '../../core/image.js';
 
 export interface OrtOptions {
   intraOpNumThreads: number;
@@ -11,15 +12,9 @@ export interface OrtOptions {
   executionProviders?: string[];
 }
 
-export interface BgrImage {
-  width: number;
-  height: number;
-  channels: number;
-  /** BGR uint8, interleaved. */
-  data: Buffer;
-}
-
-export type Point = [number, number];
+/** BGR uint8, interleaved: the native wrapper's image type. */
+export type BgrImage = NativeImage;
+export type { Point };
 
 /** Eyes, nose and mouth corners are the person's (DeepFace's): leftEye is on the image's right. */
 export interface DetectedFace {
