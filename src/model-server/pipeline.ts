@@ -268,7 +268,7 @@ export class Pipeline {
           throw new ServiceError('embedding_dimension_mismatch', `embeddings of ${opts.model_name} should have ${rec.dims} dimensions, but ${name} has ${input.length}`);
         }
         sides.push({ embeddings: [input], areas: [nullArea()] });
-      } else if (i === 1 && reuse && pending.length === 1) {
+      } else if (i === 1 && reuse) {
         // Same bytes as img1: reuse its faces and embeddings.
         sides.push({ embeddings: [], areas: [] });
         pendingSide.push(-1);

@@ -163,10 +163,7 @@ pub fn warp_affine_cubic_roi(img: &Image, m: [f64; 6], roi: (usize, usize, usize
 /// Rotates `img` by `angle_deg` (counter-clockwise, OpenCV's convention) about (cx, cy), keeping its
 /// size and filling uncovered pixels with black.
 pub fn rotate(img: &Image, cx: f64, cy: f64, angle_deg: f64) -> CoreResult<Image> {
-    if !(cx.is_finite() && cy.is_finite() && angle_deg.is_finite()) {
-        return Err(CoreError::invalid_request("rotation centre and angle must be finite"));
-    }
-    warp_affine_cubic(img, rotation_matrix(cx, cy, angle_deg))
+    rotate_roi(img, cx, cy, angle_deg, (0, 0, img.width as usize, img.height as usize))
 }
 
 /// The pixels `[x0, x1) x [y0, y1)` of [`rotate`]'s output.
