@@ -49,15 +49,7 @@ pub fn compare_one_to_many(query: &[f32], targets: &[f32], dims: usize, metric: 
 pub fn compare_with(options: Options, query: &[f32], targets: &[f32], dims: usize, metric: Metric, k: Option<usize>) -> CoreResult<Comparison> {
     validate_query(query, dims)?;
     let count = count_vectors(targets.len(), dims)?;
-    if k == Some(0) {
-        return Err(CoreError::invalid_request("top_k must be at least 1"));
-    }
-    if u32::try_from(count).is_err() {
-        return Err(CoreError::invalid_request("too many target vectors for one comparison"));
-    }
-    let kernel = options.kernel.unwrap_or_else(Kernel::best);
-    let query64: Vec<f64> = query.iter().map(|&x| x as f64).collect();
-    let stats = QueryStats::of(&query64);
+    let Prepared { kernel, query64, stats } = prepare(options, query, count, k)?;
     let mut distances = vec![0f64; count];
     let threads = parallel::threads_for(count, dims, options.max_threads);
     parallel::for_row_ranges(&mut distances, threads, 1, |first, out| {
@@ -81,15 +73,7 @@ pub fn compare_one_to_many_b64(options: Options, query: &[f32], targets_b64: &[u
     validate_query(query, dims)?;
     let rows = b64::B64Rows::parse(targets_b64, dims)?;
     let count = rows.count;
-    if k == Some(0) {
-        return Err(CoreError::invalid_request("top_k must be at least 1"));
-    }
-    if u32::try_from(count).is_err() {
-        return Err(CoreError::invalid_request("too many target vectors for one comparison"));
-    }
-    let kernel = options.kernel.unwrap_or_else(Kernel::best);
-    let query64: Vec<f64> = query.iter().map(|&x| x as f64).collect();
-    let stats = QueryStats::of(&query64);
+    let Prepared { kernel, query64, stats } = prepare(options, query, count, k)?;
     // About 64 KiB of floats per block, a whole number of character-aligned groups.
     let block_rows = ((STREAM_BLOCK_FLOATS / dims).max(1)).div_ceil(rows.group_rows) * rows.group_rows;
     let mut distances = vec![0f64; count];
@@ -113,6 +97,26 @@ pub fn compare_one_to_many_b64(options: Options, query: &[f32], targets_b64: &[u
         });
     }
     Ok(finish(distances, count, k))
+}
+
+/// What both entry points do once the targets are counted: the top_k and size checks, the kernel,
+/// and the query in float64 with its statistics.
+struct Prepared {
+    kernel: Kernel,
+    query64: Vec<f64>,
+    stats: QueryStats,
+}
+
+fn prepare(options: Options, query: &[f32], count: usize, k: Option<usize>) -> CoreResult<Prepared> {
+    if k == Some(0) {
+        return Err(CoreError::invalid_request("top_k must be at least 1"));
+    }
+    if u32::try_from(count).is_err() {
+        return Err(CoreError::invalid_request("too many target vectors for one comparison"));
+    }
+    let query64: Vec<f64> = query.iter().map(|&x| x as f64).collect();
+    let stats = QueryStats::of(&query64);
+    Ok(Prepared { kernel: options.kernel.unwrap_or_else(Kernel::best), query64, stats })
 }
 
 const STREAM_BLOCK_FLOATS: usize = 16 * 1024;
