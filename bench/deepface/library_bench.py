@@ -63,7 +63,8 @@ class Runner:
             return time.perf_counter() - s
         return 0.0
 
-    def represent(self, detector, n, max_s=1e9):
+    def _latencies(self, detector, n, max_s, call):
+        """Up to n timed calls (at least 3, then until max_s has passed), in ms, after a warm-up."""
         self.warm(detector)
         out = []
         t0 = time.perf_counter()
@@ -71,21 +72,17 @@ class Runner:
             if len(out) >= 3 and time.perf_counter() - t0 > max_s:
                 break
             s = time.perf_counter()
-            self.df.represent(self.img1, model_name=self.model, detector_backend=detector)
+            call()
             out.append((time.perf_counter() - s) * 1000)
         return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
 
+    def represent(self, detector, n, max_s=1e9):
+        return self._latencies(detector, n, max_s, lambda: self.df.represent(self.img1, model_name=self.model, detector_backend=detector))
+
     def verify(self, detector, n, max_s=1e9):
-        self.warm(detector)
-        out = []
-        t0 = time.perf_counter()
-        for _ in range(n):
-            if len(out) >= 3 and time.perf_counter() - t0 > max_s:
-                break
-            s = time.perf_counter()
-            self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
-            out.append((time.perf_counter() - s) * 1000)
-        return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
+        return self._latencies(
+            detector, n, max_s, lambda: self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
+        )
 
     def sustained(self, detector, images, max_s):
         self.warm(detector)
