@@ -480,8 +480,8 @@ impl Cascade {
 
     /// The stages of a stump cascade on one window. Every stump computes its third rectangle:
     /// a two-rectangle feature has weight 0 and an empty rectangle there, and adding that zero
-    /// can only flip the sign of a zero sum, which no comparison sees. No branch on the feature
-    /// kind is cheaper than the one the two kinds mispredict.
+    /// can only flip the sign of a zero sum, which no comparison sees. Always computing it is
+    /// cheaper than branching on the feature kind, a branch that mispredicts often.
     #[inline(always)]
     fn run_stumps(&self, flat: &[FlatStump], sum: &[i32], vnf: f32) -> (i32, f64) {
         let win = Window { sum };
