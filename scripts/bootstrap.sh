@@ -10,6 +10,17 @@ ROOT=$PWD
 MODE=${1:-test}
 log() { printf '\n==> %s\n' "$*"; }
 
+# The tests read weights and images from ../shared beside the checkout (or the variables that
+# point elsewhere); without them most suites would fail one by one, so say it once, up front.
+if [ "$MODE" = test ]; then
+  for dir in "${FACECOMPUTE_WEIGHTS_DIR:-$ROOT/../shared/weights}" "${SHARED_DATA_DIR:-$ROOT/../shared/data}"; do
+    if [ ! -d "$dir" ]; then
+      echo "bootstrap: $dir not found: the tests need ../shared beside the checkout (or FACECOMPUTE_WEIGHTS_DIR and SHARED_DATA_DIR)" >&2
+      exit 2
+    fi
+  done
+fi
+
 # ---- system packages (Debian) -------------------------------------------------------------------
 # cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
 APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium)
