@@ -9,5 +9,6 @@ pub mod image;
 pub mod pixels;
 pub mod compare;
 pub mod detect;
+pub mod simd;
 
 pub use error::{CoreError, ErrorCode};

@@ -3,11 +3,13 @@
 //! the same scale list, pyramid resize, integral images, variance normalisation, float arithmetic
 //! and candidate order, then OpenCV's `groupRectangles`.
 
+mod dense;
 mod group;
 mod pyramid;
 mod xml;
 
 use crate::error::{CoreError, CoreResult};
+use crate::simd::Kernel;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyramid::Roi;
@@ -77,6 +79,27 @@ pub struct Cascade {
     leaves: Vec<f32>,
     /// Set when every tree is a single split, OpenCV's `predictOrderedStump` path.
     stumps: Option<Vec<Stump>>,
+    /// Whether every stage's sum is exact in f64 whatever the order of its terms (see
+    /// `leaf_sums_exact`): then the dense scan may evaluate a stage's stumps in any order.
+    order_free: bool,
+}
+
+/// True when every partial sum of every stage's leaves is exactly representable in f64: all leaves
+/// are multiples of the smallest leaf's unit in the last place, 2^e, and no sum can exceed
+/// 2^(53 + e) in magnitude. Exact additions do not depend on their order.
+fn leaf_sums_exact(stages: &[Stage], stumps: &[Stump]) -> bool {
+    // The exponent of the unit in the last place of an f32 value: 2^(exponent - 23).
+    let ulp_exp = |v: f32| -> i32 {
+        let biased = ((v.to_bits() >> 23) & 0xff) as i32;
+        if biased == 0 { -149 } else { biased - 127 - 23 }
+    };
+    stages.iter().all(|st| {
+        let own = &stumps[st.first as usize..(st.first + st.count) as usize];
+        let leaves = || own.iter().flat_map(|s| [s.left, s.right]);
+        let e = leaves().filter(|v| *v != 0.0).map(ulp_exp).min().unwrap_or(0);
+        let bound: f64 = own.iter().map(|s| s.left.abs().max(s.right.abs()) as f64).sum();
+        leaves().all(f32::is_finite) && bound < 2f64.powi(53 + e)
+    })
 }
 
 /// One detection of detectMultiScale3 with outputRejectLevels=true.
@@ -225,7 +248,8 @@ impl Cascade {
                 })
                 .collect()
         });
-        Self { win_w, win_h, features, stages, weaks, nodes, leaves, stumps }
+        let order_free = stumps.as_ref().is_some_and(|sp: &Vec<Stump>| leaf_sums_exact(&stages, sp));
+        Self { win_w, win_h, features, stages, weaks, nodes, leaves, stumps, order_free }
     }
 
     pub fn window_size(&self) -> (i32, i32) {
@@ -239,7 +263,7 @@ impl Cascade {
     /// `CascadeClassifier::detectMultiScale3(img, scaleFactor, minNeighbors, 0, minSize, maxSize,
     /// outputRejectLevels=true)`, clipped to the image like OpenCV's public wrapper.
     pub fn detect_multi_scale3(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Detection>> {
-        let cands = self.candidates(img, opts)?;
+        let cands = self.candidates(img, opts, Kernel::best())?;
         let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
         let levels: Vec<i32> = vec![self.stages.len() as i32; cands.len()];
         let weights: Vec<f64> = cands.iter().map(|c| c.1).collect();
@@ -254,7 +278,7 @@ impl Cascade {
 
     /// `CascadeClassifier::detectMultiScale(img, scaleFactor, minNeighbors, 0, minSize, maxSize)`.
     pub fn detect_multi_scale(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Rect>> {
-        let cands = self.candidates(img, opts)?;
+        let cands = self.candidates(img, opts, Kernel::best())?;
         let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
         let grouped = group::group_rectangles(&rects, None, opts.min_neighbors, 0.2);
         Ok(grouped.into_iter().filter_map(|g| clip(g.rect, img)).collect())
@@ -309,7 +333,9 @@ impl Cascade {
     /// Every window that passes all stages, in the order OpenCV's single-threaded scan appends them
     /// (one call over all stripes: scale by scale, row by row). With more threads OpenCV appends
     /// stripes as they finish; the grouped faces are the same, only their order can change.
-    fn candidates(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<(Rect, f64)>> {
+    /// `kernel` picks the scan: the dense SIMD one where the CPU has it, else the scalar one; both
+    /// find the same windows with the same weights.
+    fn candidates(&self, img: Gray, opts: &DetectOptions, kernel: Kernel) -> CoreResult<Vec<(Rect, f64)>> {
         if !(opts.scale_factor > 1.0) || !opts.scale_factor.is_finite() {
             return Err(CoreError::invalid_request("scaleFactor must be a finite number above 1"));
         }
@@ -350,7 +376,7 @@ impl Cascade {
         if threads <= 1 {
             let mut bufs = Buffers::default();
             for (i, s) in scales.iter().enumerate() {
-                per_scale.push(self.scan_scale(img, content, s, (nstripes * stripe_sizes[i]).min(s.work_h), &mut bufs));
+                per_scale.push(self.scan_scale(img, content, s, (nstripes * stripe_sizes[i]).min(s.work_h), kernel, &mut bufs));
             }
         } else {
             let next = AtomicUsize::new(0);
@@ -369,7 +395,7 @@ impl Cascade {
                                     break;
                                 }
                                 let rows = (nstripes * stripe_sizes[i]).min(scales[i].work_h);
-                                done.push((i, self.scan_scale(img, content, &scales[i], rows, &mut bufs)));
+                                done.push((i, self.scan_scale(img, content, &scales[i], rows, kernel, &mut bufs)));
                             }
                             done
                         })
@@ -406,7 +432,7 @@ impl Cascade {
     /// OpenCV's variance test (-1, no extra skip), so skipping it by whole steps scans the same
     /// lattice of origins and finds the same hits. DeepFace's align border makes three quarters
     /// of every opencv-detector image black.
-    fn scan_scale(&self, img: Gray, content: Roi, s: &ScaleData, rows: usize, bufs: &mut Buffers) -> Vec<Hit> {
+    fn scan_scale(&self, img: Gray, content: Roi, s: &ScaleData, rows: usize, kernel: Kernel, bufs: &mut Buffers) -> Vec<Hit> {
         let mut hits = Vec::new();
         if s.work_w == 0 || s.work_h == 0 {
             return hits;
@@ -427,6 +453,12 @@ impl Cascade {
         let crop = Roi { x0: ox0, y0: oy0, x1: (ox1 - 1 + win_w).min(s.w), y1: (oy1 - 1 + win_h).min(s.h) };
         pyramid::resize_linear_exact_cascade_roi(img.data, img.width, img.height, s.w, s.h, crop, &mut bufs.pixels);
         let (cw, ch) = (crop.width(), crop.height());
+        let origins = Roi { x0: ox0, y0: oy0, x1: ox1, y1: oy1 };
+        if dense::supports(kernel) {
+            if let Some(hits) = self.scan_dense(origins, step, cw, ch, kernel, bufs) {
+                return hits;
+            }
+        }
         pyramid::integrals(&bufs.pixels, cw, ch, &mut bufs.sum, &mut bufs.sq);
         let stride = cw + 1;
         let opt: Vec<OptFeature> = self
@@ -459,6 +491,52 @@ impl Cascade {
             }
         }
         hits
+    }
+
+    /// `scan_scale`'s loop with the dense kernel, over the resized crop in `bufs.pixels` (`cw` x
+    /// `ch`, its origin at the first scanned origin). `None` when the cascade does not fit it.
+    fn scan_dense(&self, o: Roi, step: usize, cw: usize, ch: usize, kernel: Kernel, bufs: &mut Buffers) -> Option<Vec<Hit>> {
+        let stumps = self.stumps.as_ref()?;
+        let layout = dense::integrals_planar(&bufs.pixels, cw, ch, step, &mut bufs.planar);
+        let corners = |r: &HaarRect| -> [u32; 4] {
+            let (x, y, w, h) = (r.x as usize, r.y as usize, r.w as usize, r.h as usize);
+            [(x, y), (x + w, y), (x, y + h), (x + w, y + h)].map(|(dx, dy)| layout.offset(dx, dy) as u32)
+        };
+        let dense_stump = |sp: &Stump| {
+            let f = &self.features[sp.feature as usize];
+            let mut ofs = [0u32; 12];
+            for (k, r) in f.rects.iter().enumerate() {
+                ofs[k * 4..k * 4 + 4].copy_from_slice(&corners(r));
+            }
+            dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right }
+        };
+        // Where the order of a stage's terms cannot change its sum, its two-rectangle stumps go
+        // first and skip the third rectangle (weight 0: it adds +-0, which no comparison sees);
+        // otherwise every stump is evaluated in order, with all three.
+        let is_two = |sp: &&Stump| self.order_free && self.features[sp.feature as usize].rects[2].weight == 0.0;
+        bufs.stumps.clear();
+        let mut stages = Vec::with_capacity(self.stages.len());
+        for st in &self.stages {
+            let own = &stumps[st.first as usize..(st.first + st.count) as usize];
+            let first = bufs.stumps.len();
+            bufs.stumps.extend(own.iter().filter(is_two).map(dense_stump));
+            let two = bufs.stumps.len() - first;
+            bufs.stumps.extend(own.iter().filter(|sp| !is_two(sp)).map(dense_stump));
+            stages.push(dense::Stage { first, two, three: own.len() - two, threshold: st.threshold as f64 });
+        }
+        let norm = HaarRect { x: 1, y: 1, w: self.win_w - 2, h: self.win_h - 2, weight: 0.0 };
+        let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
+        let per_row = (o.x1 - o.x0).div_ceil(step);
+        // Origin rows o.y0, o.y0 + step, ...: the last one's integral row, relative to the crop.
+        let last_row = (o.y1 - 1 - o.y0) / step * step;
+        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &stages)?;
+        let mut hits = Vec::new();
+        for y in (o.y0..o.y1).step_by(step) {
+            bufs.row_hits.clear();
+            dense::scan_row(kernel, &level, (y - o.y0) * layout.stride, per_row, &mut bufs.row_hits);
+            hits.extend(bufs.row_hits.iter().map(|&(j, weight)| Hit { x: (o.x0 + j as usize * step) as u32, y: y as u32, weight }));
+        }
+        Some(hits)
     }
 
     fn flat_stumps(&self, opt: &[OptFeature], span: usize) -> Option<Vec<FlatStump>> {
@@ -580,6 +658,10 @@ struct Buffers {
     pixels: Vec<u8>,
     sum: Vec<i32>,
     sq: Vec<u32>,
+    /// The dense scan's integral images, hits of one row and stumps of one level.
+    planar: dense::PlanarBuffers,
+    row_hits: Vec<(u32, f64)>,
+    stumps: Vec<dense::Stump>,
 }
 
 /// OpenCV's `clipObjects`: intersect with the image, drop what becomes empty.

@@ -151,3 +151,71 @@ fn att_face_matches_opencv_python_with_any_thread_count() {
         assert_eq!(found[0].level_weight, 5.122573173022829);
     }
 }
+
+#[test]
+fn shipped_cascades_have_order_free_stage_sums() {
+    // What lets the dense scan evaluate two-rectangle stumps first.
+    assert!(load("haarcascade_frontalface_default.xml").order_free);
+    assert!(load("haarcascade_eye.xml").order_free);
+    // Leaves 2^-40 apart from a leaf of 2^20 cannot all be summed exactly in f64.
+    let wide = TINY.replace("<leafValues>-2. 1.</leafValues>", "<leafValues>1048576. 9.094947017729282e-13</leafValues>");
+    assert!(!Cascade::from_xml(&wide).unwrap().order_free);
+}
+
+/// Images the scans disagree on first, if they ever do: textured noise of odd sizes (partial
+/// vectors at the end of rows), with flat patches and a black border like DeepFace's, and the
+/// AT&T face.
+fn scan_inputs() -> Vec<(usize, usize, Vec<u8>)> {
+    let mut out = vec![att_face_bordered()];
+    let mut seed = 0x2545_f491_u32;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    };
+    for (w, h) in [(61usize, 47usize), (130, 97), (203, 151)] {
+        let mut img = vec![0u8; w * h];
+        for y in h / 6..h - h / 6 {
+            for x in w / 5..w - w / 5 {
+                // Smooth blobs plus noise: many windows pass a few stages, some pass many.
+                let blob = ((x as f32 / 9.0).sin() * (y as f32 / 7.0).cos() * 90.0 + 128.0) as i32;
+                let v = if (x / 16 + y / 16) % 5 == 0 { 77 } else { blob + (next() % 41) as i32 - 20 };
+                img[y * w + x] = v.clamp(0, 255) as u8;
+            }
+        }
+        out.push((w, h, img));
+    }
+    out
+}
+
+#[test]
+fn dense_scan_finds_the_windows_of_the_scalar_scan_bit_for_bit() {
+    if !dense::supports(Kernel::Avx2) {
+        eprintln!("no AVX2 on this CPU: only the scalar scan runs here");
+        return;
+    }
+    let face = load("haarcascade_frontalface_default.xml");
+    let eye = load("haarcascade_eye.xml");
+    let mut in_order = face.clone();
+    in_order.order_free = false;
+    // One stump: about half of the windows pass, so OpenCV's skip after a first-stage failure
+    // decides many hits.
+    let tiny = Cascade::from_xml(TINY).unwrap();
+    let mut windows = 0;
+    for (w, h, img) in scan_inputs() {
+        let g = Gray { width: w, height: h, data: &img };
+        for (name, c) in [("face", &face), ("eye", &eye), ("face, stumps in order", &in_order), ("tiny", &tiny)] {
+            for sf in [1.1, 1.3] {
+                let opts = DetectOptions { scale_factor: sf, threads: 1, ..Default::default() };
+                let scalar = c.candidates(g, &opts, Kernel::Scalar).unwrap();
+                let dense = c.candidates(g, &opts, Kernel::Avx2).unwrap();
+                let bits = |v: &[(Rect, f64)]| v.iter().map(|(r, wt)| (*r, wt.to_bits())).collect::<Vec<_>>();
+                assert_eq!(bits(&dense), bits(&scalar), "{name} on {w}x{h}, scale factor {sf}");
+                windows += scalar.len();
+            }
+        }
+    }
+    // The inputs must exercise hits, not only rejections.
+    assert!(windows > 20, "only {windows} windows passed every stage");
+}
