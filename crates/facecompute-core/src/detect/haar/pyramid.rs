@@ -55,21 +55,20 @@ fn axis(src: usize, dst: usize) -> Axis {
     Axis { ofs, c1, lo, hi }
 }
 
-/// The horizontal pass for destination columns `[x0, x0 + out.len())`.
+/// The horizontal pass for destination columns `[x0, x0 + out.len())`: the replicated left edge,
+/// the interpolated middle, the replicated right edge, each its own loop (no per-pixel branch).
 fn h_line(src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
     let x1 = x0 + out.len();
-    let first = (src[0] as u32) << 8;
-    let last = (src[src.len() - 1] as u32) << 8;
-    for d in x0..x1 {
-        out[d - x0] = if d < ax.lo {
-            first
-        } else if d < ax.hi {
-            let o = ax.ofs[d];
-            let c1 = ax.c1[d];
-            (256 - c1) * src[o] as u32 + c1 * src[o + 1] as u32
-        } else {
-            last
-        };
+    let lo = ax.lo.clamp(x0, x1);
+    let hi = ax.hi.max(ax.lo).clamp(lo, x1);
+    let (left, rest) = out.split_at_mut(lo - x0);
+    let (mid, right) = rest.split_at_mut(hi - lo);
+    left.fill((src[0] as u32) << 8);
+    right.fill((src[src.len() - 1] as u32) << 8);
+    for ((o, &i), &c1) in mid.iter_mut().zip(&ax.ofs[lo..hi]).zip(&ax.c1[lo..hi]) {
+        // Below `hi`, `axis` keeps i + 1 inside the row.
+        let pair = &src[i..i + 2];
+        *o = (256 - c1) * pair[0] as u32 + c1 * pair[1] as u32;
     }
 }
 
