@@ -46,7 +46,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_ORT_PROVIDER', kind: 'enum', default: 'cpu', values: ['cpu', 'cuda'], doc: 'ONNX Runtime execution provider. CPU is the default; cuda needs onnxruntime-node with CUDA binaries.' },
   { name: 'FACECOMPUTE_BATCH_WINDOW_MS', kind: 'float', default: '1', min: 0, max: 2, doc: 'Cross-request micro-batching window in the model server; 0 turns batching off.' },
   { name: 'FACECOMPUTE_BATCH_MAX', kind: 'int', default: '32', min: 1, max: 256, doc: 'Largest batch one ONNX Runtime run takes.' },
-  { name: 'FACECOMPUTE_SIMD', kind: 'enum', default: 'auto', values: ['auto', 'avx512', 'avx2', 'neon', 'scalar'], doc: 'SIMD kernel for vector comparison: auto (the widest the CPU has), or a narrower one to benchmark or to reproduce another CPU. A kernel the CPU lacks falls back to auto.' },
+  { name: 'FACECOMPUTE_SIMD', kind: 'enum', default: 'auto', values: ['auto', 'avx512', 'avx2', 'neon', 'scalar'], doc: 'SIMD kernels for vector comparison and the Haar scan: auto (the widest the CPU has; the Haar scan uses AVX2 on AVX-512 CPUs too), or a narrower one to benchmark or to reproduce another CPU (`scalar` turns SIMD off). A kernel the CPU lacks falls back to auto.' },
   // Inputs (contract §4)
   { name: 'FACECOMPUTE_REMOTE_IMAGES', kind: 'enum', default: 'off', values: ['off', 'allowlist', 'public'], doc: 'Remote image URLs: off, allowlist (HTTPS, exact origins in FACECOMPUTE_REMOTE_ORIGINS) or public.' },
   { name: 'FACECOMPUTE_REMOTE_ORIGINS', kind: 'list', default: '', doc: 'Exact origins (scheme://host[:port]) allowed in allowlist mode.' },
