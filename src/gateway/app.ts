@@ -20,7 +20,6 @@ import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from
 import { createQueue, type ComputeQueue } from './queue.js';
 import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
-import { createRedisLimiter } from './limits/redis.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
 
@@ -142,10 +141,15 @@ function bearer(req: FastifyRequest): string | null {
   return null;
 }
 
-/** The per-account limiter the configuration asks for: Redis when FACECOMPUTE_REDIS_URL is set. */
-export function createConfiguredLimiter(cfg: Config): Limiter {
+/**
+ * The per-account limiter the configuration asks for: Redis when FACECOMPUTE_REDIS_URL is set. The
+ * Redis client is imported only then: loading ioredis costs every other start about 20 ms.
+ */
+export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
   const s = { requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent };
-  return cfg.redisUrl ? createRedisLimiter(cfg.redisUrl, s) : createMemoryLimiter(s);
+  if (!cfg.redisUrl) return createMemoryLimiter(s);
+  const { createRedisLimiter } = await import('./limits/redis.js');
+  return createRedisLimiter(cfg.redisUrl, s);
 }
 
 /** The model-server client the configuration asks for (several URLs are balanced). */
@@ -161,7 +165,7 @@ export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) =
 
 export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config: cfg, accounts, logger } = deps;
-  const limiter = deps.limiter ?? createConfiguredLimiter(cfg);
+  const limiter = deps.limiter ?? (await createConfiguredLimiter(cfg));
   const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
   const metrics = createMetrics(() => queue.stats());
   const upstream = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
