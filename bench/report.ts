@@ -222,7 +222,7 @@ export function writeReport(b: BenchFile, dir: string): void {
       losses.push(`- Cause: with opencv the Haar cascade is ${Math.round(((r['detect_ms'] as number) / total) * 100)}% of our time on ${r['image']} (${r['detect_ms']} ms; OpenCV's own cascade on the same bordered image: ${r['opencv_haar_ms']} ms). DeepFace pays the same scan, so the end-to-end ratio is bounded by it.`);
     }
     if (r['detector'] === 'yunet' && typeof r['extract_faces_ms'] === 'number' && total > 0 && (r['extract_faces_ms'] as number) / total > 0.3) {
-      losses.push(`- Cause: with yunet, extract_faces (alignment rotates the whole bordered image, as DeepFace does) is ${Math.round(((r['extract_faces_ms'] as number) / total) * 100)}% of our time on ${r['image']} (${r['extract_faces_ms']} ms).`);
+      losses.push(`- Cause: with yunet, extract_faces (OpenCV's bicubic rotation of each face's crop, as DeepFace aligns) is ${Math.round(((r['extract_faces_ms'] as number) / total) * 100)}% of our time on ${r['image']} (${r['extract_faces_ms']} ms).`);
     }
   }
   if (service) {
