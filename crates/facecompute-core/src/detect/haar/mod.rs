@@ -79,9 +79,42 @@ pub struct Cascade {
     leaves: Vec<f32>,
     /// Set when every tree is a single split, OpenCV's `predictOrderedStump` path.
     stumps: Option<Vec<Stump>>,
-    /// Whether every stage's sum is exact in f64 whatever the order of its terms (see
-    /// `leaf_sums_exact`): then the dense scan may evaluate a stage's stumps in any order.
-    order_free: bool,
+    /// The dense scan's order of evaluation, fixed per cascade; `None` without stumps. It may
+    /// reorder a stage's stumps only when `leaf_sums_exact` holds.
+    dense_plan: Option<DensePlan>,
+}
+
+/// Per stage, which stumps the dense scan evaluates, in order: where the order of a stage's terms
+/// cannot change its sum, its two-rectangle stumps go first and skip the third rectangle (weight 0:
+/// it adds +-0, which no comparison sees); otherwise every stump in the cascade's order, with all
+/// three.
+#[derive(Clone, Debug)]
+struct DensePlan {
+    /// Indices into `Cascade::stumps`.
+    order: Vec<u32>,
+    stages: Vec<dense::Stage>,
+}
+
+fn dense_plan(features: &[Feature], stages: &[Stage], stumps: Option<&[Stump]>, order_free: bool) -> Option<DensePlan> {
+    let stumps = stumps?;
+    let is_two = |i: &u32| order_free && features[stumps[*i as usize].feature as usize].rects[2].weight == 0.0;
+    let mut plan = DensePlan { order: Vec::with_capacity(stumps.len()), stages: Vec::with_capacity(stages.len()) };
+    for st in stages {
+        let own = st.first..st.first + st.count;
+        let first = plan.order.len();
+        plan.order.extend(own.clone().filter(is_two));
+        let two = plan.order.len() - first;
+        plan.order.extend(own.filter(|i| !is_two(i)));
+        plan.stages.push(dense::Stage { first, two, three: st.count as usize - two, threshold: st.threshold as f64 });
+    }
+    Some(plan)
+}
+
+/// Windows whose `nf` (area * sum of squares - sum^2) is below this fail OpenCV's variance test
+/// for certain: there 1/sqrt(nf) exceeds 0.1005/area, which no float32 rounding brings under the
+/// 0.1/area the test needs. Both scans reject them before the square root and the division.
+fn flat_nf(area: f64) -> f64 {
+    99.0 * area * area
 }
 
 /// True when every partial sum of every stage's leaves is exactly representable in f64: all leaves
@@ -249,7 +282,8 @@ impl Cascade {
                 .collect()
         });
         let order_free = stumps.as_ref().is_some_and(|sp: &Vec<Stump>| leaf_sums_exact(&stages, sp));
-        Self { win_w, win_h, features, stages, weaks, nodes, leaves, stumps, order_free }
+        let dense_plan = dense_plan(&features, &stages, stumps.as_deref(), order_free);
+        Self { win_w, win_h, features, stages, weaks, nodes, leaves, stumps, dense_plan }
     }
 
     pub fn window_size(&self) -> (i32, i32) {
@@ -474,7 +508,7 @@ impl Cascade {
         // Offsets are below (win_h)*stride + win_w + 1 by the XML checks; `span` bounds them all.
         let span = win_h * stride + win_w + 1;
         let flat = self.flat_stumps(&opt, span);
-        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat_nf: 99.0 * area * area, flat: flat.as_deref(), span };
+        let eval = Eval { sum: &bufs.sum, sq: &bufs.sq, opt: &opt, nofs, area, flat_nf: flat_nf(area), flat: flat.as_deref(), span };
         for y in (oy0..oy1).step_by(step) {
             let row = (y - oy0) * stride;
             let mut x = ox0;
@@ -496,40 +530,29 @@ impl Cascade {
     /// `scan_scale`'s loop with the dense kernel, over the resized crop in `bufs.pixels` (`cw` x
     /// `ch`, its origin at the first scanned origin). `None` when the cascade does not fit it.
     fn scan_dense(&self, o: Roi, step: usize, cw: usize, ch: usize, kernel: Kernel, bufs: &mut Buffers) -> Option<Vec<Hit>> {
-        let stumps = self.stumps.as_ref()?;
+        let (stumps, plan) = (self.stumps.as_ref()?, self.dense_plan.as_ref()?);
         let layout = dense::integrals_planar(&bufs.pixels, cw, ch, step, &mut bufs.planar);
         let corners = |r: &HaarRect| -> [u32; 4] {
             let (x, y, w, h) = (r.x as usize, r.y as usize, r.w as usize, r.h as usize);
             [(x, y), (x + w, y), (x, y + h), (x + w, y + h)].map(|(dx, dy)| layout.offset(dx, dy) as u32)
         };
-        let dense_stump = |sp: &Stump| {
+        // The corners are planar offsets, which depend on the level's layout.
+        bufs.stumps.clear();
+        bufs.stumps.extend(plan.order.iter().map(|&i| {
+            let sp = &stumps[i as usize];
             let f = &self.features[sp.feature as usize];
             let mut ofs = [0u32; 12];
             for (k, r) in f.rects.iter().enumerate() {
                 ofs[k * 4..k * 4 + 4].copy_from_slice(&corners(r));
             }
             dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right }
-        };
-        // Where the order of a stage's terms cannot change its sum, its two-rectangle stumps go
-        // first and skip the third rectangle (weight 0: it adds +-0, which no comparison sees);
-        // otherwise every stump is evaluated in order, with all three.
-        let is_two = |sp: &&Stump| self.order_free && self.features[sp.feature as usize].rects[2].weight == 0.0;
-        bufs.stumps.clear();
-        let mut stages = Vec::with_capacity(self.stages.len());
-        for st in &self.stages {
-            let own = &stumps[st.first as usize..(st.first + st.count) as usize];
-            let first = bufs.stumps.len();
-            bufs.stumps.extend(own.iter().filter(is_two).map(dense_stump));
-            let two = bufs.stumps.len() - first;
-            bufs.stumps.extend(own.iter().filter(|sp| !is_two(sp)).map(dense_stump));
-            stages.push(dense::Stage { first, two, three: own.len() - two, threshold: st.threshold as f64 });
-        }
+        }));
         let norm = HaarRect { x: 1, y: 1, w: self.win_w - 2, h: self.win_h - 2, weight: 0.0 };
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
         let per_row = (o.x1 - o.x0).div_ceil(step);
         // Origin rows o.y0, o.y0 + step, ...: the last one's integral row, relative to the crop.
         let last_row = (o.y1 - 1 - o.y0) / step * step;
-        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &stages)?;
+        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &plan.stages)?;
         let mut hits = Vec::new();
         for y in (o.y0..o.y1).step_by(step) {
             bufs.row_hits.clear();
@@ -586,9 +609,8 @@ impl Cascade {
         let valsum = rect_sum(e.sum, p, &e.nofs);
         let valsqsum = rect_sum_u(e.sq, p, &e.nofs);
         let nf = e.area * valsqsum as f64 - valsum as f64 * valsum as f64;
-        // Most windows are too flat. Below 99 area^2, 1/sqrt(nf) exceeds 0.1005/area, which no
-        // float32 rounding brings under the 0.1/area that OpenCV's test below needs: reject them
-        // before the square root and the division. (nf <= 0 lands here too.)
+        // Most windows are too flat: reject them before the square root (see `flat_nf`; nf <= 0
+        // lands here too).
         if !(nf >= e.flat_nf) {
             return (-1, 0.0);
         }

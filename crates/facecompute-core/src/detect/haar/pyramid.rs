@@ -241,20 +241,22 @@ pub fn integrals(img: &[u8], w: usize, h: usize, sum: &mut Vec<i32>, sq: &mut Ve
     sq.clear();
     sq.resize(stride * (h + 1), 0);
     for y in 0..h {
-        let src = &img[y * w..(y + 1) * w];
         let (prev_s, cur_s) = sum.split_at_mut((y + 1) * stride);
-        let prev_s = &prev_s[y * stride..];
         let (prev_q, cur_q) = sq.split_at_mut((y + 1) * stride);
-        let prev_q = &prev_q[y * stride..];
-        let mut s: i32 = 0;
-        let mut q: u32 = 0;
-        for x in 0..w {
-            let v = src[x] as i32;
-            s = s.wrapping_add(v);
-            q = q.wrapping_add((v * v) as u32);
-            cur_s[x + 1] = prev_s[x + 1].wrapping_add(s);
-            cur_q[x + 1] = prev_q[x + 1].wrapping_add(q);
-        }
+        let (prev_s, prev_q) = (&prev_s[y * stride + 1..], &prev_q[y * stride + 1..]);
+        integral_row(&img[y * w..(y + 1) * w], prev_s, &mut cur_s[1..], prev_q, &mut cur_q[1..]);
+    }
+}
+
+/// One integral row, column order: `cur[x] = prev[x] + sum(src[..=x])`, for sums and squares.
+pub(super) fn integral_row(src: &[u8], prev: &[i32], cur: &mut [i32], prev_q: &[u32], cur_q: &mut [u32]) {
+    let (mut s, mut q) = (0i32, 0u32);
+    for ((((&v, p), c), pq), cq) in src.iter().zip(prev).zip(cur.iter_mut()).zip(prev_q).zip(cur_q.iter_mut()) {
+        let v = v as i32;
+        s = s.wrapping_add(v);
+        q = q.wrapping_add((v * v) as u32);
+        *c = p.wrapping_add(s);
+        *cq = pq.wrapping_add(q);
     }
 }
 

@@ -1,10 +1,9 @@
 //! AVX2: eight origins per vector. The f32 feature values take one register; the f64 stage sums
 //! take two (lanes 0-3 and 4-7), as the scalar scan accumulates in f64.
 
-use super::{walk, Level, Stage, Stump};
+use super::{walk, Level, Stage, Stump, LANES};
 use std::arch::x86_64::*;
 
-const LANES: usize = 8;
 
 #[inline]
 #[target_feature(enable = "avx2")]

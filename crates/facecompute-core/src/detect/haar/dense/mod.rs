@@ -17,9 +17,9 @@ mod avx2;
 
 use crate::simd::Kernel;
 
-/// The widest vector the kernel uses: every plane is padded by this many columns so that the last
-/// vector of a row reads inside the buffer.
-const MAX_LANES: usize = 8;
+/// Origins per vector. Every plane is padded by this many columns so that the last vector of a row
+/// reads inside the buffer.
+const LANES: usize = 8;
 
 /// Where column `c` of integral row `r` lives: `r * stride + (c % step) * plane + c / step`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub(super) fn integrals_planar(
 ) -> Layout {
     debug_assert!(step == 1 || step == 2);
     let cols = w + 1;
-    let plane = cols.div_ceil(step) + MAX_LANES;
+    let plane = cols.div_ceil(step) + LANES;
     let layout = Layout {
         step,
         plane,
@@ -75,7 +75,7 @@ pub(super) fn integrals_planar(
         if step == 1 {
             cur[0] = 0;
             cur_q[0] = 0;
-            integral_row(
+            super::pyramid::integral_row(
                 src,
                 &prev[1..],
                 &mut cur[1..],
@@ -87,24 +87,6 @@ pub(super) fn integrals_planar(
         }
     }
     layout
-}
-
-/// One integral row, column order: `cur[x] = prev[x] + sum(src[..=x])`, for sums and squares.
-fn integral_row(src: &[u8], prev: &[i32], cur: &mut [i32], prev_q: &[u32], cur_q: &mut [u32]) {
-    let (mut s, mut q) = (0i32, 0u32);
-    for ((((&v, p), c), pq), cq) in src
-        .iter()
-        .zip(prev)
-        .zip(cur.iter_mut())
-        .zip(prev_q)
-        .zip(cur_q.iter_mut())
-    {
-        let v = v as i32;
-        s = s.wrapping_add(v);
-        q = q.wrapping_add((v * v) as u32);
-        *c = p.wrapping_add(s);
-        *cq = pq.wrapping_add(q);
-    }
 }
 
 /// One integral row, stored in two planes (even columns, then odd ones from `plane` on): pixel
@@ -211,7 +193,7 @@ impl<'a> Level<'a> {
         stages: &'a [Stage],
     ) -> Option<Self> {
         let max_ofs = stumps.iter().flat_map(|s| s.ofs).chain(nofs).max()? as usize;
-        let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(MAX_LANES) * MAX_LANES
+        let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(LANES) * LANES
             - 1
             + max_ofs;
         let fits = last < sum.len() && sum.len() == sq.len();
@@ -223,7 +205,7 @@ impl<'a> Level<'a> {
             sq,
             nofs,
             area: norm_area,
-            flat_nf: 99.0 * norm_area * norm_area,
+            flat_nf: super::flat_nf(norm_area),
             stumps,
             stages,
         })
