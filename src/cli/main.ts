@@ -1,6 +1,10 @@
 /**
  * `facecompute <command>`: one binary for every process of the service (contract §1).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
 const USAGE = `usage: facecompute <command>
 
   serve          gateway, MCP endpoint, console and a local model-server child, with embedded defaults
@@ -27,8 +31,14 @@ async function main(argv: string[]): Promise<number> {
       return (await import('../model-server/main.js')).run(rest);
     case 'models':
       return (await import('../models/cli.js')).run(rest);
-    case 'bench':
-      return (await import('../../bench/run.js')).run(rest);
+    case 'bench': {
+      // Development code, kept out of the service's bundle: the tsc build of bench/ when there is one,
+      // else its sources (a checkout run through tsx). A computed path, so that esbuild leaves it alone.
+      const { PACKAGE_ROOT } = await import('../package-root.js');
+      const built = join(PACKAGE_ROOT, 'dist', 'bench', 'run.js');
+      const entry = existsSync(built) ? built : join(PACKAGE_ROOT, 'bench', 'run.ts');
+      return ((await import(pathToFileURL(entry).href)) as { run(args: string[]): Promise<number> }).run(rest);
+    }
     case undefined:
     case '-h':
     case '--help':

@@ -5,9 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { join } from 'node:path';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Config } from '../config/index.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import { ServiceError } from '../errors/index.js';
 import type { Logger } from '../logging/logger.js';
@@ -26,16 +28,12 @@ import { parseMultipart } from './multipart.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const VERSION: string = (() => {
-  // src/gateway/app.ts (tsx) or dist/src/gateway/app.js (built)
-  for (const rel of ['../../package.json', '../../../package.json']) {
-    try {
-      const p = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (p.name === 'facecompute' && p.version) return p.version;
-    } catch {
-      /* try the next */
-    }
+  try {
+    const p = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string };
+    return p.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
   }
-  return '0.0.0';
 })();
 
 export interface GatewayDeps {
@@ -185,13 +183,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     bodyLimit: cfg.limits.maxRequestBytes,
     exposeHeadRoutes: false,
     return503OnClosing: false,
-    requestIdLogLabel: 'request_id',
+    // Our own one-line-per-request log (onResponse) replaces fastify's pair of lines.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
-    disableRequestLogging: true,
     // Bounds slow clients: a whole request (headers and body) must arrive within this time.
     requestTimeout: cfg.capacity.upstreamTimeoutMs + cfg.inputs.remoteTimeoutMs + 30_000,
   });

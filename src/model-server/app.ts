@@ -68,7 +68,6 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
       const id = req.headers['x-request-id'];
       return typeof id === 'string' && /^[0-9a-f-]{36}$/i.test(id) ? id : randomUUID();
     },
-    disableRequestLogging: false,
   });
   const pipeline = new Pipeline({
     image,
