@@ -26,7 +26,9 @@ export class Batcher {
   private queuedRows = 0;
   private running = false;
   private timer: NodeJS.Timeout | null = null;
-  private lastArrival = 0;
+  // -Infinity, not 0: performance.now() counts from process start, so 0 made the first request of a
+  // young process look like part of a burst and wait for the window.
+  private lastArrival = Number.NEGATIVE_INFINITY;
   readonly stats: BatcherStats = { runs: 0, rows: 0, maxRowsInRun: 0 };
 
   constructor(
