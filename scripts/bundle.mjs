@@ -26,7 +26,12 @@ export const EXTERNAL = [
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
-  entryPoints: [join(root, 'src', 'cli', 'main.ts')],
+  // Flat names: the inference thread is started as ./inference-worker.js beside the chunk that
+  // starts it (src/model-server/inference/inference-thread.ts).
+  entryPoints: {
+    main: join(root, 'src', 'cli', 'main.ts'),
+    'inference-worker': join(root, 'src', 'model-server', 'inference', 'inference-worker.ts'),
+  },
   outdir,
   bundle: true,
   splitting: true,

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/logging/logger.js';
 import { startRegistry, type EngineFactory } from '../src/model-server/registry.js';
-import { buildModelServer } from '../src/model-server/app.js';
+import { buildModelServer, readiness } from '../src/model-server/app.js';
 import { engines, imageOps } from '../src/model-server/adapters.js';
 import { encodeFrame } from '../src/model-server/protocol.js';
 import type { FaceDetector, Recognizer } from '../src/model-server/ports.js';
@@ -72,6 +72,14 @@ t.test('the configured default is not installed: the effective default and why, 
   t.match(ready.json(), { status: 'ready', effective_default_model: 'Dlib', default_model_reason: /Facenet is not installed/ });
   t.ok(lines.some((l) => /Facenet/.test(l) && /unavailable|not installed/.test(l)), 'the start-up log says so');
   await app.close();
+});
+
+t.test('a stopped inference thread turns a warmed server not ready, with a symbolic code', async (t) => {
+  const cfg = config({ FACECOMPUTE_ALLOWED_MODELS: 'Dlib', FACECOMPUTE_DEFAULT_MODEL: 'Dlib' });
+  const state = await startRegistry(cfg, createLogger('t', 'silent'), fakeEngines());
+  await settle(state);
+  t.match(readiness(state, false), { status: 'ready', ready: true, error: '' });
+  t.match(readiness(state, true), { status: 'error', ready: false, warming: false, error: 'inference_thread_stopped' });
 });
 
 t.test('warmup failure: 503 with runtime_warmup_failed, raw text only in logs', async (t) => {

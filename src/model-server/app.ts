@@ -23,6 +23,7 @@ import {
 import type { ImageOps, NativeImage } from './ports.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
+import { inferenceFailure } from './inference/inference-thread.js';
 
 const NORMALIZATIONS = new Set(['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace']);
 
@@ -33,15 +34,17 @@ export interface ModelServerDeps {
   image: ImageOps;
 }
 
-export function readiness(state: RegistryState): ReadinessResponse {
+/** `inferenceStopped`: the inference thread died after warmup; its sessions are gone, so not ready. */
+export function readiness(state: RegistryState, inferenceStopped: boolean = inferenceFailure() !== null): ReadinessResponse {
   const w = state.warmup.snapshot();
+  const status = inferenceStopped ? 'error' : w.status;
   const body: ReadinessResponse = {
-    status: w.status,
-    ready: w.status === 'ready',
-    warming: w.status === 'warming',
+    status,
+    ready: status === 'ready',
+    warming: status === 'warming',
     warmed_models: w.warmedModels,
     warmed_detectors: w.warmedDetectors,
-    error: w.error,
+    error: inferenceStopped ? 'inference_thread_stopped' : w.error,
   };
   if (w.warmedAt) body.warmed_at = w.warmedAt;
   if (state.defaultModelReason) {

@@ -1,7 +1,7 @@
 /**
  * What the ONNX face detectors share: the explicit ORT session options and the result shape.
  */
-import * as ort from 'onnxruntime-node';
+import { inferenceThread, type RemoteSession, type TensorData } from '../inference/inference-thread.js';
 import type { NativeFace, NativeTensor } from '../../core/faces.js';
 import type { NativeImage, Point } from '../../core/image.js';
 
@@ -30,10 +30,11 @@ export interface DetectedFace {
   mouthRight: Point;
 }
 
-export async function createSession(modelPath: string, o: OrtOptions): Promise<ort.InferenceSession> {
+export async function createSession(modelPath: string, o: OrtOptions): Promise<RemoteSession> {
   // Every option spelled out: ORT's defaults (all cores for intra-op, for instance) would fight the
   // service's own worker pool.
-  return ort.InferenceSession.create(modelPath, {
+  // The session lives on the inference thread, so a detector run never blocks the JS thread.
+  return inferenceThread().load(modelPath, {
     intraOpNumThreads: o.intraOpNumThreads,
     interOpNumThreads: o.interOpNumThreads,
     graphOptimizationLevel: 'all',
@@ -47,9 +48,8 @@ export async function createSession(modelPath: string, o: OrtOptions): Promise<o
   });
 }
 
-export function toNative(t: ort.Tensor): NativeTensor {
-  if (t.type !== 'float32') throw new TypeError(`detector output ${t.type} is not float32`);
-  return { data: t.data as Float32Array, dims: t.dims.map(Number) };
+export function toNative(t: TensorData): NativeTensor {
+  return { data: t.data, dims: [...t.dims] };
 }
 
 export function fromNativeFace(f: NativeFace): DetectedFace {

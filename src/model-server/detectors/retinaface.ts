@@ -8,7 +8,7 @@
  * crates/facecompute-core/src/detect/retinaface.rs). `scaleRule: 'deepface'` selects serengil's
  * 1024/1980 rule instead.
  */
-import * as ort from 'onnxruntime-node';
+import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { retinafaceDecodeMobilenet, retinafacePrepare, type NativeFace } from '../../core/faces.js';
 import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace, type OrtOptions } from './common.js';
 
@@ -27,7 +27,7 @@ export interface RetinaFaceOptions {
 
 export class RetinaFaceDetector {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: RemoteSession,
     private readonly threshold: number,
     private readonly nms: number,
     private readonly longSide: number | undefined,
@@ -46,9 +46,9 @@ export class RetinaFaceDetector {
   async detectRaw(img: BgrImage): Promise<NativeFace[]> {
     const prep = await retinafacePrepare(img, 'mobilenet', this.longSide);
     const [, , h, w] = prep.dims as [number, number, number, number];
-    const input = new ort.Tensor('float32', prep.tensor, prep.dims);
+    const input: TensorData = { type: 'float32', data: prep.tensor, dims: prep.dims };
     const out = await this.session.run({ [this.session.inputNames[0] ?? 'input']: input });
-    const get = (k: string): ort.Tensor => {
+    const get = (k: string): TensorData => {
       const t = out[k];
       if (!t) throw new Error(`retinaface output ${k} missing`);
       return t;

@@ -4,7 +4,7 @@
  * integer mapping back to the original image. The model must be the dynamic-input copy made by
  * models/converters/yunet_dynamic_input.py (the published file declares a fixed 640x640 input).
  */
-import * as ort from 'onnxruntime-node';
+import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { yunetDecode, yunetPrepare, type NativeFace } from '../../core/faces.js';
 import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace, type OrtOptions } from './common.js';
 
@@ -22,7 +22,7 @@ export interface YunetOptions {
 
 export class YunetDetector {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: RemoteSession,
     private readonly scoreThreshold: number,
     private readonly nms: number,
     private readonly topK: number,
@@ -38,7 +38,7 @@ export class YunetDetector {
 
   async detectRaw(img: BgrImage): Promise<NativeFace[]> {
     const prep = await yunetPrepare(img);
-    const input = new ort.Tensor('float32', prep.tensor, prep.dims);
+    const input: TensorData = { type: 'float32', data: prep.tensor, dims: prep.dims };
     const out = await this.session.run({ [this.session.inputNames[0] ?? 'input']: input });
     const outputs = YUNET_OUTPUTS.map((k) => {
       const t = out[k];

@@ -2,9 +2,10 @@
  * A thin wrapper over an onnxruntime-node InferenceSession for models that map a batch of fixed-size
  * samples to one fixed-size vector each (every recognition model here). Session options come from
  * ort-options.ts, so thread counts are always the caller's (the model server owns the process-wide
- * budget) and every model gets the same deliberate settings.
+ * budget) and every model gets the same deliberate settings. The session lives on the inference
+ * thread (../inference/), so a run never blocks the JS thread.
  */
-import * as ort from 'onnxruntime-node';
+import { inferenceThread, type RemoteSession } from '../inference/inference-thread.js';
 import { sessionOptions, type OrtSettings } from './ort-options.js';
 
 export interface OnnxSessionOptions {
@@ -26,9 +27,9 @@ export class OnnxSession {
   readonly sampleShape: readonly number[];
   /** Number of float32 values in one sample. */
   readonly sampleSize: number;
-  private session: ort.InferenceSession | null;
+  private session: RemoteSession | null;
 
-  private constructor(session: ort.InferenceSession, opts: OnnxSessionOptions, sampleSize: number) {
+  private constructor(session: RemoteSession, opts: OnnxSessionOptions, sampleSize: number) {
     this.session = session;
     this.inputName = opts.inputName;
     this.outputName = opts.outputName;
@@ -45,7 +46,7 @@ export class OnnxSession {
     if (opts.sampleShape.length === 0 || !opts.sampleShape.every((d) => Number.isInteger(d) && d > 0)) {
       throw new RangeError(`sampleShape must be positive integers, got [${opts.sampleShape.join(', ')}]`);
     }
-    const session = await ort.InferenceSession.create(opts.modelPath, sessionOptions(opts.settings));
+    const session = await inferenceThread().load(opts.modelPath, sessionOptions(opts.settings));
     // Where the manifest could not check the names against the real file (SFace), a graph with a
     // single input and output is used whatever its names.
     if (opts.lenientNames) {
@@ -74,24 +75,18 @@ export class OnnxSession {
     if (batch.length !== n * this.sampleSize) {
       throw new RangeError(`batch holds ${batch.length} floats, expected ${n} x ${this.sampleSize}`);
     }
-    const input = new ort.Tensor('float32', batch, [n, ...this.sampleShape]);
-    const outputs = await session.run({ [this.inputName]: input });
-    try {
-      const out = outputs[this.outputName];
-      if (out === undefined) throw new Error(`model produced no output named ${this.outputName}`);
-      const data = out.data;
-      if (!(data instanceof Float32Array)) throw new Error(`output ${this.outputName} is ${out.type}, expected float32`);
-      if (out.dims[0] !== n || data.length % n !== 0) {
-        throw new Error(`output ${this.outputName} has shape [${out.dims.join(', ')}] for a batch of ${n}`);
-      }
-      const width = data.length / n;
-      const rows: Float32Array[] = [];
-      for (let i = 0; i < n; i++) rows.push(data.slice(i * width, (i + 1) * width));
-      return rows;
-    } finally {
-      input.dispose();
-      for (const t of Object.values(outputs)) t.dispose();
+    const outputs = await session.run({ [this.inputName]: { type: 'float32', data: batch, dims: [n, ...this.sampleShape] } });
+    const out = outputs[this.outputName];
+    if (out === undefined) throw new Error(`model produced no output named ${this.outputName}`);
+    const data = out.data;
+    if (out.dims[0] !== n || data.length % n !== 0) {
+      throw new Error(`output ${this.outputName} has shape [${out.dims.join(', ')}] for a batch of ${n}`);
     }
+    const width = data.length / n;
+    const rows: Float32Array[] = [];
+    // Views of the transferred output buffer, which nothing else holds.
+    for (let i = 0; i < n; i++) rows.push(data.subarray(i * width, (i + 1) * width));
+    return rows;
   }
 
   async close(): Promise<void> {
