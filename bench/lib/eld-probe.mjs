@@ -5,9 +5,12 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 
 const dir = process.env.BENCH_EVENT_LOOP_DIR;
-if (dir) {
+// NODE_OPTIONS reaches worker threads too. The model server's inference worker blocks in every ONNX
+// Runtime run by design, and it shares the pid, so it would overwrite the JS thread's file.
+if (dir && isMainThread) {
   // The histogram records the time between timer ticks, which includes the sampling period itself;
   // that period is subtracted so the figures are the delay beyond it.
   const resolutionMs = 5;
