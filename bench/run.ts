@@ -47,7 +47,9 @@ function table(header: string[], rows: Array<Array<string | number>>): void {
 
 /** bin/facecompute.js runs the compiled dist/ when it exists, else the sources through tsx. */
 export function oursEntry(): string {
-  return existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')) ? 'built (dist/)' : 'source checkout (tsx)';
+  // The order bin/facecompute.js tries them in.
+  if (existsSync(join(REPO_ROOT, 'dist', 'bundle', 'main.js'))) return 'bundled (dist/bundle/)';
+  return existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')) ? 'built (dist/src/)' : 'source checkout (tsx)';
 }
 
 function readBench(path: string): BenchFile | null {
