@@ -28,12 +28,6 @@ export declare function benchCompareEngine(rows: number, dims: number): CompareE
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
 
-export interface BorderedImage {
-  image: NativeImage
-  top: number
-  left: number
-}
-
 /** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {
   kernel: string
@@ -77,8 +71,6 @@ export interface DecodeOptions {
 /** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
 export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
 
-export declare function deepfaceBorder(img: NativeImage): Promise<BorderedImage>
-
 export interface DetectionInput {
   x: number
   y: number
@@ -115,6 +107,8 @@ export interface FaceImage {
   channels: number
   /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
   data: Buffer
+  /** A black border included in width and height but not in data (see padded.rs). */
+  pad?: Padding
 }
 
 export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
@@ -147,6 +141,8 @@ export interface HaarImage {
   height: number
   channels: number
   data: Buffer
+  /** A black border included in width and height but not in data (see padded.rs). */
+  pad?: Padding
 }
 
 export interface ImageProbe {
@@ -179,11 +175,20 @@ export interface NativeImage {
   height: number
   channels: number
   data: Buffer
+  /** A black border included in width and height but not in data (see padded.rs). */
+  pad?: Padding
 }
 
 export interface NativeTensor {
   data: Float32Array
   dims: Array<number>
+}
+
+export interface Padding {
+  top: number
+  bottom: number
+  left: number
+  right: number
 }
 
 export interface PreparedInput {

@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { HaarDetector, benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, deepfaceBorder, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { HaarDetector, benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { HaarDetector }
 export { benchCompareEngine }
 export { benchReadSum }
@@ -785,7 +785,6 @@ export { coreVersion }
 export { cropPadded }
 export { decodeImage }
 export { decodeVectorsB64 }
-export { deepfaceBorder }
 export { extractFaces }
 export { facesToTensor }
 export { l2Normalize }

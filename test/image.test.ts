@@ -114,6 +114,11 @@ t.test('deepfaceBorder and extractFaces reproduce DeepFace', async (t) => {
   const window = await cropPadded(img, 150, 200, 300, 400);
   const { image, top, left } = await deepfaceBorder(window);
   t.same([image.width, image.height, top, left], [600, 800, 200, 150]);
+  t.equal(image.data, window.data, 'a padded view: the inner pixels are not copied');
+  t.same(image.pad, { top: 200, bottom: 200, left: 150, right: 150 });
+  const built = await copyMakeBorder(image, 0, 0, 0, 0);
+  t.ok(built.pad === undefined || built.pad === null, 'native results are plain images');
+  t.ok((await copyMakeBorder(window, 200, 200, 150, 150)).data.equals(built.data), "the view is cv2.copyMakeBorder's image");
   const faces = await extractFaces(
     image,
     [{ x: 245, y: 285, w: 110, h: 110, leftEye: [325, 330], rightEye: [275, 337], confidence: 0.987654 }],
@@ -157,4 +162,34 @@ t.test('many concurrent decodes all succeed', async (t) => {
   const bytes = readFileSync(deepfaceImage('img5.jpg'));
   const all = await Promise.all(Array.from({ length: 32 }, () => decodeImage(bytes, LIMITS)));
   t.ok(all.every((img) => img.data.equals(all[0]!.data)));
+});
+
+t.test('a padded view is the bordered image to every native call that takes one', async (t) => {
+  const img = await decodeImage(readFileSync(deepfaceImage('img5.jpg')), LIMITS);
+  const { image: view, top, left } = await deepfaceBorder(img);
+  const plain = await copyMakeBorder(img, top, top, left, left);
+  t.ok((await copyMakeBorder(view, 0, 0, 0, 0)).data.equals(plain.data));
+  // Bordering a view again composes the padding.
+  const twice = await deepfaceBorder(view);
+  t.ok((await copyMakeBorder(twice.image, 0, 0, 0, 0)).data.equals((await copyMakeBorder(plain, twice.top, twice.top, twice.left, twice.left)).data), 'a border of a view');
+  const { OpenCvDetector } = await import('../src/core/detect.js');
+  const { yunetPrepare, retinafacePrepare } = await import('../src/core/faces.js');
+  const { SHARED_WEIGHTS_DIR } = await import('./helpers/shared.js');
+  const haar = await OpenCvDetector.fromDir(SHARED_WEIGHTS_DIR);
+  const found = await haar.detect(plain);
+  t.ok(found.length > 0, 'img5 has a face');
+  t.same(await haar.detect(view), found, 'Haar detection');
+  t.same(await yunetPrepare(view), await yunetPrepare(plain), 'YuNet input');
+  t.same(await retinafacePrepare(view, 'mobilenet', 320), await retinafacePrepare(plain, 'mobilenet', 320), 'RetinaFace input');
+  const opts = { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: img.width, originalHeight: img.height };
+  const a = await extractFaces(view, found, opts);
+  const b = await extractFaces(plain, found, opts);
+  t.same(a.map((f) => f.area), b.map((f) => f.area), 'extracted areas');
+  t.ok(a.every((f, i) => f.face.data.equals(b[i]!.face.data)), 'extracted pixels');
+  t.same(await resizeImage(view, 100, 120, 'area'), await resizeImage(plain, 100, 120, 'area'), 'resize');
+
+  const bad = (pad: { top: number; bottom: number; left: number; right: number }) => ({ ...view, pad });
+  t.equal(await code(copyMakeBorder(bad({ top: 0, bottom: 0, left: view.width, right: 1 }), 0, 0, 0, 0)), 'invalid_request', 'padding wider than the image');
+  t.equal(await code(copyMakeBorder(bad({ top: 1, bottom: 0, left: 0, right: 0 }), 0, 0, 0, 0)), 'invalid_request', 'data that does not fill the inner image');
+  t.equal(await code(haar.detect(bad({ top: 1, bottom: 0, left: 0, right: 0 }))), 'invalid_request', 'the same through Haar detection');
 });

@@ -62,7 +62,7 @@ export class OpenCvDetector {
   async detect(img: BgrImage): Promise<HaarDetection[]> {
     let faces;
     try {
-      faces = await this.inner.detect({ width: img.width, height: img.height, channels: img.channels, data: img.data });
+      faces = await this.inner.detect({ width: img.width, height: img.height, channels: img.channels, data: img.data, ...(img.pad ? { pad: img.pad } : {}) });
     } catch (err) {
       throw fromNative(err);
     }

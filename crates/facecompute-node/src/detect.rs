@@ -1,6 +1,8 @@
 //! N-API exports for core::detect.
 
 use crate::guard;
+use crate::padded::{core_image, Padding};
+use facecompute_core::CoreError;
 use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -13,6 +15,8 @@ pub struct HaarImage {
     pub height: u32,
     pub channels: u32,
     pub data: Buffer,
+    /// A black border included in width and height but not in data (see padded.rs).
+    pub pad: Option<Padding>,
 }
 
 #[napi(object)]
@@ -32,6 +36,7 @@ pub struct HaarDetectTask {
     height: u32,
     channels: u32,
     data: Buffer,
+    pad: Option<Padding>,
 }
 
 impl Task for HaarDetectTask {
@@ -39,8 +44,15 @@ impl Task for HaarDetectTask {
     type JsValue = Vec<HaarFace>;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        let (det, w, h, c, data) = (&self.detector, self.width, self.height, self.channels, &self.data);
-        guard::catch(|| det.detect_raw(w, h, c, data.as_ref(), 0))
+        let (det, w, h, c, data, pad) = (&self.detector, self.width, self.height, self.channels, &self.data, self.pad);
+        guard::catch(|| match pad {
+            // Unpadded pixels are scanned in place; a padded view is built here, off the JS thread.
+            None => det.detect_raw(w, h, c, data.as_ref(), 0),
+            Some(p) => {
+                let img = core_image(w, h, c, data, Some(&p), || CoreError::invalid_request("image data length does not match width × height × channels"))?;
+                det.detect_raw(img.width, img.height, img.channels, &img.data, 0)
+            }
+        })
     }
 
     fn resolve(&mut self, _env: Env, out: Self::Output) -> Result<Self::JsValue> {
@@ -83,6 +95,7 @@ impl HaarDetector {
             height: image.height,
             channels: image.channels,
             data: image.data,
+            pad: image.pad,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! (core::detect::{retinaface, yunet}). ONNX Runtime runs in JS between prepare and decode.
 
 use crate::guard;
+use crate::padded::{core_image, Padding};
 use facecompute_core::detect::{retinaface, yunet, FaceBox, IntFace, Tensor};
 use facecompute_core::pixels::Image;
 use facecompute_core::CoreError;
@@ -15,6 +16,8 @@ pub struct FaceImage {
     pub channels: u32,
     /// BGR (or grey) uint8, rows top to bottom, channels interleaved.
     pub data: Buffer,
+    /// A black border included in width and height but not in data (see padded.rs).
+    pub pad: Option<Padding>,
 }
 
 #[napi(object)]
@@ -58,8 +61,8 @@ pub struct NativeFace {
 }
 
 fn to_image(img: &FaceImage) -> Result<Image> {
-    Image::from_raw(img.width, img.height, img.channels, img.data.to_vec())
-        .ok_or_else(|| guard::to_napi(CoreError::invalid_image("pixel buffer length does not match width*height*channels")))
+    core_image(img.width, img.height, img.channels, &img.data, img.pad.as_ref(), || CoreError::invalid_image("pixel buffer length does not match width*height*channels"))
+        .map_err(guard::to_napi)
 }
 
 fn to_tensor(t: &NativeTensor) -> Result<Tensor> {

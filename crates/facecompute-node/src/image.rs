@@ -3,6 +3,7 @@
 //! worker thread (never on the JS thread); outputs are handed to JS without a copy.
 
 use crate::guard;
+use crate::padded::{core_image, Padding};
 use crate::task::Job;
 use facecompute_core::align::{self, Detection, ExtractOptions, ExtractedFace};
 use facecompute_core::image::{self as core_image, ChannelOrder, DecodeLimits};
@@ -17,6 +18,8 @@ pub struct NativeImage {
     pub height: u32,
     pub channels: u32,
     pub data: Buffer,
+    /// A black border included in width and height but not in data (see padded.rs).
+    pub pad: Option<Padding>,
 }
 
 #[napi(object)]
@@ -33,13 +36,6 @@ pub struct DecodeOptions {
     pub max_pixels: f64,
     #[napi(ts_type = "'bgr' | 'rgb'")]
     pub order: String,
-}
-
-#[napi(object)]
-pub struct BorderedImage {
-    pub image: NativeImage,
-    pub top: u32,
-    pub left: u32,
 }
 
 #[napi(object)]
@@ -118,12 +114,11 @@ fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
     if img.channels != 1 && img.channels != 3 {
         return Err(bad("image must have 1 or 3 channels"));
     }
-    Image::from_raw(img.width, img.height, img.channels, img.data.to_vec())
-        .ok_or_else(|| bad("image data length does not match width × height × channels"))
+    core_image(img.width, img.height, img.channels, &img.data, img.pad.as_ref(), || bad("image data length does not match width × height × channels"))
 }
 
 fn to_js(img: Image) -> NativeImage {
-    NativeImage { width: img.width, height: img.height, channels: img.channels, data: img.data.into() }
+    NativeImage { width: img.width, height: img.height, channels: img.channels, data: img.data.into(), pad: None }
 }
 
 fn image_js(img: Image) -> napi::Result<NativeImage> {
@@ -241,14 +236,6 @@ pub fn rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> Async
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
     pixel_job(img, |i| pixels::bgr_to_gray(&i))
-}
-
-#[napi(ts_return_type = "Promise<BorderedImage>")]
-pub fn deepface_border(img: NativeImage) -> AsyncTask<Job<(Image, u32, u32), BorderedImage>> {
-    AsyncTask::new(Job::new(
-        move || align::deepface_border(&to_core(&img)?),
-        |(image, top, left)| Ok(BorderedImage { image: to_js(image), top, left }),
-    ))
 }
 
 fn area_point(p: Option<(i64, i64)>) -> Option<Vec<i64>> {

@@ -4,6 +4,7 @@
 //! - errors become JS `Error`s whose `code` is the core's stable code.
 
 mod guard;
+mod padded;
 mod task;
 mod image;
 mod compare;

@@ -28,12 +28,31 @@ pub fn crop_padded(img: &Image, x: i64, y: i64, w: i64, h: i64) -> CoreResult<Im
 
 fn crop_padded_checked(img: &Image, x: i64, y: i64, w: i64, h: i64) -> CoreResult<Image> {
     valid(img)?;
+    crop_padded_raw(img.width, img.height, img.channels, &img.data, x, y, w, h)
+}
+
+/// `copy_make_border` of pixels held as a bare slice, in one allocation and one copy. The binding
+/// passes DeepFace's align border as a padded view (the inner pixels and the border widths) and
+/// builds the bordered image here, inside the native call that needs it, so the bordered bytes never
+/// become a JS buffer.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_make_border_raw(width: u32, height: u32, channels: u32, data: &[u8], top: u32, bottom: u32, left: u32, right: u32) -> CoreResult<Image> {
+    if channels == 0 || data.len() != width as usize * height as usize * channels as usize {
+        return Err(CoreError::invalid_request("image buffer does not match its dimensions"));
+    }
+    let w = width as i64 + left as i64 + right as i64;
+    let h = height as i64 + top as i64 + bottom as i64;
+    crop_padded_raw(width, height, channels, data, -(left as i64), -(top as i64), w, h)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn crop_padded_raw(sw: u32, sh: u32, channels: u32, data: &[u8], x: i64, y: i64, w: i64, h: i64) -> CoreResult<Image> {
     if w < 0 || h < 0 || w > MAX_SIDE || h > MAX_SIDE {
         return Err(CoreError::invalid_request(format!("crop size {w}x{h} is out of range")));
     }
-    let cn = img.channels as usize;
-    let mut out = Image::new(w as u32, h as u32, img.channels);
-    let (sw, sh) = (img.width as i64, img.height as i64);
+    let cn = channels as usize;
+    let mut out = Image::new(w as u32, h as u32, channels);
+    let (sw, sh) = (sw as i64, sh as i64);
     let x0 = x.max(0);
     let x1 = (x + w).min(sw);
     let y0 = y.max(0);
@@ -43,7 +62,7 @@ fn crop_padded_checked(img: &Image, x: i64, y: i64, w: i64, h: i64) -> CoreResul
         for sy in y0..y1 {
             let s = (sy as usize * sw as usize + x0 as usize) * cn;
             let d = ((sy - y) as usize * w as usize + (x0 - x) as usize) * cn;
-            out.data[d..d + n].copy_from_slice(&img.data[s..s + n]);
+            out.data[d..d + n].copy_from_slice(&data[s..s + n]);
         }
     }
     Ok(out)
@@ -63,4 +82,30 @@ pub fn crop_clipped(img: &Image, x0: i64, y0: i64, x1: i64, y1: i64) -> Image {
         data.extend_from_slice(&img.data[s..s + w * cn]);
     }
     Image { width: w as u32, height: h as u32, channels: img.channels, data }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_border_is_copy_make_border() {
+        for (w, h, c) in [(5u32, 3u32, 3u32), (1, 1, 1), (7, 4, 1), (2, 6, 3)] {
+            let data: Vec<u8> = (0..w * h * c).map(|i| (i * 37 % 251) as u8 + 1).collect();
+            let img = Image::from_raw(w, h, c, data.clone()).unwrap();
+            for (t, b, l, r) in [(0, 0, 0, 0), (h / 2, h / 2, w / 2, w / 2), (1, 2, 3, 4), (0, 5, 0, 1)] {
+                let want = copy_make_border(&img, t, b, l, r).unwrap();
+                let got = copy_make_border_raw(w, h, c, &data, t, b, l, r).unwrap();
+                assert_eq!((got.width, got.height, got.channels), (want.width, want.height, want.channels));
+                assert_eq!(got.data, want.data, "{w}x{h}x{c} border {t},{b},{l},{r}");
+            }
+        }
+    }
+
+    #[test]
+    fn raw_border_refuses_bad_buffers_and_huge_sides() {
+        assert!(copy_make_border_raw(4, 4, 3, &[0; 47], 1, 1, 1, 1).is_err());
+        assert!(copy_make_border_raw(4, 4, 0, &[], 1, 1, 1, 1).is_err());
+        assert!(copy_make_border_raw(1, 1, 1, &[9], 0, 0, 1 << 16, 0).is_err());
+    }
 }
