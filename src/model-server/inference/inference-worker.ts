@@ -34,8 +34,10 @@ async function handle(req: InferenceRequest): Promise<{ value: LoadedSession | F
       const transfer: ArrayBuffer[] = [];
       for (const [name, t] of Object.entries(out)) {
         if (t.type !== 'float32') throw new Error(`output ${name} is ${t.type}, expected float32`);
-        // A private copy whose buffer can be handed over without a second copy.
-        const data = (t.data as Float32Array).slice();
+        // onnxruntime-node gives every output a fresh buffer of its own, so it is handed over as is;
+        // a view into a larger buffer (not seen) would be copied first.
+        const raw = t.data as Float32Array;
+        const data = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : raw.slice();
         value[name] = { type: 'float32', data, dims: t.dims.map(Number) };
         transfer.push(data.buffer as ArrayBuffer);
         t.dispose();
