@@ -90,11 +90,13 @@ t.test('a thread that dies fails pending and later calls with InferenceThreadErr
        });`,
       { eval: true },
     );
-  const thread = new InferenceThread(dying);
+  const heard: Error[] = [];
+  const thread = new InferenceThread(dying, (err) => heard.push(err));
   const remote = await thread.load('unused.onnx', OPTIONS);
   t.equal(thread.failure, null);
   await t.rejects(remote.run(image(64, 64, 5)), { name: 'InferenceThreadError', message: /exited \(code 3\)/ }, 'the pending run fails');
   t.type(thread.failure, InferenceThreadError);
+  t.equal(heard.length, 1, 'the failure listener hears of it once');
   await t.rejects(remote.run(image(64, 64, 6)), InferenceThreadError, 'a later run fails at once');
   await t.rejects(thread.load('unused.onnx', OPTIONS), InferenceThreadError, 'so does a later load');
   await remote.release(); // resolves: nothing is left to release

@@ -76,10 +76,18 @@ t.test('the configured default is not installed: the effective default and why, 
 
 t.test('a stopped inference thread turns a warmed server not ready, with a symbolic code', async (t) => {
   const cfg = config({ FACECOMPUTE_ALLOWED_MODELS: 'Dlib', FACECOMPUTE_DEFAULT_MODEL: 'Dlib' });
-  const state = await startRegistry(cfg, createLogger('t', 'silent'), fakeEngines());
+  let stop: ((err: Error) => void) | undefined;
+  const state = await startRegistry(cfg, createLogger('t', 'silent'), { ...fakeEngines(), onFailure: (l) => (stop = l) });
   await settle(state);
-  t.match(readiness(state, false), { status: 'ready', ready: true, error: '' });
-  t.match(readiness(state, true), { status: 'error', ready: false, warming: false, error: 'inference_thread_stopped' });
+  t.match(readiness(state), { status: 'ready', ready: true, error: '' });
+  t.type(stop, 'function', 'the registry listens for the inference thread');
+  stop?.(new Error('inference thread exited (code 1)'));
+  t.match(readiness(state), { status: 'error', ready: false, warming: false, error: 'inference_thread_stopped' });
+  const app = await buildModelServer({ config: cfg, logger: createLogger('t', 'silent'), state, image: imageOps(cfg) });
+  t.equal((await app.inject({ url: '/internal/readiness' })).statusCode, 503);
+  const r = await app.inject({ method: 'POST', url: '/internal/represent', headers: { 'content-type': 'application/vnd.facecompute.frame' }, payload: Buffer.alloc(8) });
+  t.equal(r.statusCode, 500, 'no compute on a server whose inference thread stopped');
+  await app.close();
 });
 
 t.test('warmup failure: 503 with runtime_warmup_failed, raw text only in logs', async (t) => {

@@ -10,6 +10,7 @@ import { OpenCvDetector } from '../core/detect.js';
 import { RetinaFaceDetector } from './detectors/retinaface.js';
 import { YunetDetector } from './detectors/yunet.js';
 import type { OrtOptions } from './detectors/common.js';
+import { onInferenceFailure } from './inference/inference-thread.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage } from './ports.js';
 import type { EngineFactory } from './registry.js';
@@ -72,5 +73,6 @@ export function engines(cfg: Config): EngineFactory {
       // Mid-grey 320×240: exercises every layer without needing an image file.
       return { width: 320, height: 240, channels: 3, data: Buffer.alloc(320 * 240 * 3, 128) };
     },
+    onFailure: onInferenceFailure,
   };
 }

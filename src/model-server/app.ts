@@ -23,7 +23,6 @@ import {
 import type { ImageOps, NativeImage } from './ports.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
-import { inferenceFailure } from './inference/inference-thread.js';
 
 const NORMALIZATIONS = new Set(['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace']);
 
@@ -34,17 +33,15 @@ export interface ModelServerDeps {
   image: ImageOps;
 }
 
-/** `inferenceStopped`: the inference thread died after warmup; its sessions are gone, so not ready. */
-export function readiness(state: RegistryState, inferenceStopped: boolean = inferenceFailure() !== null): ReadinessResponse {
+export function readiness(state: RegistryState): ReadinessResponse {
   const w = state.warmup.snapshot();
-  const status = inferenceStopped ? 'error' : w.status;
   const body: ReadinessResponse = {
-    status,
-    ready: status === 'ready',
-    warming: status === 'warming',
+    status: w.status,
+    ready: w.status === 'ready',
+    warming: w.status === 'warming',
     warmed_models: w.warmedModels,
     warmed_detectors: w.warmedDetectors,
-    error: inferenceStopped ? 'inference_thread_stopped' : w.error,
+    error: w.error,
   };
   if (w.warmedAt) body.warmed_at = w.warmedAt;
   if (state.defaultModelReason) {
@@ -104,7 +101,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
   function requireReady(): void {
     if (!state.warmup.ready) {
       const w = state.warmup.snapshot();
-      if (w.status === 'error') throw new ServiceError('internal_error', `the model server failed to warm up (${w.error})`);
+      if (w.status === 'error') throw new ServiceError('internal_error', `the model server is not ready (${w.error})`);
       throw new ServiceError('service_warming', 'the model server is warming up', { headers: { 'retry-after': '2' } });
     }
   }

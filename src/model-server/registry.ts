@@ -21,6 +21,8 @@ export interface EngineFactory {
   detector(name: string, engine: string, files: string[]): Promise<FaceDetector>;
   /** Synthetic input for warming a detector and the tensor size of a recognizer. */
   syntheticImage(): NativeImage;
+  /** Subscribes to the death of the engines' shared runtime (the inference thread), if they have one. */
+  onFailure?(listener: (err: Error) => void): void;
 }
 
 export type Availability = { name: string; source: 'weights' | 'test-weights'; files: string[]; status?: ArtifactStatus } | { name: string; unavailable: string };
@@ -139,6 +141,12 @@ export async function startRegistry(cfg: Config, log: Logger, engines: EngineFac
     state.defaultDetectorReason = `${cfg.models.defaultDetector} is not installed; the effective default is ${state.defaultDetector}`;
     log.warn({ configured: cfg.models.defaultDetector, effective: state.defaultDetector }, state.defaultDetectorReason);
   }
+
+  // A dead inference thread takes every session with it: not ready any more, whatever came before.
+  engines.onFailure?.((err) => {
+    log.error({ err }, 'inference thread stopped');
+    state.warmup.fail('inference_thread_stopped');
+  });
 
   // Load and warm in the background; readiness reports progress.
   const prewarm = cfg.models.prewarm.length > 0 ? new Set(cfg.models.prewarm) : null;

@@ -1,5 +1,6 @@
 /**
- * The warmup state machine: warming → ready | error. Ready means a synthetic inference succeeded
+ * The warmup state machine: warming → ready | error, and ready → error when the inference thread
+ * stops (inference_thread_stopped). Ready means a synthetic inference succeeded
  * for every configured prewarm model and detector. Raw exception text goes to logs only; callers
  * see the symbolic code `runtime_warmup_failed`.
  */

@@ -6,8 +6,8 @@
  *
  * The worker is unreferenced while nothing is pending, so idle sessions never keep a process
  * alive. If it dies (it should not: every request's error is caught and answered), every pending and
- * later call fails with InferenceThreadError and `inferenceFailure()` reports it, which turns the
- * model server's readiness to 503; its sessions are gone, so it is not restarted behind callers.
+ * later call fails with InferenceThreadError and the `onInferenceFailure` listeners hear of it (the
+ * registry turns readiness to 503); its sessions are gone, so it is not restarted behind callers.
  * There is deliberately no terminate(): stopping a worker inside a native ONNX Runtime run aborts
  * the whole process, and an idle, unreferenced worker ends with it anyway.
  */
@@ -45,8 +45,11 @@ export class InferenceThread {
   private nextId = 1;
   private failed: InferenceThreadError | null = null;
 
-  /** `start` is for tests, which give it a worker that misbehaves. */
-  constructor(start: () => Worker = startWorker) {
+  /** `start` is for tests, which give it a worker that misbehaves; `onFailure` hears of its death once. */
+  constructor(
+    start: () => Worker = startWorker,
+    private readonly onFailure: (err: InferenceThreadError) => void = () => undefined,
+  ) {
     this.worker = start();
     this.worker.unref();
     this.worker.on('message', (r: InferenceReply) => this.settle(r));
@@ -93,6 +96,7 @@ export class InferenceThread {
     for (const p of this.pending.values()) p.reject(this.failed);
     this.pending.clear();
     this.worker.unref();
+    this.onFailure(this.failed);
   }
 }
 
@@ -130,14 +134,19 @@ export class RemoteSession {
 }
 
 let shared: InferenceThread | null = null;
+const failureListeners = new Set<(err: InferenceThreadError) => void>();
 
 /** The process's inference thread, started on first use. */
 export function inferenceThread(): InferenceThread {
-  shared ??= new InferenceThread();
+  shared ??= new InferenceThread(startWorker, (err) => {
+    for (const listener of failureListeners) listener(err);
+    failureListeners.clear();
+  });
   return shared;
 }
 
-/** Why the process's inference thread stopped, or null while it runs (or never started). */
-export function inferenceFailure(): InferenceThreadError | null {
-  return shared?.failure ?? null;
+/** Calls `listener` once if the process's inference thread stops (at once if it already has). */
+export function onInferenceFailure(listener: (err: InferenceThreadError) => void): void {
+  if (shared?.failure) listener(shared.failure);
+  else failureListeners.add(listener);
 }
