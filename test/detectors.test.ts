@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR, TEST_OUTPUT_DIR } from './helpers/shared.js';
 
-const ORT = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+const ORT = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' as const };
 const fx = manifest();
 
 t.test('converted RetinaFace MobileNet-0.25 matches the torch reference outputs', async (t) => {

@@ -30,7 +30,7 @@ execFileSync(py, [script, 'decode', SHARED_DATA_DIR, cache], { stdio: 'inherit' 
 const index: Array<{ name: string; width: number; height: number }> = JSON.parse(readFileSync(resolve(cache, 'index.json'), 'utf8'));
 const images = index.map((e) => ({ width: e.width, height: e.height, channels: 3, data: readFileSync(resolve(cache, `${e.name}.bgr`)) }));
 
-const ORT = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+const ORT = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' as const };
 
 type Boxes = number[][][];
 

@@ -9,7 +9,6 @@ import * as img from '../core/image.js';
 import { OpenCvDetector } from '../core/detect.js';
 import { RetinaFaceDetector } from './detectors/retinaface.js';
 import { YunetDetector } from './detectors/yunet.js';
-import type { OrtOptions } from './detectors/common.js';
 import { onInferenceFailure } from './inference/inference-thread.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage } from './ports.js';
@@ -33,13 +32,8 @@ class SkipDetector implements FaceDetector {
 }
 
 export function engines(cfg: Config): EngineFactory {
+  // Recognizers and ONNX detectors share one set of session settings.
   const ort = { intraOpThreads: cfg.models.ort.intraOpThreads, interOpThreads: cfg.models.ort.interOpThreads, provider: cfg.models.ort.provider };
-  // Detectors run one image at a time; the same thread settings as the recognizers.
-  const detectorOrt: OrtOptions = {
-    intraOpNumThreads: cfg.models.ort.intraOpThreads,
-    interOpNumThreads: cfg.models.ort.interOpThreads,
-    executionProviders: cfg.models.ort.provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
-  };
   return {
     async recognizer(name: string, onnxPath: string, manifest: Manifest) {
       const entry = manifest.recognition[name];
@@ -60,11 +54,11 @@ export function engines(cfg: Config): EngineFactory {
       const file = files[0];
       if (file === undefined) throw new Error(`${name} has no model file`);
       if (engine === 'retinaface:mobilenet0.25') {
-        const d = await RetinaFaceDetector.create(file, detectorOrt);
+        const d = await RetinaFaceDetector.create(file, ort);
         return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
       }
       if (engine === 'yunet') {
-        const d = await YunetDetector.create(file, detectorOrt);
+        const d = await YunetDetector.create(file, ort);
         return { name, detect: (image: NativeImage) => d.detect(image) };
       }
       throw new Error(`unknown detector engine ${engine}`);

@@ -1,16 +1,11 @@
 /**
- * What the ONNX face detectors share: the explicit ORT session options and the result shape.
+ * What the ONNX face detectors share: their sessions (with the recognizers' deliberate options,
+ * ../models/ort-options.ts) and the result shape.
  */
 import { inferenceThread, type RemoteSession, type TensorData } from '../inference/inference-thread.js';
+import { sessionOptions, type OrtSettings } from '../models/ort-options.js';
 import type { NativeFace, NativeTensor } from '../../core/faces.js';
 import type { NativeImage, Point } from '../../core/image.js';
-
-export interface OrtOptions {
-  intraOpNumThreads: number;
-  interOpNumThreads: number;
-  /** Defaults to ['cpu']. */
-  executionProviders?: string[];
-}
 
 /** BGR uint8, interleaved: the native wrapper's image type. */
 export type BgrImage = NativeImage;
@@ -30,22 +25,9 @@ export interface DetectedFace {
   mouthRight: Point;
 }
 
-export async function createSession(modelPath: string, o: OrtOptions): Promise<RemoteSession> {
-  // Every option spelled out: ORT's defaults (all cores for intra-op, for instance) would fight the
-  // service's own worker pool.
-  // The session lives on the inference thread, so a detector run never blocks the JS thread.
-  return inferenceThread().load(modelPath, {
-    intraOpNumThreads: o.intraOpNumThreads,
-    interOpNumThreads: o.interOpNumThreads,
-    graphOptimizationLevel: 'all',
-    executionMode: 'sequential',
-    executionProviders: o.executionProviders ?? ['cpu'],
-    enableCpuMemArena: true,
-    enableMemPattern: true,
-    // As for the recognizers (ort-options.ts): idle pool threads sleep rather than spin, since they
-    // share the cores with the rest of the model server (bench/results/ort-settings.json).
-    extra: { session: { 'intra_op.allow_spinning': '0' } },
-  });
+/** The session lives on the inference thread, so a detector run never blocks the JS thread. */
+export async function createSession(modelPath: string, settings: OrtSettings): Promise<RemoteSession> {
+  return inferenceThread().load(modelPath, sessionOptions(settings));
 }
 
 export function toNative(t: TensorData): NativeTensor {

@@ -10,7 +10,8 @@
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { retinafaceDecodeMobilenet, retinafacePrepare, type NativeFace } from '../../core/faces.js';
-import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace, type OrtOptions } from './common.js';
+import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
+import type { OrtSettings } from '../models/ort-options.js';
 
 export const RETINAFACE_THRESHOLD = 0.9;
 export const RETINAFACE_NMS = 0.4;
@@ -33,8 +34,8 @@ export class RetinaFaceDetector {
     private readonly longSide: number | undefined,
   ) {}
 
-  static async create(modelPath: string, ortOptions: OrtOptions, opts: RetinaFaceOptions = {}): Promise<RetinaFaceDetector> {
-    const session = await createSession(modelPath, ortOptions);
+  static async create(modelPath: string, ort: OrtSettings, opts: RetinaFaceOptions = {}): Promise<RetinaFaceDetector> {
+    const session = await createSession(modelPath, ort);
     for (const name of ['loc', 'conf', 'landms']) {
       if (!session.outputNames.includes(name)) throw new Error(`retinaface model lacks output ${name}`);
     }

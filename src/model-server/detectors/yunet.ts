@@ -6,7 +6,8 @@
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { yunetDecode, yunetPrepare, type NativeFace } from '../../core/faces.js';
-import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace, type OrtOptions } from './common.js';
+import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
+import type { OrtSettings } from '../models/ort-options.js';
 
 /** DeepFace reads env `yunet_score_threshold`, default 0.9. */
 export const YUNET_SCORE_THRESHOLD = 0.9;
@@ -28,8 +29,8 @@ export class YunetDetector {
     private readonly topK: number,
   ) {}
 
-  static async create(modelPath: string, ortOptions: OrtOptions, opts: YunetOptions = {}): Promise<YunetDetector> {
-    const session = await createSession(modelPath, ortOptions);
+  static async create(modelPath: string, ort: OrtSettings, opts: YunetOptions = {}): Promise<YunetDetector> {
+    const session = await createSession(modelPath, ort);
     for (const name of YUNET_OUTPUTS) {
       if (!session.outputNames.includes(name)) throw new Error(`yunet model lacks output ${name}`);
     }
