@@ -1,8 +1,7 @@
 //! N-API exports for core::detect.
 
 use crate::guard;
-use crate::padded::{core_image, Padding};
-use facecompute_core::CoreError;
+use crate::padded::{bordered, Padding};
 use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -49,7 +48,7 @@ impl Task for HaarDetectTask {
             // Unpadded pixels are scanned in place; a padded view is built here, off the JS thread.
             None => det.detect_raw(w, h, c, data.as_ref(), 0),
             Some(p) => {
-                let img = core_image(w, h, c, data, Some(&p), || CoreError::invalid_request("image data length does not match width × height × channels"))?;
+                let img = bordered(w, h, c, data, &p)?;
                 det.detect_raw(img.width, img.height, img.channels, &img.data, 0)
             }
         })

@@ -23,9 +23,14 @@ pub struct Padding {
 /// The image an argument stands for: its own pixels, or the padded image built from them.
 /// `mismatch` is the caller's error for a buffer that does not fill an unpadded image.
 pub fn core_image(width: u32, height: u32, channels: u32, data: &[u8], pad: Option<&Padding>, mismatch: impl FnOnce() -> CoreError) -> Result<Image, CoreError> {
-    let Some(p) = pad else {
-        return Image::from_raw(width, height, channels, data.to_vec()).ok_or_else(mismatch);
-    };
+    match pad {
+        None => Image::from_raw(width, height, channels, data.to_vec()).ok_or_else(mismatch),
+        Some(p) => bordered(width, height, channels, data, p),
+    }
+}
+
+/// The padded image of a view: `width` × `height` with `data` inside the border.
+pub fn bordered(width: u32, height: u32, channels: u32, data: &[u8], p: &Padding) -> Result<Image, CoreError> {
     let inner = |side: u32, a: u32, b: u32| side.checked_sub(a).and_then(|s| s.checked_sub(b));
     let (Some(iw), Some(ih)) = (inner(width, p.left, p.right), inner(height, p.top, p.bottom)) else {
         return Err(CoreError::invalid_request("image padding exceeds its width or height"));
