@@ -25,53 +25,74 @@ const median = (xs: number[]) => {
   return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
+type Mode = 'on' | 'off';
+type Measured = Cell & { event_loop?: ReturnType<typeof readEventLoop> };
+const MODES = ['on', 'off'] as const;
+const SETTINGS = { on: { batchWindowMs: 1, batchMax: 32 }, off: { batchWindowMs: 0, batchMax: 1 } };
+
+interface Pair {
+  on: OurService;
+  off: OurService;
+  keys: Record<Mode, string>;
+}
+
+/** Two services side by side, batching on and off, with a key each, for the length of `run`. */
+async function withPair<T>(ctx: SuiteContext, label: string, opts: { eventLoopProbe?: boolean; env?: Record<string, string> }, run: (p: Pair) => Promise<T>): Promise<T> {
+  const started = await Promise.allSettled(MODES.map((m) => startOurs({ logDir: ctx.logDir, label: `${label}-${m}`, ...opts, ...SETTINGS[m] })));
+  const services = started.map((s) => (s.status === 'fulfilled' ? s.value : null));
+  try {
+    const [on, off] = services;
+    if (!on || !off) throw new Error(`could not start both: ${started.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok')).join('; ')}`);
+    return await run({ on, off, keys: { on: await createKey(on.consoleUrl), off: await createKey(off.consoleUrl) } });
+  } finally {
+    await Promise.all(services.map((s) => s?.stop()));
+  }
+}
+
+/** The same /verify load on each side in turn (on, off, on, off, ...), so that machine load drifts over both. */
+async function alternate(ctx: SuiteContext, p: Pair, o: { label: string; body: string; connections: number; seconds: number; turns: number; eventLoop?: boolean }): Promise<Record<Mode, Measured[]>> {
+  const cells: Record<Mode, Measured[]> = { on: [], off: [] };
+  for (let t = 0; t < o.turns; t++) {
+    for (const mode of MODES) {
+      const svc = p[mode];
+      if (o.eventLoop) resetEventLoop(svc);
+      const cell: Measured = await measured(svc.proc.pid, () =>
+        load({ url: `${svc.gatewayUrl}/verify`, body: o.body, headers: { authorization: `Bearer ${p.keys[mode]}` }, connections: o.connections, seconds: o.seconds }),
+      );
+      if (o.eventLoop) {
+        await new Promise((r) => setTimeout(r, 300));
+        cell.event_loop = svc.eldDir ? readEventLoop(svc.eldDir) : [];
+      }
+      cells[mode].push(cell);
+      ctx.log(`${o.label} ${mode} turn ${t + 1}: ${cell.rps.toFixed(2)} req/s, p50 ${cell.p50_ms} ms, ${cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req`);
+    }
+  }
+  return cells;
+}
+
+/** The median of `f` over each side's turns. */
+const perMode = (cells: Record<Mode, Cell[]>, f: (c: Cell) => number): Record<Mode, number> => ({ on: median(cells.on.map(f)), off: median(cells.off.map(f)) });
+const rpsOf = (c: Cell) => c.rps;
+const cpuOf = (c: Cell) => c.cpu_ms_per_request ?? NaN;
+
 export async function batchingSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
-  const body = verifyBody('opencv');
   const connections = 16;
   const seconds = ctx.quick ? 8 : 20;
   const turns = ctx.quick ? 1 : 2;
-  const settings = { on: { batchWindowMs: 1, batchMax: 32 }, off: { batchWindowMs: 0, batchMax: 1 } };
-  const started = await Promise.allSettled([
-    startOurs({ logDir: ctx.logDir, label: 'batching-on', eventLoopProbe: true, ...settings.on }),
-    startOurs({ logDir: ctx.logDir, label: 'batching-off', eventLoopProbe: true, ...settings.off }),
-  ]);
-  const services = started.map((s) => (s.status === 'fulfilled' ? s.value : null));
-  try {
-    const [on, off] = services as [OurService | null, OurService | null];
-    if (!on || !off) throw new Error(`could not start both: ${started.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok')).join('; ')}`);
-    const keys = { on: await createKey(on.consoleUrl), off: await createKey(off.consoleUrl) };
-    const cells: Record<'on' | 'off', Array<Cell & { event_loop: ReturnType<typeof readEventLoop> }>> = { on: [], off: [] };
-    for (let t = 0; t < turns; t++) {
-      for (const mode of ['on', 'off'] as const) {
-        const svc = mode === 'on' ? on : off;
-        resetEventLoop(svc);
-        const cell = await measured(svc.proc.pid, () =>
-          load({ url: `${svc.gatewayUrl}/verify`, body, headers: { authorization: `Bearer ${keys[mode]}` }, connections, seconds }),
-        );
-        await new Promise((r) => setTimeout(r, 300));
-        cells[mode].push({ ...cell, event_loop: svc.eldDir ? readEventLoop(svc.eldDir) : [] });
-        ctx.log(`batching ${mode} turn ${t + 1}: ${cell.rps.toFixed(2)} req/s, p50 ${cell.p50_ms} ms, ${cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req`);
-      }
-    }
+  const result = await withPair(ctx, 'batching', { eventLoopProbe: true }, async (p) => {
+    const cells = await alternate(ctx, p, { label: 'batching', body: verifyBody('opencv'), connections, seconds, turns, eventLoop: true });
     // With opencv the Haar scan is almost all of a request and batching can only touch the rest; the
     // skip detector leaves decode, tensor and Dlib, which is where batching acts.
-    const skipBody = verifyBody('skip');
-    const skip: Record<'on' | 'off', Cell[]> = { on: [], off: [] };
-    for (let t = 0; t < turns; t++) {
-      for (const mode of ['on', 'off'] as const) {
-        const svc = mode === 'on' ? on : off;
-        skip[mode].push(await measured(svc.proc.pid, () => load({ url: `${svc.gatewayUrl}/verify`, body: skipBody, headers: { authorization: `Bearer ${keys[mode]}` }, connections, seconds: ctx.quick ? 5 : 10 })));
-      }
-    }
-    const skipRps = { on: median(skip.on.map((c) => c.rps)), off: median(skip.off.map((c) => c.rps)) };
+    const skip = await alternate(ctx, p, { label: 'batching skip', body: verifyBody('skip'), connections, seconds: ctx.quick ? 5 : 10, turns });
+    const skipRps = perMode(skip, rpsOf);
     ctx.log(`batching with detector skip at c${connections}: on ${skipRps.on.toFixed(2)} req/s, off ${skipRps.off.toFixed(2)} req/s: ${(skipRps.on / skipRps.off).toFixed(2)}x`);
-    const rps = { on: median(cells.on.map((c) => c.rps)), off: median(cells.off.map((c) => c.rps)) };
-    const cpu = { on: median(cells.on.map((c) => c.cpu_ms_per_request ?? NaN)), off: median(cells.off.map((c) => c.cpu_ms_per_request ?? NaN)) };
+    const rps = perMode(cells, rpsOf);
+    const cpu = perMode(cells, cpuOf);
     const gain = rps.on / rps.off;
     ctx.table(
       ['batching', 'req/s (median)', 'p50 ms', 'p99 ms', 'CPU ms/req', 'turns req/s'],
-      (['on', 'off'] as const).map((m) => [
-        `${m} (window ${settings[m].batchWindowMs} ms, max ${settings[m].batchMax})`,
+      MODES.map((m) => [
+        `${m} (window ${SETTINGS[m].batchWindowMs} ms, max ${SETTINGS[m].batchMax})`,
         rps[m].toFixed(2),
         median(cells[m].map((c) => c.p50_ms)),
         median(cells[m].map((c) => c.p99_ms)),
@@ -80,22 +101,19 @@ export async function batchingSuite(ctx: SuiteContext): Promise<Record<string, u
       ]),
     );
     ctx.log(`batching gain at c${connections}: ${gain.toFixed(2)}x (CPU per request on/off ${(cpu.on / cpu.off).toFixed(2)})`);
-    const inferenceBound = await facenetSkipGain(ctx, connections, ctx.quick ? 5 : 10, turns);
     return {
       connections,
       seconds_per_turn: seconds,
       turns,
-      settings,
+      settings: SETTINGS,
       cells,
       rps,
       cpu_ms_per_request: cpu,
       gain,
-      skip_detector: { rps: skipRps, gain: skipRps.on / skipRps.off, p50_ms: { on: median(skip.on.map((c) => c.p50_ms)), off: median(skip.off.map((c) => c.p50_ms)) }, cpu_ms_per_request: { on: median(skip.on.map((c) => c.cpu_ms_per_request ?? NaN)), off: median(skip.off.map((c) => c.cpu_ms_per_request ?? NaN)) } },
-      inference_bound: inferenceBound,
+      skip_detector: { rps: skipRps, gain: skipRps.on / skipRps.off, p50_ms: perMode(skip, (c) => c.p50_ms), cpu_ms_per_request: perMode(skip, cpuOf) },
     };
-  } finally {
-    await Promise.all(services.map((s) => s?.stop()));
-  }
+  });
+  return { ...result, inference_bound: await facenetSkipGain(ctx, connections, ctx.quick ? 5 : 10, turns) };
 }
 
 /** Facenet (random test weights) with detector skip at c16, batching on against off. */
@@ -114,31 +132,17 @@ async function facenetSkipGain(ctx: SuiteContext, connections: number, seconds: 
     FACECOMPUTE_ALLOWED_DETECTORS: 'opencv,skip',
   };
   const body = JSON.stringify({ img1: dataUri(SERVICE_PAIR[0]), img2: dataUri(SERVICE_PAIR[1]), model_name: 'Facenet', detector_backend: 'skip' });
-  const settings = { on: { batchWindowMs: 1, batchMax: 32 }, off: { batchWindowMs: 0, batchMax: 1 } };
-  const started = await Promise.allSettled([
-    startOurs({ logDir: ctx.logDir, label: 'batching-facenet-on', env, ...settings.on }),
-    startOurs({ logDir: ctx.logDir, label: 'batching-facenet-off', env, ...settings.off }),
-  ]);
-  const services = started.map((s) => (s.status === 'fulfilled' ? s.value : null));
   try {
-    const [on, off] = services as [OurService | null, OurService | null];
-    if (!on || !off) throw new Error(`could not start both: ${started.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok')).join('; ')}`);
-    const keys = { on: await createKey(on.consoleUrl), off: await createKey(off.consoleUrl) };
-    const cells: Record<'on' | 'off', Cell[]> = { on: [], off: [] };
-    for (let t = 0; t < turns; t++) {
-      for (const mode of ['on', 'off'] as const) {
-        const svc = mode === 'on' ? on : off;
-        cells[mode].push(await measured(svc.proc.pid, () => load({ url: `${svc.gatewayUrl}/verify`, body, headers: { authorization: `Bearer ${keys[mode]}` }, connections, seconds })));
-      }
-    }
-    const rps = { on: median(cells.on.map((c) => c.rps)), off: median(cells.off.map((c) => c.rps)) };
-    const cpu = { on: median(cells.on.map((c) => c.cpu_ms_per_request ?? NaN)), off: median(cells.off.map((c) => c.cpu_ms_per_request ?? NaN)) };
-    const errors = [...cells.on, ...cells.off].reduce((a, c) => a + c.non2xx + c.errors, 0);
-    if (errors > 0) throw new Error(`${errors} failed /verify requests with Facenet test weights`);
-    ctx.log(`batching with Facenet (random test weights) and detector skip at c${connections}: on ${rps.on.toFixed(2)} req/s, off ${rps.off.toFixed(2)} req/s: ${(rps.on / rps.off).toFixed(2)}x (CPU ms/req ${cpu.on.toFixed(0)} vs ${cpu.off.toFixed(0)})`);
-    return { model: 'Facenet (random test weights)', detector: 'skip', rps, cpu_ms_per_request: cpu, gain: rps.on / rps.off, turns: cells };
+    return await withPair(ctx, 'batching-facenet', { env }, async (p) => {
+      const cells = await alternate(ctx, p, { label: 'batching Facenet skip', body, connections, seconds, turns });
+      const errors = [...cells.on, ...cells.off].reduce((a, c) => a + c.non2xx + c.errors, 0);
+      if (errors > 0) throw new Error(`${errors} failed /verify requests with Facenet test weights`);
+      const rps = perMode(cells, rpsOf);
+      const cpu = perMode(cells, cpuOf);
+      ctx.log(`batching with Facenet (random test weights) and detector skip at c${connections}: on ${rps.on.toFixed(2)} req/s, off ${rps.off.toFixed(2)} req/s: ${(rps.on / rps.off).toFixed(2)}x (CPU ms/req ${cpu.on.toFixed(0)} vs ${cpu.off.toFixed(0)})`);
+      return { model: 'Facenet (random test weights)', detector: 'skip', rps, cpu_ms_per_request: cpu, gain: rps.on / rps.off, turns: cells };
+    });
   } finally {
-    await Promise.all(services.map((s) => s?.stop()));
     rmSync(cache, { recursive: true, force: true });
   }
 }
