@@ -45,9 +45,8 @@ function table(header: string[], rows: Array<Array<string | number>>): void {
   process.stdout.write(`${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |\n${rows.map((r) => line(r.map(String))).join('\n')}\n`);
 }
 
-/** bin/facecompute.js runs the compiled dist/ when it exists, else the sources through tsx. */
+/** What bin/facecompute.js runs: the bundle, else the tsc build, else the sources through tsx. */
 export function oursEntry(): string {
-  // The order bin/facecompute.js tries them in.
   if (existsSync(join(REPO_ROOT, 'dist', 'bundle', 'main.js'))) return 'bundled (dist/bundle/)';
   return existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')) ? 'built (dist/src/)' : 'source checkout (tsx)';
 }

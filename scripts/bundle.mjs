@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist', 'bundle');
 
-export const EXTERNAL = [
+const EXTERNAL = [
   'better-sqlite3', // native addon, found through `bindings`
   'onnxruntime-node', // native addon and its shared libraries beside it
   '@node-rs/argon2', // native addon, chosen per platform at load
