@@ -8,5 +8,6 @@ export const SHARED_WEIGHTS_DIR = resolve(process.env['FACECOMPUTE_WEIGHTS_DIR']
 export const DEEPFACE_DATA = join(SHARED_DATA_DIR, 'deepface');
 /** The repository's git-ignored cache of converted ONNX graphs, shared with the tests. */
 export const MODELS_CACHE = resolve(process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO_ROOT, '.models-cache'));
-export const DEEPFACE_PYTHON = process.env['DEEPFACE_PYTHON'] ?? '/work/venvs/deepface/bin/python';
+/** Made by `npm run bench:setup` (bench/deepface/setup.sh). */
+export const DEEPFACE_PYTHON = process.env['DEEPFACE_PYTHON'] ?? join(REPO_ROOT, '.venvs', 'deepface', 'bin', 'python');
 export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
