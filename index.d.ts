@@ -23,6 +23,18 @@ export declare class HaarDetector {
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
+ * Bench only: the many-to-many kernel on one thread, so its FLOP rate can be set against the
+ * single-core peak. Returns the seconds it took.
+ */
+export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK: number): number
+
+/**
+ * Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
+ * calling thread (the yardstick of the many-to-many kernel in bench/compare).
+ */
+export declare function benchPeakF32Gflops(seconds: number): number
+
+/**
  * Bench only: the sum of every float, read with the comparison's kernel and thread split (the
  * memory-bandwidth yardstick of bench/compare).
  */
@@ -33,6 +45,12 @@ export interface CompareEngine {
   kernel: string
   threads: number
 }
+
+/**
+ * Many sources (K×dims) against many targets (N×dims), on the libuv pool: the blocked GEMM screen
+ * with exact f64 refinement when `top_k` is given (core::compare::many), else every distance.
+ */
+export declare function compareManyToMany(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<ManyOutput>
 
 /** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
 export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
@@ -154,6 +172,18 @@ export interface ImageProbe {
 export declare function l2Normalize(vector: Float32Array): Float32Array
 
 export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+/**
+ * One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`
+ * (and the same range of `distances`).
+ */
+export interface ManyOutput {
+  offsets: Uint32Array
+  indices: Uint32Array
+  distances: Float64Array
+  /** Targets compared per source (N). */
+  count: number
+}
 
 export interface NativeFace {
   /** DeepFace's integer box as its detector wrapper builds it. */

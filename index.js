@@ -773,10 +773,13 @@ if (
   }
 }
 
-const { HaarDetector, benchCompareEngine, benchReadSum, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { HaarDetector, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { HaarDetector }
 export { benchCompareEngine }
+export { benchManySingleThread }
+export { benchPeakF32Gflops }
 export { benchReadSum }
+export { compareManyToMany }
 export { compareOneToMany }
 export { compareOneToManyB64 }
 export { compareOneToManySync }

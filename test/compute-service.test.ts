@@ -6,9 +6,12 @@ import { createQueue } from '../src/gateway/queue.js';
 import type { Upstream } from '../src/gateway/upstream/client.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
+import { comparePlain, compareJson, type CompareResponse } from '../src/gateway/compute/compare-result.js';
+
+const plain = async (r: Promise<CompareResponse>) => comparePlain(await r) as any;
 
 const LIMITS: GatewayLimits = {
-  max_request_bytes: 1e6, max_image_bytes: 1e6, max_image_pixels: 1e6, max_targets: 10, max_batch_images: 2, max_upstream_response_bytes: 1e6,
+  max_request_bytes: 1e6, max_image_bytes: 1e6, max_image_pixels: 1e6, max_targets: 10, max_sources: 6, max_compare_results: 20, max_compare_bytes: 1e6, max_batch_images: 2, max_upstream_response_bytes: 1e6,
   queue_capacity: 1, queue_timeout_ms: 100, upstream_concurrency: 1, upstream_timeout_ms: 1000, rate_limit_requests: 1, rate_limit_window_ms: 1, rate_limit_concurrent: 1,
 };
 
@@ -54,8 +57,8 @@ t.test('vector-only requests never call the model server (not even for capabilit
   t.equal(v.verified, true);
   t.equal(v.distance, 0);
   t.equal(v.threshold, 0.4);
-  const c = (await svc.compare({ source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.1), Array(128).fill(-0.1)], top_k: 1 }, ctx)) as { results: Array<{ index: number }>; source: unknown };
-  t.same(c.results.map((r) => r.index), [0]);
+  const c = await plain(svc.compare({ source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.1), Array(128).fill(-0.1)], top_k: 1 }, ctx));
+  t.same(c.results.map((r: { index: number }) => r.index), [0]);
   t.equal(c.source, null);
   t.same(calls.filter((x) => x !== 'capabilities'), []);
 });
@@ -82,7 +85,94 @@ t.test('image requests go upstream with defaults applied', async (t) => {
   t.ok(Array.isArray(b.results[0]), 'batch: list per image');
   await svc.verify({ img1: png, img2: Array(128).fill(0.2) }, ctx);
   t.ok(calls.includes('verify:{"image":0}'));
-  const c = (await svc.compare({ source: { img: png }, targets: [Array(128).fill(0.5)] }, ctx)) as { source: { face_confidence: number }; results: Array<{ distance: number }> };
+  const c = await plain(svc.compare({ source: { img: png }, targets: [Array(128).fill(0.5)] }, ctx));
   t.equal(c.source.face_confidence, 0.9);
   t.equal(c.results[0]!.distance, 0);
+});
+
+/** A seeded vector in [-1, 1)^dims. */
+function vec(seed: number, dims = 128): number[] {
+  let s = seed >>> 0;
+  return Array.from({ length: dims }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s / 2 ** 32) * 2 - 1;
+  });
+}
+
+t.test('many-to-many: one result list per source, each equal to the single-source answer', async (t) => {
+  const { svc, calls } = setup();
+  const targets = Array.from({ length: 10 }, (_, i) => vec(100 + i));
+  const sources = Array.from({ length: 6 }, (_, i) => ({ embedding: i === 5 ? targets[3]! : vec(i) }));
+  // Six sources take the GEMM path with top_k; without it two (2 × 10 results, within the limit of 20).
+  for (const [top_k, used] of [[3, sources], [undefined, sources.slice(4)]] as const) {
+    const many = await plain(svc.compare({ source: [...used], targets, ...(top_k ? { top_k } : {}) }, ctx)) as any;
+    t.equal(many.results.length, used.length, 'one list per source');
+    t.same(many.source, used.map(() => null), 'one source entry per source');
+    for (const [i, source] of used.entries()) {
+      const one = await plain(svc.compare({ source, targets, ...(top_k ? { top_k } : {}) }, ctx));
+      t.same(many.results[i], one.results, `source ${i}, top_k ${top_k}`);
+    }
+    if (top_k) t.equal(many.results[used.length - 1][0].index, 3, 'a source equal to a target finds it');
+  }
+  // The single-source shape is unchanged: results is one flat list, source one entry.
+  const single = await plain(svc.compare({ source: sources[0]!, targets, top_k: 2 }, ctx));
+  t.equal(single.results.length, 2);
+  t.equal(single.source, null);
+  t.same(calls.filter((x) => x !== 'capabilities'), [], 'vector-only: no model-server call');
+});
+
+t.test('many-to-many limits are 413 too_many_targets with the limit in the detail', async (t) => {
+  const { svc } = setup();
+  const targets = Array.from({ length: 10 }, (_, i) => vec(i));
+  const err = async (p: Promise<unknown>) => p.then(() => null, (e: ServiceError) => e);
+  const tooMany = await err(svc.compare({ source: Array.from({ length: 7 }, (_, i) => ({ embedding: vec(i) })), targets, top_k: 1 }, ctx));
+  t.equal(tooMany?.code, 'too_many_targets');
+  t.match(tooMany?.detail, /7 entries; the limit is 6/);
+  // 3 sources × 10 targets = 30 results > 20 without top_k; with top_k 5, 15 results are fine.
+  const results = await err(svc.compare({ source: Array.from({ length: 3 }, (_, i) => ({ embedding: vec(i) })), targets }, ctx));
+  t.equal(results?.code, 'too_many_targets');
+  t.match(results?.detail, /30 results; the limit is 20/);
+  const ok = await plain(svc.compare({ source: Array.from({ length: 3 }, (_, i) => ({ embedding: vec(i) })), targets, top_k: 5 }, ctx));
+  t.equal(ok.results.length, 3);
+  const bad = await err(svc.compare({ source: [{ embedding: vec(1) }, { embedding: [...vec(2).slice(0, 127), NaN] }], targets, top_k: 1 }, ctx));
+  t.equal(bad?.code, 'invalid_embedding');
+  t.match(bad?.detail, /source\[1\]/);
+  const images = await err(svc.compare({ source: [{ img: png }, { img: png }, { img: png }], targets, top_k: 1 }, ctx));
+  t.equal(images?.code, 'request_too_large', 'image sources are capped like a represent batch');
+});
+
+t.test('binary targets are read in place; bad lengths and values name the row', async (t) => {
+  const { svc } = setup();
+  const f = new Float32Array(3 * 128);
+  for (let i = 0; i < f.length; i++) f[i] = Math.sin(i);
+  const bytes = new Uint8Array(f.buffer);
+  const source = { embedding: Array.from(f.subarray(128, 256)) };
+  const r = await plain(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: bytes }));
+  t.same(r.results.map((x: { index: number }) => x.index), [1]);
+  const j = await plain(svc.compare({ source, targets: [0, 1, 2].map((i) => Array.from(f.subarray(i * 128, (i + 1) * 128))), top_k: 1 }, ctx));
+  t.same(r.results, j.results, 'same answer as JSON targets');
+  const err = async (p: Promise<unknown>) => p.then(() => null, (e: ServiceError) => e);
+  const short = await err(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: bytes.subarray(0, 2 * 512 + 100) }));
+  t.equal(short?.code, 'embedding_dimension_mismatch');
+  t.match(short?.detail, /1124 bytes: 2 whole rows .* expected 1024 or 1536 bytes/);
+  const nan = new Float32Array(f);
+  nan[2 * 128 + 5] = NaN;
+  const bad = await err(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: new Uint8Array(nan.buffer) }));
+  t.equal(bad?.code, 'invalid_embedding');
+  t.match(bad?.detail, /vector 2 .*position 5/);
+  const over = await err(svc.compare({ source }, { ...ctx, binaryTargets: new Uint8Array(11 * 512) }));
+  t.equal(over?.code, 'too_many_targets');
+  t.match(over?.detail, /11 vectors; the limit is 10/);
+  const both = await err(svc.compare({ source, targets: [vec(1)] }, { ...ctx, binaryTargets: bytes }));
+  t.equal(both?.code, 'invalid_request', 'exactly one kind of targets');
+});
+
+t.test('the JSON text of a compare equals JSON.stringify of its plain objects', async (t) => {
+  const { svc } = setup();
+  const targets = Array.from({ length: 10 }, (_, i) => vec(i));
+  for (const source of [{ embedding: vec(42) }, [{ embedding: vec(42) }, { embedding: targets[2]! }]]) {
+    const r = await svc.compare({ source, targets } as never, ctx);
+    t.same(JSON.parse(compareJson(r)), JSON.parse(JSON.stringify(comparePlain(r))));
+    t.equal(compareJson(r), JSON.stringify(comparePlain(r)), 'byte for byte, field order included');
+  }
 });

@@ -72,6 +72,9 @@ export interface Config {
     maxImageBytes: number;
     maxImagePixels: number;
     maxTargets: number;
+    maxSources: number;
+    maxCompareResults: number;
+    maxCompareBytes: number;
     maxBatchImages: number;
     maxUpstreamResponseBytes: number;
     detectorMaxSide: number;
@@ -170,6 +173,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxImageBytes: v.FACECOMPUTE_MAX_IMAGE_BYTES,
       maxImagePixels: v.FACECOMPUTE_MAX_IMAGE_PIXELS,
       maxTargets: v.FACECOMPUTE_MAX_TARGETS,
+      maxSources: v.FACECOMPUTE_MAX_SOURCES,
+      maxCompareResults: v.FACECOMPUTE_MAX_COMPARE_RESULTS,
+      maxCompareBytes: v.FACECOMPUTE_MAX_COMPARE_BYTES,
       maxBatchImages: v.FACECOMPUTE_MAX_BATCH_IMAGES,
       maxUpstreamResponseBytes: v.FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES,
       detectorMaxSide: v.FACECOMPUTE_DETECTOR_MAX_SIDE,

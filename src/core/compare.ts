@@ -124,6 +124,46 @@ export async function compareOneToManyB64(
   }
 }
 
+/** One result list per source: source i's are `indices`/`distances` over `offsets[i]..offsets[i+1]`. */
+export interface ManyComparison {
+  offsets: Uint32Array;
+  indices: Uint32Array;
+  distances: Float64Array;
+  /** Targets compared per source (N). */
+  count: number;
+}
+
+/**
+ * Many sources (K×dims, row-major) against many targets, off the JS thread. With `topK` the dot
+ * products run as a blocked f32 GEMM that only screens, with a rigorous error bound, and the
+ * candidates are recomputed in float64: every list equals what `compareOneToMany` gives for that
+ * source. Without it every distance of every source is returned, in target order.
+ */
+export async function compareManyToMany(sources: Float32Array, targets: Float32Array, dims: number, metric: Metric, topK?: number): Promise<ManyComparison> {
+  checkDims(dims);
+  checkMetric(metric);
+  checkTopK(topK);
+  checkFloats(sources, 'sources');
+  checkFloats(targets, 'targets');
+  try {
+    const out = await native.compareManyToMany(sources, targets, dims, metric, topK);
+    return { offsets: out.offsets, indices: out.indices, distances: out.distances, count: out.count };
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/**
+ * Little-endian float32 rows (N×dims) held in bytes, as a Float32Array over the same memory when the
+ * bytes are 4-byte aligned (always, for buffers made by `allocFloatBytes`), else one aligned copy.
+ * Validation of the values happens in the kernel, which names the offending row.
+ */
+export function floatsOfBytes(bytes: Uint8Array): Float32Array {
+  if (bytes.byteLength % 4 !== 0) throw new ServiceError('embedding_dimension_mismatch', `${bytes.byteLength} bytes are not a whole number of float32 values`);
+  if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  return new Float32Array(new Uint8Array(bytes).buffer);
+}
+
 /** x/‖x‖ as DeepFace's `l2_normalize` does; a zero vector is returned unchanged. */
 export function l2Normalize(v: Float32Array): Float32Array {
   checkFloats(v, 'vector');

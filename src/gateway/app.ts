@@ -24,6 +24,7 @@ import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
+import { compareJson } from './compute/compare-result.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -67,6 +68,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     auth?: AuthenticatedKey;
     uploads?: Map<string, Buffer>;
+    binaryTargets?: Uint8Array;
     fc?: { slot: boolean; consumed: boolean; counted: boolean; t0: number };
   }
 }
@@ -115,6 +117,9 @@ export function gatewayLimits(c: Config): GatewayLimits {
     max_image_bytes: c.limits.maxImageBytes,
     max_image_pixels: c.limits.maxImagePixels,
     max_targets: c.limits.maxTargets,
+    max_sources: c.limits.maxSources,
+    max_compare_results: c.limits.maxCompareResults,
+    max_compare_bytes: c.limits.maxCompareBytes,
     max_batch_images: c.limits.maxBatchImages,
     max_upstream_response_bytes: c.limits.maxUpstreamResponseBytes,
     queue_capacity: c.capacity.queueCapacity,
@@ -232,8 +237,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   // Auth + rate limit (headers only, before the body is read).
   async function authAndLimit(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const declared = Number(req.headers['content-length'] ?? NaN);
-    if (Number.isFinite(declared) && declared > cfg.limits.maxRequestBytes) {
-      throw new ServiceError('request_too_large', `the request body is larger than the limit of ${cfg.limits.maxRequestBytes} bytes`, { headers: { connection: 'close' } });
+    const limit = bodyLimitOf(req);
+    if (Number.isFinite(declared) && declared > limit) {
+      throw new ServiceError('request_too_large', `the request body is larger than the limit of ${limit} bytes`, { headers: { connection: 'close' } });
     }
     const secret = bearer(req);
     if (!secret) throw new ServiceError('missing_api_key', 'an API key is required: Authorization: Bearer <key> or x-api-key');
@@ -253,11 +259,18 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     req.fc!.slot = true;
   }
 
+  /** /compare carries vectors and has its own, larger body limit (FACECOMPUTE_MAX_COMPARE_BYTES). */
+  const bodyLimitOf = (req: FastifyRequest): number => req.routeOptions.bodyLimit ?? cfg.limits.maxRequestBytes;
+
   async function multipartBody(req: FastifyRequest): Promise<void> {
     if (req.isMultipart()) {
-      const r = await parseMultipart(req, cfg.limits.maxImageBytes, cfg.limits.maxRequestBytes);
+      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req));
+      if (r.binaryTargets && req.routeOptions.url !== '/compare') {
+        throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
+      }
       req.body = r.body;
       req.uploads = r.uploads;
+      if (r.binaryTargets) req.binaryTargets = r.binaryTargets;
     }
   }
 
@@ -272,7 +285,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) ac.abort();
     });
-    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal };
+    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal, ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}) };
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };
   app.addSchema(S.errorResponse);
@@ -306,9 +319,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.post('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) =>
     compute.represent(req.body as never, ctxOf(req, reply)),
   );
-  app.post('/compare', { ...computeRoute, schema: { body: S.compareBody, response: { 200: S.compareResponse, ...err } } }, async (req, reply) =>
-    compute.compare(req.body as never, ctxOf(req, reply)),
-  );
+  // The answer is written as JSON text from the kernel's typed arrays (compare-result.ts): 100,000
+  // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
+  // (openapi.json) and test/compare-result.test.ts checks the text against it.
+  app.post('/compare', { ...computeRoute, bodyLimit: cfg.limits.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
+    const r = await compute.compare(req.body as never, ctxOf(req, reply));
+    return reply.type('application/json; charset=utf-8').send(compareJson(r));
+  });
 
   void sendError;
   return {

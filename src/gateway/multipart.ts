@@ -9,10 +9,23 @@ import { ServiceError } from '../errors/index.js';
 import { MULTIPART_FIELD_KIND } from './schemas.js';
 import { UPLOAD_MARK } from './inputs/resolve.js';
 
-export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<{ body: Record<string, unknown>; uploads: Map<string, Buffer> }> {
+export interface MultipartBody {
+  body: Record<string, unknown>;
+  uploads: Map<string, Buffer>;
+  /**
+   * The raw bytes of a `targets` file part (application/octet-stream, little-endian float32, N×dims),
+   * 4-byte aligned so that the comparison reads them in place. Never part of `body`: the JSON
+   * Schema describes JSON values only.
+   */
+  binaryTargets?: Uint8Array;
+}
+
+export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<MultipartBody> {
   const body: Record<string, unknown> = {};
   const uploads = new Map<string, Buffer>();
+  let binaryTargets: Uint8Array | undefined;
   let total = 0;
+  const declared = Number(req.headers['content-length'] ?? NaN);
   const add = (name: string, value: unknown, repeatable: boolean) => {
     if (name === 'source' && typeof value === 'string' && value.startsWith(UPLOAD_MARK)) value = { img: value };
     if (Object.prototype.hasOwnProperty.call(body, name)) {
@@ -21,15 +34,29 @@ export async function parseMultipart(req: FastifyRequest, maxImageBytes: number,
       body[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
     } else body[name] = value;
   };
-  for await (const part of req.parts({ limits: { fileSize: maxImageBytes, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
+  // File parts are counted as they stream (readFilePart), so the busboy cap only has to stay out of
+  // the way: the targets part may be as large as the whole request.
+  for await (const part of req.parts({ limits: { fileSize: Math.max(maxImageBytes, maxRequestBytes) + 1, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
     const name = part.fieldname;
     if (name === '__proto__' || name === 'constructor' || name === 'prototype') throw new ServiceError('invalid_request', `field '${name}' is not allowed`);
+    if (part.type === 'file' && name === 'targets') {
+      if (binaryTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
+      if (part.mimetype !== 'application/octet-stream') {
+        throw new ServiceError('invalid_request', `the targets file part must be application/octet-stream (little-endian float32, row-major), not ${JSON.stringify(part.mimetype.slice(0, 60))}`);
+      }
+      // The whole request's declared length bounds the part: one allocation, no copy of chunks.
+      const hint = Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes - total) : 0;
+      binaryTargets = await readFilePart(part.file, maxRequestBytes - total, hint, () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`));
+      total += binaryTargets.byteLength;
+      continue;
+    }
     if (part.type === 'file') {
-      const buf = await part.toBuffer();
+      const bytes = await readFilePart(part.file, maxImageBytes, 0, () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`));
+      const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       total += buf.length;
       if (total > maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
       const kind = MULTIPART_FIELD_KIND[name];
-      if (kind !== 'image' && name !== 'source') throw new ServiceError('invalid_request', `file part '${name}' is not an image field (img, img1, img2 or source)`);
+      if (kind !== 'image' && name !== 'source') throw new ServiceError('invalid_request', `file part '${name}' is not an image field (img, img1, img2 or source) nor the binary targets of /compare`);
       const mark = `${UPLOAD_MARK}${uploads.size}`;
       uploads.set(mark, buf);
       add(name, mark, name === 'img');
@@ -60,5 +87,38 @@ export async function parseMultipart(req: FastifyRequest, maxImageBytes: number,
     }
     add(name, value, name === 'img');
   }
-  return { body, uploads };
+  return binaryTargets ? { body, uploads, binaryTargets } : { body, uploads };
+}
+
+/**
+ * Reads a file part, refusing it (`tooLarge()`) on the first chunk past `limit`, so that an oversized
+ * part is never buffered in full. With a size hint (the request's Content-Length) the bytes land in
+ * one preallocated buffer; otherwise the chunks are joined once at the end. The result always starts
+ * on a fresh ArrayBuffer (offset 0), so float32 data can be viewed in place.
+ */
+async function readFilePart(stream: AsyncIterable<Buffer>, limit: number, hint: number, tooLarge: () => ServiceError): Promise<Uint8Array> {
+  let out = hint > 0 ? new Uint8Array(new ArrayBuffer(hint)) : null;
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of stream) {
+    if (length + chunk.length > limit) throw tooLarge();
+    if (out && length + chunk.length <= out.byteLength) out.set(chunk, length);
+    else {
+      if (out) {
+        // The hint was short (it should not be): fall back to collecting chunks.
+        chunks.push(Buffer.from(out.buffer, 0, length));
+        out = null;
+      }
+      chunks.push(chunk);
+    }
+    length += chunk.length;
+  }
+  if (out) return out.subarray(0, length);
+  const joined = new Uint8Array(new ArrayBuffer(length));
+  let at = 0;
+  for (const c of chunks) {
+    joined.set(c, at);
+    at += c.length;
+  }
+  return joined;
 }

@@ -13,6 +13,9 @@ function strip<T extends object>(s: T): Omit<T, '$id'> {
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/** Request schemas whose multipart form swaps a JSON field for a binary part. */
+const MULTIPART_BASE: Record<string, { $id: string; properties: Record<string, unknown> }> = { CompareRequest: S.compareBody };
+
 const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'internal_error', 'upstream_failed', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout'] as const;
 
 function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<string, unknown> {
@@ -42,14 +45,24 @@ const rateHeaders = {
   'x-api-version': { $ref: '#/components/headers/x-api-version' },
 };
 
-function multipartOf(schemaName: string, files: string[]): unknown {
-  return {
-    schema: { allOf: [ref(schemaName)] },
-    encoding: Object.fromEntries(files.map((f) => [f, { contentType: 'image/jpeg, image/png, image/webp, image/gif, image/bmp' }])),
-  };
+function multipartOf(schemaName: string, files: string[], binary: Record<string, string> = {}): unknown {
+  const images = Object.fromEntries(files.map((f) => [f, { contentType: 'image/jpeg, image/png, image/webp, image/gif, image/bmp' }]));
+  const raw = Object.fromEntries(Object.keys(binary).map((f) => [f, { contentType: 'application/octet-stream' }]));
+  // A binary part replaces the JSON field of the same name, so the request schema is restated
+  // with that property swapped rather than referenced (allOf would demand both types at once).
+  const schema = Object.keys(binary).length
+    ? {
+        ...strip(MULTIPART_BASE[schemaName]!),
+        properties: {
+          ...MULTIPART_BASE[schemaName]!.properties,
+          ...Object.fromEntries(Object.entries(binary).map(([f, description]) => [f, { type: 'string', contentMediaType: 'application/octet-stream', description }])),
+        },
+      }
+    : { allOf: [ref(schemaName)] };
+  return { schema, encoding: { ...images, ...raw } };
 }
 
-function computeOp(summary: string, description: string, req: string, res: string, files: string[]): unknown {
+function computeOp(summary: string, description: string, req: string, res: string, files: string[], binary: Record<string, string> = {}): unknown {
   return {
     summary,
     description,
@@ -57,7 +70,7 @@ function computeOp(summary: string, description: string, req: string, res: strin
     parameters: [{ $ref: '#/components/parameters/x-request-id' }],
     requestBody: {
       required: true,
-      content: { 'application/json': { schema: ref(req) }, 'multipart/form-data': multipartOf(req, files) },
+      content: { 'application/json': { schema: ref(req) }, 'multipart/form-data': multipartOf(req, files, binary) },
     },
     responses: { '200': { description: 'Result', headers: rateHeaders, content: { 'application/json': { schema: ref(res) } } }, ...errorResponses(COMPUTE_ERRORS) },
   };
@@ -93,7 +106,18 @@ export function buildOpenApi(version: string): Record<string, unknown> {
       '/capabilities': { get: { summary: 'Allowed models, detectors, metrics, thresholds, limits and input modes', responses: { '200': { description: 'Capabilities', content: { 'application/json': { schema: ref('CapabilitiesResponse') } } }, ...errorResponses(['upstream_failed', 'upstream_timeout']) } } },
       '/verify': { post: computeOp('Verify two faces', 'img1 and img2 are images or embeddings. Two embeddings are decided in the gateway. `verified == distance <= threshold`; the distance is the minimum over all face pairs.', 'VerifyRequest', 'VerifyResponse', ['img1', 'img2']) },
       '/represent': { post: computeOp('Embeddings of the faces in an image', '`img` may be an array (batch): results then hold one list of faces per image.', 'RepresentRequest', 'RepresentResponse', ['img']) },
-      '/compare': { post: computeOp('Compare one source against many target embeddings', 'source is {img} or {embedding}; targets (JSON arrays) or targets_b64 (little-endian float32, row-major). Vector-only requests never touch the model server. Nothing is stored.', 'CompareRequest', 'CompareResponse', ['source']) },
+      '/compare': {
+        post: computeOp(
+          'Compare one or many sources against many target embeddings',
+          'source is {img} or {embedding}, or a list of them (one result list per source). Targets: JSON arrays (`targets`), `targets_b64`, or in multipart a binary `targets` file part (application/octet-stream, little-endian float32, row-major, N × dims; the fastest). ' +
+            'A binary part whose length is not a whole number of rows is `400 embedding_dimension_mismatch` (the detail gives the row count and the expected byte length); NaN or Infinity is `400 invalid_embedding` naming the row; more targets than `limits.max_targets`, more sources than `limits.max_sources` or more results than `limits.max_compare_results` is `413 too_many_targets` with the limit in the detail. ' +
+            'The body limit of /compare is `limits.max_compare_bytes`. Vector-only requests never touch the model server. Nothing is stored.',
+          'CompareRequest',
+          'CompareResponse',
+          ['source'],
+          { targets: 'Raw little-endian float32 targets, row-major, N × dims (dims = the model\'s embedding size), instead of the JSON `targets` field.' },
+        ),
+      },
     },
     components: {
       schemas: {

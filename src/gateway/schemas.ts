@@ -57,6 +57,13 @@ export const representBody = {
   },
 } as const;
 
+const compareSource = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { img: imageString, embedding },
+  oneOf: [{ required: ['img'] }, { required: ['embedding'] }],
+} as const;
+
 export const compareBody = {
   $id: 'CompareRequest',
   type: 'object',
@@ -64,18 +71,23 @@ export const compareBody = {
   required: ['source'],
   properties: {
     source: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { img: imageString, embedding },
-      oneOf: [{ required: ['img'] }, { required: ['embedding'] }],
-      description: 'Exactly one of {img} or {embedding}.',
+      description:
+        'Exactly one of {img} or {embedding}; or a list of them (many-to-many, at most `limits.max_sources`, of which at most `limits.max_batch_images` images): ' +
+        'the answer then has one result list per source in `results` and one entry per source in `source`.',
+      anyOf: [compareSource, { type: 'array', items: compareSource, minItems: 1 }],
     },
-    targets: { type: 'array', items: embedding, description: 'Target embeddings; required unless targets_b64.' },
+    targets: {
+      type: 'array',
+      items: embedding,
+      description:
+        'Target embeddings as JSON arrays. Alternatives: targets_b64, or (multipart) a file part named `targets` with content type application/octet-stream holding ' +
+        'raw little-endian float32, row-major, N × dims: the fastest, read in place without parsing. Exactly one of the three.',
+    },
     targets_b64: { type: 'string', description: 'Base64 of little-endian float32, row-major, N x dims.' },
     ...common,
     distance_metric: metric,
     threshold,
-    top_k: { type: 'integer', minimum: 1 },
+    top_k: { type: 'integer', minimum: 1, description: 'Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON).' },
   },
 } as const;
 
@@ -184,6 +196,14 @@ export const representResponse = {
   },
 } as const;
 
+const sourceFace = { type: 'object', required: ['facial_area', 'face_confidence'], properties: { facial_area: facialArea, face_confidence: { type: 'number' } } } as const;
+
+const compareResult = {
+  type: 'object',
+  required: ['index', 'distance', 'verified', 'confidence'],
+  properties: { index: { type: 'integer' }, distance: { type: 'number' }, verified: { type: 'boolean' }, confidence: { type: 'number' } },
+} as const;
+
 export const compareResponse = {
   $id: 'CompareResponse',
   type: 'object',
@@ -194,18 +214,13 @@ export const compareResponse = {
     threshold: { type: 'number' },
     dims: { type: 'integer' },
     source: {
-      anyOf: [
-        { type: 'object', required: ['facial_area', 'face_confidence'], properties: { facial_area: facialArea, face_confidence: { type: 'number' } } },
-        { type: 'null' },
-      ],
+      description: 'The face found in an image source, or null for an embedding; a list with one entry per source when `source` was a list.',
+      anyOf: [sourceFace, { type: 'null' }, { type: 'array', items: { anyOf: [sourceFace, { type: 'null' }] } }],
     },
     results: {
+      description: 'One entry per target (nearest first with top_k, else in target order); a list of such lists, one per source, when `source` was a list.',
       type: 'array',
-      items: {
-        type: 'object',
-        required: ['index', 'distance', 'verified', 'confidence'],
-        properties: { index: { type: 'integer' }, distance: { type: 'number' }, verified: { type: 'boolean' }, confidence: { type: 'number' } },
-      },
+      items: { anyOf: [compareResult, { type: 'array', items: compareResult }] },
     },
     time: { type: 'number' },
   },

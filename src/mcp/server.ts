@@ -14,6 +14,7 @@ import type { ComputeService } from '../gateway/compute/service.js';
 import type { Limiter } from '../gateway/limits/limiter.js';
 import { metered } from './metering.js';
 import { TOOL_DESCRIPTIONS, compareInput, representInput, summarize, verifyInput, type ToolName } from './tools.js';
+import { comparePlain } from '../gateway/compute/compare-result.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -63,7 +64,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     run('represent_face', () => deps.compute.represent(args as never, ctx)),
   );
   server.registerTool('compare_inputs', { description: TOOL_DESCRIPTIONS.compare_inputs, inputSchema: compareInput }, (args) =>
-    run('compare_inputs', () => deps.compute.compare(args as never, ctx)),
+    run('compare_inputs', async () => comparePlain(await deps.compute.compare(args as never, ctx))),
   );
   return server;
 }

@@ -3,6 +3,7 @@
 //! must not write to them while a task runs (src/core/compare.ts documents this).
 
 use crate::guard;
+use crate::task::Job;
 use facecompute_core::compare::{self, Comparison, Metric, Options};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::{AsyncTask, Float32Array, Float64Array, Uint32Array};
@@ -130,6 +131,67 @@ pub fn bench_read_sum(data: Float32Array, dims: u32) -> napi::Result<f64> {
 pub struct CompareEngine {
     pub kernel: String,
     pub threads: u32,
+}
+
+/// One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`
+/// (and the same range of `distances`).
+#[napi(object)]
+pub struct ManyOutput {
+    pub offsets: Uint32Array,
+    pub indices: Uint32Array,
+    pub distances: Float64Array,
+    /// Targets compared per source (N).
+    pub count: u32,
+}
+
+fn flatten(per_source: Vec<Comparison>, count: usize) -> ManyOutput {
+    let total: usize = per_source.iter().map(|c| c.indices.len()).sum();
+    let mut offsets = Vec::with_capacity(per_source.len() + 1);
+    let (mut indices, mut distances) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    offsets.push(0u32);
+    for c in per_source {
+        indices.extend_from_slice(&c.indices);
+        distances.extend_from_slice(&c.distances);
+        offsets.push(indices.len() as u32);
+    }
+    ManyOutput { offsets: Uint32Array::new(offsets), indices: Uint32Array::new(indices), distances: Float64Array::new(distances), count: count as u32 }
+}
+
+/// Many sources (K×dims) against many targets (N×dims), on the libuv pool: the blocked GEMM screen
+/// with exact f64 refinement when `top_k` is given (core::compare::many), else every distance.
+#[napi(ts_return_type = "Promise<ManyOutput>")]
+pub fn compare_many_to_many(sources: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<Job<ManyOutputData, ManyOutput>>> {
+    let metric = guard::catch(|| Metric::parse(&metric))?;
+    let dims = dims as usize;
+    let k = parse_k(top_k);
+    Ok(AsyncTask::new(Job::new(
+        move || {
+            let count = targets.len().checked_div(dims).unwrap_or(0);
+            compare::compare_many_to_many(Options::default(), &sources, &targets, dims, metric, k).map(|r| ManyOutputData(r, count))
+        },
+        |d| Ok(flatten(d.0, d.1)),
+    )))
+}
+
+pub struct ManyOutputData(Vec<Comparison>, usize);
+
+/// Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
+/// calling thread (the yardstick of the many-to-many kernel in bench/compare).
+#[napi]
+pub fn bench_peak_f32_gflops(seconds: f64) -> f64 {
+    compare::peak_f32_gflops(seconds.clamp(0.01, 5.0))
+}
+
+/// Bench only: the many-to-many kernel on one thread, so its FLOP rate can be set against the
+/// single-core peak. Returns the seconds it took.
+#[napi]
+pub fn bench_many_single_thread(sources: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: u32) -> napi::Result<f64> {
+    let metric = guard::catch(|| Metric::parse(&metric))?;
+    guard::catch(|| {
+        let t = std::time::Instant::now();
+        compare::compare_many_to_many(Options { kernel: None, max_threads: 1 }, &sources, &targets, dims as usize, metric, Some(top_k as usize))?;
+        Ok(t.elapsed().as_secs_f64())
+    })
 }
 
 #[napi]

@@ -5,7 +5,8 @@
  * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
  */
 import { ServiceError } from '../../errors/index.js';
-import { compareOneToMany, decodeVectorsB64, type Metric } from '../../core/compare.js';
+import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, type Metric } from '../../core/compare.js';
+import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
 import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
 import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, PipelineOptions, NullArea } from '../../model-server/protocol.js';
 import type { Upstream } from '../upstream/client.js';
@@ -36,8 +37,13 @@ export interface RepresentBody extends CommonBody {
   l2_normalize?: Bool;
   anti_spoofing?: Bool;
 }
+export interface SourceRef {
+  img?: string;
+  embedding?: number[];
+}
 export interface CompareBody extends CommonBody {
-  source: { img?: string; embedding?: number[] };
+  /** One source, or a list of them (many-to-many: one result list per source). */
+  source: SourceRef | SourceRef[];
   targets?: number[][];
   targets_b64?: string;
   distance_metric?: DistanceMetric;
@@ -48,6 +54,8 @@ export interface CompareBody extends CommonBody {
 export interface ComputeContext extends InputContext {
   requestId: string;
   signal?: AbortSignal;
+  /** The bytes of a binary `targets` part (multipart, little-endian float32 N×dims), /compare only. */
+  binaryTargets?: Uint8Array;
 }
 
 export interface GatewayLimits {
@@ -55,6 +63,9 @@ export interface GatewayLimits {
   max_image_bytes: number;
   max_image_pixels: number;
   max_targets: number;
+  max_sources: number;
+  max_compare_results: number;
+  max_compare_bytes: number;
   max_batch_images: number;
   max_upstream_response_bytes: number;
   queue_capacity: number;
@@ -82,7 +93,8 @@ export interface ComputeService {
   capabilities(ctx?: { requestId: string }): Promise<CapabilitiesResponse>;
   verify(body: VerifyBody, ctx: ComputeContext): Promise<unknown>;
   represent(body: RepresentBody, ctx: ComputeContext): Promise<unknown>;
-  compare(body: CompareBody, ctx: ComputeContext): Promise<unknown>;
+  /** Results stay typed arrays (CompareRows) until rendered: REST writes JSON text, MCP plain objects. */
+  compare(body: CompareBody, ctx: ComputeContext): Promise<CompareResponse>;
 }
 
 const METRICS: DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
@@ -105,6 +117,42 @@ function checkEmbedding(v: number[], dims: number, what: string): Float32Array {
     if (typeof v[i] !== 'number' || !Number.isFinite(v[i]) || !Number.isFinite(f[i]!)) throw new ServiceError('invalid_embedding', `${what}[${i}] is not a finite float32 number`);
   }
   return f;
+}
+
+/**
+ * The targets of a /compare as one row-major Float32Array: JSON arrays, `targets_b64`, or the binary
+ * `targets` part (read in place, no copy). Exactly one of the three; counts over the limit are
+ * `413 too_many_targets`, a byte length that is not whole rows `400 embedding_dimension_mismatch`.
+ * NaN and Infinity are found by the kernel, which names the row (`400 invalid_embedding`).
+ */
+function compareTargets(b: CompareBody, ctx: ComputeContext, dims: number, maxTargets: number): Float32Array {
+  const given = [b.targets !== undefined, b.targets_b64 !== undefined, ctx.binaryTargets !== undefined].filter(Boolean).length;
+  if (given !== 1) throw new ServiceError('invalid_request', 'exactly one of targets (JSON arrays or a binary application/octet-stream part) or targets_b64 is required');
+  if (ctx.binaryTargets !== undefined) {
+    const bytes = ctx.binaryTargets;
+    const rowBytes = dims * 4;
+    const rows = Math.floor(bytes.byteLength / rowBytes);
+    if (rows > maxTargets) throw new ServiceError('too_many_targets', `the binary targets hold ${rows} vectors; the limit is ${maxTargets}`);
+    if (bytes.byteLength % rowBytes !== 0) {
+      throw new ServiceError(
+        'embedding_dimension_mismatch',
+        `the binary targets are ${bytes.byteLength} bytes: ${rows} whole rows of ${dims} float32 (${rowBytes} bytes each) and ${bytes.byteLength - rows * rowBytes} bytes of a truncated row; expected ${rows * rowBytes} or ${(rows + 1) * rowBytes} bytes`,
+      );
+    }
+    if (rows === 0) throw new ServiceError('invalid_request', 'the binary targets hold no vectors');
+    return floatsOfBytes(bytes);
+  }
+  if (b.targets !== undefined) {
+    if (b.targets.length > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${maxTargets}`);
+    const targets = new Float32Array(b.targets.length * dims);
+    for (const [i, v] of b.targets.entries()) targets.set(checkEmbedding(v, dims, `targets[${i}]`), i * dims);
+    return targets;
+  }
+  const approx = Math.floor((b.targets_b64!.length * 3) / 4 / 4 / dims);
+  if (approx > maxTargets) throw new ServiceError('too_many_targets', `targets_b64 holds about ${approx} vectors; the limit is ${maxTargets}`);
+  const targets = decodeVectorsB64(b.targets_b64!, dims);
+  if (targets.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
+  return targets;
 }
 
 export function createComputeService(d: ComputeDeps): ComputeService {
@@ -272,42 +320,48 @@ export function createComputeService(d: ComputeDeps): ComputeService {
 
     async compare(b, ctx) {
       const t0 = performance.now();
-      const hasImg = b.source.img !== undefined;
-      const c = hasImg ? await caps(ctx.requestId) : capsNoHop(ctx.requestId);
+      const many = Array.isArray(b.source);
+      const sources: SourceRef[] = many ? (b.source as SourceRef[]) : [b.source as SourceRef];
+      if (sources.length > d.limits.max_sources) throw new ServiceError('too_many_targets', `source holds ${sources.length} entries; the limit is ${d.limits.max_sources}`);
+      const imageSources = sources.filter((x) => x.img !== undefined).length;
+      if (imageSources > d.limits.max_batch_images) throw new ServiceError('request_too_large', `source holds ${imageSources} images; at most ${d.limits.max_batch_images} image sources per request (send embeddings for the others)`);
+      const c = imageSources > 0 ? await caps(ctx.requestId) : capsNoHop(ctx.requestId);
       const p = pipeline(b, c);
-      const metric = b.distance_metric ?? 'cosine';
+      const metric = (b.distance_metric ?? 'cosine') as Metric;
       const dims = dimsOf(c, p.model_name);
       // Targets first: they are cheap to check and may refuse the request before any upstream work.
-      if ((b.targets === undefined) === (b.targets_b64 === undefined)) throw new ServiceError('invalid_request', 'exactly one of targets or targets_b64 is required');
-      let targets: Float32Array;
-      if (b.targets !== undefined) {
-        if (b.targets.length > d.limits.max_targets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${d.limits.max_targets}`);
-        targets = new Float32Array(b.targets.length * dims);
-        for (const [i, v] of b.targets.entries()) targets.set(checkEmbedding(v, dims, `targets[${i}]`), i * dims);
-      } else {
-        const approx = Math.floor((b.targets_b64!.length * 3) / 4 / 4 / dims);
-        if (approx > d.limits.max_targets) throw new ServiceError('too_many_targets', `targets_b64 holds about ${approx} vectors; the limit is ${d.limits.max_targets}`);
-        targets = decodeVectorsB64(b.targets_b64!, dims);
-        if (targets.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
+      const targets = compareTargets(b, ctx, dims, d.limits.max_targets);
+      const n = targets.length / dims;
+      const perSource = b.top_k === undefined ? n : Math.min(b.top_k, n);
+      if (many && sources.length * perSource > d.limits.max_compare_results) {
+        throw new ServiceError('too_many_targets', `${sources.length} sources × ${perSource} results is ${sources.length * perSource} results; the limit is ${d.limits.max_compare_results} (lower top_k or send fewer sources)`);
       }
-      let source: Float32Array;
-      let sourceInfo: { facial_area: unknown; face_confidence: number } | null = null;
-      if (b.source.embedding !== undefined) source = checkEmbedding(b.source.embedding, dims, 'source.embedding');
-      else {
-        const img = await d.resolver.resolve(b.source.img!, 'source.img', ctx);
-        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
-        source = checkEmbedding(e.embedding, dims, 'source embedding from the model server');
-        sourceInfo = { facial_area: e.facial_area, face_confidence: e.face_confidence };
-      }
-      const r = await compareOneToMany(source, targets, dims, metric as Metric, b.top_k);
+      const vectors = new Float32Array(sources.length * dims);
+      const infos: SourceInfo[] = [];
+      await Promise.all(
+        sources.map(async (src, i) => {
+          const what = many ? `source[${i}]` : 'source';
+          if (src.embedding !== undefined) {
+            vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
+            infos[i] = null;
+            return;
+          }
+          const img = await d.resolver.resolve(src.img!, `${what}.img`, ctx);
+          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
+          vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
+          infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
+        }),
+      );
       const pretuned = thresholdOf(c, p.model_name, metric);
-      const threshold = b.threshold || pretuned;
-      const results = new Array(r.indices.length);
-      for (let i = 0; i < r.indices.length; i++) {
-        const distance = roundDistance(r.distances[i]!);
-        results[i] = { index: r.indices[i]!, distance, verified: distance <= threshold, confidence: findConfidence(distance, p.model_name, metric, distance <= pretuned) };
+      const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
+      if (!many) {
+        const r = await compareOneToMany(vectors, targets, dims, metric, b.top_k);
+        const rows = new CompareRows(decide, r.indices, r.distances);
+        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
       }
-      return { model: p.model_name, similarity_metric: metric, threshold, dims, source: sourceInfo, results, time: round2((performance.now() - t0) / 1000) };
+      const r = await compareManyToMany(vectors, targets, dims, metric, b.top_k);
+      const lists = sources.map((_, i) => new CompareRows(decide, r.indices.subarray(r.offsets[i], r.offsets[i + 1]), r.distances.subarray(r.offsets[i], r.offsets[i + 1])));
+      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
     },
   };
 }

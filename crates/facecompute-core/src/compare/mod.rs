@@ -6,6 +6,7 @@
 
 mod b64;
 mod kernels;
+mod many;
 mod metric;
 mod normalize;
 mod parallel;
@@ -14,6 +15,7 @@ mod validate;
 
 pub use b64::decode_vectors_b64;
 pub use kernels::Kernel;
+pub use many::{compare_many_to_many, peak_f32_gflops, MIN_GEMM_SOURCES};
 pub use metric::{Metric, L2_EPSILON};
 pub use normalize::l2_normalize;
 pub use topk::top_k;
