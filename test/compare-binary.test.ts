@@ -48,7 +48,7 @@ const rows = (m: Float32Array) => Array.from({ length: m.length / DIMS }, (_, i)
 function form(fields: Record<string, string>, targets?: Uint8Array, type = 'application/octet-stream'): FormData {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  if (targets) fd.append('targets', new Blob([targets], { type }), 'targets.f32');
+  if (targets) fd.append('targets', new Blob([new Uint8Array(targets)], { type }), 'targets.f32');
   return fd;
 }
 
