@@ -15,8 +15,8 @@ export interface AuthenticatedKey {
 export interface KeyAuthenticator {
   /**
    * Resolves a presented secret to its key. Throws ServiceError `invalid_api_key` for an unknown or
-   * revoked key or one of the other kind (the detail names the kind expected here), and
-   * `account_inactive` for a disabled account. Updates the key's last_used_at.
+   * revoked key (the same detail for both) or a live key of the other kind (the detail names the kind
+   * expected here), and `account_inactive` for a disabled account. Updates the key's last_used_at.
    */
   authenticate(secret: string, expected: KeyKind): Promise<AuthenticatedKey>;
 }

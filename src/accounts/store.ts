@@ -365,11 +365,12 @@ export class AccountsStore implements AccountsPort {
       .select(['api_keys.id', 'api_keys.account_id', 'api_keys.kind', 'api_keys.secret_hash', 'api_keys.revoked_at', 'accounts.tier', 'accounts.status'])
       .where('api_keys.secret_hash', '=', hash)
       .executeTakeFirst();
-    if (!row || !hashesEqual(row.secret_hash, hash)) throw new ServiceError('invalid_api_key', 'the API key is not valid');
+    // A revoked key answers exactly as a key that never existed: nothing tells a holder of a leaked
+    // key that it was real (the wrong-kind hint below is only for live keys).
+    if (!row || !hashesEqual(row.secret_hash, hash) || row.revoked_at !== null) throw new ServiceError('invalid_api_key', 'the API key is not valid');
     if (row.kind !== expected) {
       throw new ServiceError('invalid_api_key', `this is ${row.kind === 'mcp' ? 'an MCP' : 'a REST'} key; ${expects}`);
     }
-    if (row.revoked_at !== null) throw new ServiceError('invalid_api_key', 'the API key has been revoked');
     if (row.status !== 'active') throw new ServiceError('account_inactive', 'the account is disabled');
     await this.db.updateTable('api_keys').set({ last_used_at: now() }).where('id', '=', row.id).execute();
     return { accountId: row.account_id, keyId: row.id, kind: row.kind, tier: row.tier };
