@@ -52,6 +52,7 @@ t.test('forms need the CSRF token; sessions are httpOnly SameSite=Lax cookies', 
   const acct = await app.inject({ url: '/account', headers: { cookie: `fc_csrf=${token}; fc_session=${value(session)}` } });
   t.equal(acct.statusCode, 200);
   t.match(acct.body, 'p@example.com');
+  t.match(acct.body, /A call is used only when compute ran[^<]*Requests refused before compute[^<]*cost nothing/, 'the fair-credit rule where the allowance is shown');
   const csp = String(acct.headers['content-security-policy']);
   const nonce = /script-src 'nonce-([^']+)'/.exec(csp)![1]!;
   t.match(acct.body, `<script nonce="${nonce}">`);

@@ -182,7 +182,7 @@ t.test('every rejected URL class gives a url_not_allowed tool error', async (t) 
     t.equal(r.isError, true, url);
     t.match(r.structuredContent, { error: 'url_not_allowed' }, url);
   }
-  t.equal((await store.getAccount(acct.accountId)).free_calls.used, urls.length, 'refusals are the caller\'s, so they are not refunded');
+  t.equal((await store.getAccount(acct.accountId)).free_calls.used, 0, 'refused before compute: no call consumed');
 });
 
 t.test('strict mode accepts only the allowlisted origins', async (t) => {

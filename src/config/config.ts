@@ -85,6 +85,7 @@ export interface Config {
     upstreamConcurrency: number;
     upstreamTimeoutMs: number;
     drainTimeoutMs: number;
+    requestReceiveTimeoutMs: number;
     rateLimitRequests: number;
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
@@ -186,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       upstreamConcurrency: v.FACECOMPUTE_UPSTREAM_CONCURRENCY,
       upstreamTimeoutMs: v.FACECOMPUTE_UPSTREAM_TIMEOUT_MS,
       drainTimeoutMs: v.FACECOMPUTE_DRAIN_TIMEOUT_MS,
+      requestReceiveTimeoutMs: v.FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS,
       rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,

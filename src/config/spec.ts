@@ -69,6 +69,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_QUEUE_TIMEOUT_MS', kind: 'int', default: '30000', min: 1, doc: 'Longest wait for a compute slot before queue_timeout.' },
   { name: 'FACECOMPUTE_UPSTREAM_CONCURRENCY', kind: 'int', default: '8', min: 1, doc: 'Compute requests in flight to the model servers at once.' },
   { name: 'FACECOMPUTE_UPSTREAM_TIMEOUT_MS', kind: 'int', default: '60000', min: 1, doc: 'Model-server response timeout (upstream_timeout).' },
+  { name: 'FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS', kind: 'int', default: '30000', min: 100, max: 600000, doc: 'Longest time a client may take to send a whole request, headers and body, on every surface (gateway, MCP, console); a slower or incomplete one gets 408 request_timeout within this time plus at most 1 s. Compute time after the body has arrived does not count.' },
   { name: 'FACECOMPUTE_DRAIN_TIMEOUT_MS', kind: 'int', default: '30000', min: 0, doc: 'How long in-flight requests may finish after SIGTERM.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_REQUESTS', kind: 'int', default: '120', min: 1, doc: 'Requests per account per window.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_WINDOW_MS', kind: 'int', default: '60000', min: 1, doc: 'Rate-limit window.' },

@@ -112,8 +112,9 @@ curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
 
 ## Free calls
 
-One call is one accepted compute request (/verify, /represent, /compare, or an MCP tool other than
-get_capabilities). Failures on our side (5xx) are refunded. Check what is left:
+A call is used only when compute ran: a result of /verify, /represent, /compare or an MCP tool other
+than get_capabilities, or a 422 no_face_detected. Everything refused before compute (4xx), capacity
+refusals (503) and failures on our side (5xx) cost nothing. Check what is left:
 
 \`\`\`sh
 curl -s ${u.console}/api/account -H "Authorization: Bearer $SESSION_TOKEN"

@@ -10,6 +10,7 @@ import type { Config } from '../config/index.js';
 import type { AccountsStore } from '../accounts/index.js';
 import type { Logger } from '../logging/logger.js';
 import { ServiceError } from '../errors/index.js';
+import { transportOptions } from '../errors/client-errors.js';
 import errors from './plugins/errors.js';
 import session from './plugins/session.js';
 import apiRoutes from './routes/api.js';
@@ -54,6 +55,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
       return typeof given === 'string' && UUID.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    ...transportOptions(config.capacity.requestReceiveTimeoutMs),
   });
 
   app.addHook('onRequest', async (req, reply) => {

@@ -32,6 +32,9 @@ export const ERROR_STATUS = {
   gateway_draining: 503,
   service_warming: 503,
   upstream_timeout: 504,
+  // Refused by the HTTP parser before any route (src/errors/client-errors.ts); new conditions (§8).
+  request_timeout: 408,
+  headers_too_large: 431,
   // Console-only conditions (contract §7 allows new codes for new conditions).
   unauthorized: 401,
   email_taken: 409,

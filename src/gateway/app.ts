@@ -11,7 +11,9 @@ import multipart from '@fastify/multipart';
 import type { Config } from '../config/index.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
-import { ServiceError } from '../errors/index.js';
+import { ServiceError, type ErrorCode } from '../errors/index.js';
+import { consumesCall } from '../accounts/charging.js';
+import { transportOptions } from '../errors/client-errors.js';
 import type { Logger } from '../logging/logger.js';
 import { registerErrorHandling, sendError } from './errors.js';
 import * as S from './schemas.js';
@@ -25,6 +27,7 @@ import { createMemoryLimiter } from './limits/memory.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
 import { compareJson } from './compute/compare-result.js';
+import { useJsonBodyParser } from './json-body.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -69,8 +72,23 @@ declare module 'fastify' {
     auth?: AuthenticatedKey;
     uploads?: Map<string, Buffer>;
     binaryTargets?: Uint8Array;
-    fc?: { slot: boolean; consumed: boolean; counted: boolean; t0: number };
+    fc?: RequestState;
   }
+}
+
+/** Per-request bookkeeping of a gateway request, released once whatever way the request ends. */
+interface RequestState {
+  t0: number;
+  /** Counted in the in-flight total that draining waits for. */
+  counted: boolean;
+  /** Holds one of the account's concurrent-request slots. */
+  slot: boolean;
+  /** A free call is reserved; `settled` once the answer decided whether it stays consumed. */
+  consumed: boolean;
+  settled: boolean;
+  /** The error code of the answer, when it is an error. */
+  error: ErrorCode | null;
+  finished: boolean;
 }
 
 /**
@@ -195,43 +213,67 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
-    // Bounds slow clients: a whole request (headers and body) must arrive within this time.
-    requestTimeout: cfg.capacity.upstreamTimeoutMs + cfg.inputs.remoteTimeoutMs + 30_000,
+    // Bounds slow clients (a whole request must arrive in time); parser refusals in the contract's shape.
+    ...transportOptions(cfg.capacity.requestReceiveTimeoutMs),
   });
 
-  registerErrorHandling(app, (_req, e) => {
+  registerErrorHandling(app, (req, e) => {
+    if (req.fc) req.fc.error = e.code;
     if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
   });
 
   await app.register(multipart, { throwFileSizeLimit: true });
+  useJsonBodyParser(app);
+
+  /** Settles a reserved call by the answer (src/accounts/charging.ts): kept only when compute ran. */
+  async function settle(req: FastifyRequest, status: number | null): Promise<void> {
+    const fc = req.fc;
+    if (!fc || !fc.consumed || fc.settled || !req.auth) return;
+    fc.settled = true;
+    // status null: the caller went away before any answer was sent.
+    if (status !== null && consumesCall(status, fc.error)) return;
+    await accounts.refund(req.auth.accountId).catch((err: unknown) => req.log.error({ err }, 'refund failed'));
+  }
+
+  /**
+   * Releases what a request holds. It runs on the response's 'close', which fires whether the answer
+   * was sent or the connection was cut (a client gone mid-body, a receive timeout): Fastify's
+   * onResponse runs only for answers that finished, and a slot held past that is never given back.
+   */
+  async function finish(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const fc = req.fc;
+    if (!fc || fc.finished) return;
+    fc.finished = true;
+    await settle(req, reply.raw.writableFinished ? reply.statusCode : null);
+    if (fc.slot && req.auth) await limiter.release(req.auth.accountId).catch(() => undefined);
+    if (fc.counted) {
+      inFlight = Math.max(0, inFlight - 1);
+      if (inFlight === 0) idleWaiters.splice(0).forEach((f) => f());
+    }
+  }
 
   // Request context: ids, version header, draining, metrics.
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     reply.header('x-api-version', 'v1');
-    req.fc = { slot: false, consumed: false, counted: false, t0: performance.now() };
+    req.fc = { t0: performance.now(), counted: false, slot: false, consumed: false, settled: false, error: null, finished: false };
+    reply.raw.once('close', () => void finish(req, reply));
     if (draining && req.url !== '/health') {
       throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });
     }
     inFlight++;
     req.fc.counted = true;
   });
+  // Before the answer leaves, so that a caller who reads its allowance next sees the refund.
+  app.addHook('onSend', async (req, reply) => {
+    await settle(req, reply.statusCode);
+  });
   app.addHook('onResponse', async (req, reply) => {
     const fc = req.fc;
     const route = req.routeOptions.url ?? 'unmatched';
-    if (fc) {
-      metrics.latency.observe({ route }, (performance.now() - fc.t0) / 1000);
-      if (fc.slot && req.auth) await limiter.release(req.auth.accountId).catch(() => undefined);
-      if (fc.consumed && reply.statusCode >= 500 && req.auth) {
-        await accounts.refund(req.auth.accountId).catch((err: unknown) => req.log.error({ err }, 'refund failed'));
-      }
-    }
+    if (fc) metrics.latency.observe({ route }, (performance.now() - fc.t0) / 1000);
     metrics.requests.inc({ route, code: String(reply.statusCode) });
     req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
-    if (fc?.counted) {
-      inFlight = Math.max(0, inFlight - 1);
-      if (inFlight === 0) idleWaiters.splice(0).forEach((f) => f());
-    }
   });
 
   // Auth + rate limit (headers only, before the body is read).
@@ -274,18 +316,17 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     }
   }
 
-  async function consume(req: FastifyRequest): Promise<void> {
-    await accounts.consume(req.auth!.accountId);
-    req.fc!.consumed = true;
-  }
-
   /** The compute context; its signal aborts upstream work when the client goes away. */
   const ctxOf = (req: FastifyRequest, reply: FastifyReply) => {
     const ac = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) ac.abort();
     });
-    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal, ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}) };
+    const reserve = async () => {
+      await accounts.consume(req.auth!.accountId);
+      req.fc!.consumed = true;
+    };
+    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal, reserve, ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}) };
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };
   app.addSchema(S.errorResponse);
@@ -312,7 +353,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));
 
-  const computeRoute = { onRequest: authAndLimit, preValidation: multipartBody, preHandler: consume };
+  const computeRoute = { onRequest: authAndLimit, preValidation: multipartBody };
   app.post('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) =>
     compute.verify(req.body as never, ctxOf(req, reply)),
   );

@@ -8,6 +8,7 @@ import { RETRYABLE_503, ServiceError } from '../errors/index.js';
 
 interface AjvError {
   instancePath: string;
+  schemaPath?: string;
   keyword: string;
   params: Record<string, unknown>;
   message?: string;
@@ -49,10 +50,48 @@ export function validationDetail(errors: AjvError[]): string {
   }
 }
 
+type SchemaNode = { type?: unknown; items?: SchemaNode } & Record<string, unknown>;
+
+/** An embedding's schema, by shape: an array of numbers (schemas.ts has no other). */
+function isEmbedding(n: SchemaNode | undefined): boolean {
+  return n?.type === 'array' && n.items?.type === 'number';
+}
+
+/**
+ * A validation error inside an embedding is the contract's `invalid_embedding` (NaN, ±Infinity,
+ * which JSON.parse makes of 1e999, or anything not a number) or `embedding_dimension_mismatch` (no
+ * numbers at all, or more than any model has), not a generic invalid_request. The error's
+ * schemaPath is walked in the route's body schema to find whether it fails inside an embedding.
+ * Where a field may be an image or an embedding (verify's img1/img2), only failures inside the
+ * array count: a number or an object there could be either, and stays invalid_request.
+ */
+export function embeddingError(errors: AjvError[], bodySchema: unknown): ServiceError | null {
+  if (typeof bodySchema !== 'object' || bodySchema === null) return null;
+  for (const e of errors) {
+    const segs = (e.schemaPath ?? '').replace(/^#\/?/, '').split('/').filter((x) => x.length > 0);
+    const nodes: Array<SchemaNode | undefined> = [bodySchema as SchemaNode];
+    for (const seg of segs) nodes.push((nodes[nodes.length - 1] as Record<string, SchemaNode> | undefined)?.[seg]);
+    const holder = nodes[nodes.length - 2];
+    const f = fieldName(e.instancePath);
+    if (segs[segs.length - 2] === 'items' && isEmbedding(nodes[nodes.length - 3]) && e.keyword === 'type') {
+      return new ServiceError('invalid_embedding', `${f} is not a finite number (NaN, Infinity and non-numbers are refused)`);
+    }
+    if (!isEmbedding(holder)) continue;
+    if (e.keyword === 'minItems') return new ServiceError('embedding_dimension_mismatch', `${f} holds no numbers; an embedding has as many as the model has dimensions (see /capabilities embedding_dims)`);
+    if (e.keyword === 'maxItems') return new ServiceError('embedding_dimension_mismatch', `${f} holds more numbers than any model has dimensions`);
+    if (e.keyword === 'type' && !segs.includes('anyOf')) return new ServiceError('invalid_embedding', `${f} must be an embedding: an array of finite numbers`);
+  }
+  return null;
+}
+
 /** Maps a non-ServiceError thrown by Fastify or a plugin to a ServiceError. */
-export function toServiceError(err: FastifyError & { validation?: AjvError[] }): ServiceError {
+export function toServiceError(err: FastifyError & { validation?: AjvError[] }, bodySchema?: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
-  if (err.validation) return new ServiceError('invalid_request', validationDetail(err.validation), { cause: err });
+  if (err.validation) {
+    const emb = embeddingError(err.validation, bodySchema);
+    if (emb) return new ServiceError(emb.code, emb.detail, { cause: err });
+    return new ServiceError('invalid_request', validationDetail(err.validation), { cause: err });
+  }
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ServiceError('request_too_large', 'the request body is larger than the limit', { cause: err });
@@ -90,7 +129,7 @@ export function sendError(reply: FastifyReply, e: ServiceError): FastifyReply {
 
 export function registerErrorHandling(app: FastifyInstance, onError?: (req: FastifyRequest, e: ServiceError) => void): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = toServiceError(err);
+    const e = toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
     if (e.status >= 500) req.log.error({ err, code: e.code }, 'request failed');
     else req.log.info({ code: e.code, detail: e.detail }, 'request refused');
     onError?.(req, e);

@@ -8,6 +8,7 @@ import type {} from '@fastify/multipart';
 import { ServiceError } from '../errors/index.js';
 import { MULTIPART_FIELD_KIND } from './schemas.js';
 import { UPLOAD_MARK } from './inputs/resolve.js';
+import { hasBareNonFinite } from './json-body.js';
 
 export interface MultipartBody {
   body: Record<string, unknown>;
@@ -20,7 +21,38 @@ export interface MultipartBody {
   binaryTargets?: Uint8Array;
 }
 
+/**
+ * The parts as a body; a malformed envelope (no boundary, a body that never reaches its closing
+ * boundary, bytes that are not multipart at all) is the caller's `400 invalid_request`, not ours.
+ */
 export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<MultipartBody> {
+  try {
+    return await collectParts(req, maxImageBytes, maxRequestBytes);
+  } catch (err) {
+    throw malformedMultipart(err);
+  }
+}
+
+/**
+ * What the multipart parser (busboy, under @fastify/multipart) threw, as a contract error. Our own
+ * ServiceErrors and the plugin's coded errors (limits, mapped in errors.ts) pass through; busboy's
+ * errors are plain Errors, told apart by their messages.
+ */
+export function malformedMultipart(err: unknown): unknown {
+  if (err instanceof ServiceError) return err;
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e?.code === 'string' && e.code.startsWith('FST_') && e.code !== 'FST_MP_PREMATURE_CLOSE') return err;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  let detail = 'the multipart/form-data body is malformed';
+  if (e?.code === 'FST_MP_PREMATURE_CLOSE') detail = 'the connection closed before the multipart/form-data body was complete';
+  else if (/boundary not found|boundary required/i.test(message)) detail = 'the multipart/form-data Content-Type has no boundary parameter (multipart/form-data; boundary=...)';
+  else if (/needle/i.test(message)) detail = 'the multipart boundary parameter is invalid (1 to 70 characters)';
+  else if (/unexpected end|terminated early/i.test(message)) detail = 'the multipart/form-data body ends before its closing boundary (--boundary--): a part is unterminated or the body is not multipart';
+  else if (/header/i.test(message)) detail = 'a part of the multipart/form-data body has a malformed header';
+  return new ServiceError('invalid_request', detail, { cause: err });
+}
+
+async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<MultipartBody> {
   const body: Record<string, unknown> = {};
   const uploads = new Map<string, Buffer>();
   let binaryTargets: Uint8Array | undefined;
@@ -75,6 +107,7 @@ export async function parseMultipart(req: FastifyRequest, maxImageBytes: number,
       try {
         value = JSON.parse(raw);
       } catch {
+        if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
         throw new ServiceError('invalid_request', `field '${name}' must be JSON in a multipart text part`);
       }
     } else if (kind === 'image' && /^\s*\[/.test(raw)) {
@@ -82,6 +115,7 @@ export async function parseMultipart(req: FastifyRequest, maxImageBytes: number,
       try {
         value = JSON.parse(raw);
       } catch {
+        if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
         throw new ServiceError('invalid_request', `field '${name}' is not valid JSON`);
       }
     }

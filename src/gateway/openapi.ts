@@ -16,7 +16,7 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 /** Request schemas whose multipart form swaps a JSON field for a binary part. */
 const MULTIPART_BASE: Record<string, { $id: string; properties: Record<string, unknown> }> = { CompareRequest: S.compareBody };
 
-const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'internal_error', 'upstream_failed', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout'] as const;
+const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'internal_error', 'upstream_failed', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout', 'request_timeout', 'headers_too_large'] as const;
 
 function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<string, unknown> {
   const byStatus = new Map<number, string[]>();
@@ -87,7 +87,7 @@ export function buildOpenApi(version: string): Record<string, unknown> {
         'Contract v1. Paths carry no version prefix; every response has `x-api-version: v1` and `x-request-id`. Only the six paths below exist; any other path or method is `404 not_found`. ' +
         'Every error is `{"error": "<code>", "detail": "<text>"}`. Booleans accept true/false and the strings "true"/"false"/"1"/"0" (unlike DeepFace, "false" means false); in multipart text parts only true|false|1|0. ' +
         'Multipart bodies: file parts carry images (img, img1, img2, source), text parts the other fields (numbers as text, `source`/`targets` as JSON text). ' +
-        'One accepted compute request (after authentication, rate limiting and schema validation) consumes one free call; a 5xx answer refunds it. ' +
+        'Fair credits: a compute request consumes one free call only when compute ran (a 2xx, or 422 no_face_detected); every other answer (4xx refusals before compute, 503, 5xx) costs nothing. ' +
         'A remote image body larger than max_image_bytes is `413 image_too_large`. The allowed models, detectors and limits change over time: read GET /capabilities.',
       license: { name: 'MIT' },
     },

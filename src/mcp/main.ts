@@ -51,6 +51,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     limiter,
     compute,
     maxBodyBytes: config.mcp.maxBodyBytes,
+    requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,
     version: VERSION,
   });

@@ -1,9 +1,11 @@
 /**
  * One metered tool call: the same per-account limits as REST (the shared limiter, keyed by account),
- * one free call consumed atomically, refunded when the failure is ours (5xx).
+ * one free call reserved atomically and settled by the outcome as on REST (src/accounts/charging.ts):
+ * kept when compute ran (a result, or no_face_detected), given back for every other error.
  */
 import { ServiceError } from '../errors/index.js';
 import type { AccountsPort } from '../accounts/ports.js';
+import { consumesCall } from '../accounts/charging.js';
 import type { Limiter } from '../gateway/limits/limiter.js';
 
 export interface MeteringDeps {
@@ -11,7 +13,11 @@ export interface MeteringDeps {
   limiter: Limiter;
 }
 
-export async function metered<T>(deps: MeteringDeps, accountId: string, work: () => Promise<T>): Promise<T> {
+/**
+ * `work` receives `reserve`, which it calls right before its compute starts (ComputeContext.reserve):
+ * a call refused by the checks before that never touches the allowance.
+ */
+export async function metered<T>(deps: MeteringDeps, accountId: string, work: (reserve: () => Promise<void>) => Promise<T>): Promise<T> {
   const win = await deps.limiter.hit(accountId);
   if (!win.allowed) {
     const seconds = Math.max(1, Math.ceil(win.resetMs / 1000));
@@ -21,16 +27,18 @@ export async function metered<T>(deps: MeteringDeps, accountId: string, work: ()
   if (!slot.allowed) {
     throw new ServiceError('rate_limited', `at most ${slot.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
   }
-  try {
+  let reserved = false;
+  const reserve = async () => {
+    if (reserved) return;
     await deps.accounts.consume(accountId);
-    try {
-      return await work();
-    } catch (err) {
-      // A call that failed on our side is given back; the caller's mistakes (4xx) are not.
-      const status = err instanceof ServiceError ? err.status : 500;
-      if (status >= 500) await deps.accounts.refund(accountId).catch(() => undefined);
-      throw err;
-    }
+    reserved = true;
+  };
+  try {
+    return await work(reserve);
+  } catch (err) {
+    const e = err instanceof ServiceError ? err : null;
+    if (reserved && !consumesCall(e?.status ?? 500, e?.code)) await deps.accounts.refund(accountId).catch(() => undefined);
+    throw err;
   } finally {
     await deps.limiter.release(accountId).catch(() => undefined);
   }

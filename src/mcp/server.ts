@@ -5,16 +5,21 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
+import { transportOptions } from '../errors/client-errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
-import type { ComputeService } from '../gateway/compute/service.js';
+import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
 import type { Limiter } from '../gateway/limits/limiter.js';
 import { metered } from './metering.js';
-import { TOOL_DESCRIPTIONS, compareInput, representInput, summarize, verifyInput, type ToolName } from './tools.js';
 import { comparePlain } from '../gateway/compute/compare-result.js';
+import { useJsonBodyParser } from '../gateway/json-body.js';
+import { TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
+import { argumentsError } from './arguments.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -23,6 +28,8 @@ export interface McpDeps {
   /** Compute with the MCP image policy (HTTPS only, no local files). */
   compute: ComputeService;
   maxBodyBytes: number;
+  /** Longest time a client may take to send a whole request (FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS). */
+  requestReceiveTimeoutMs: number;
   /** Browser origins allowed to call; requests without Origin (agents, CLIs) are allowed. */
   allowedOrigins: string[];
   version: string;
@@ -42,39 +49,57 @@ function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'
   return { isError: true, content: [{ type: 'text', text: `${e.code}: ${e.detail}` }], structuredContent: e.toBody() };
 }
 
-function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): McpServer {
-  const server = new McpServer({ name: 'facecompute', version: deps.version });
-  const ctx = { requestId, authenticated: true };
-  const run = async (tool: ToolName, work: () => Promise<unknown>) => {
+/**
+ * The low-level SDK `Server`, not `McpServer`: McpServer validates tool arguments itself and turns a
+ * failure into free text, while a bad argument here must be a tool error with the REST codes
+ * (src/mcp/arguments.ts). The listed input schemas are the same zod schemas, as JSON Schema.
+ */
+function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): Server {
+  const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: { tools: {} } });
+  const run = async (tool: ToolName, work: (ctx: ComputeContext) => Promise<unknown>) => {
     try {
-      const result = (await (tool === 'get_capabilities' ? work() : metered(deps, key.accountId, work))) as Record<string, unknown>;
+      const ctx: ComputeContext = { requestId, authenticated: true };
+      const result = (await (tool === 'get_capabilities' ? work(ctx) : metered(deps, key.accountId, (reserve) => work({ ...ctx, reserve })))) as Record<string, unknown>;
       return { content: [{ type: 'text' as const, text: summarize(tool, result) }], structuredContent: result };
     } catch (err) {
       if (!isServiceError(err) || err.status >= 500) deps.logger.error({ err, requestId, tool }, 'mcp tool failed');
       return toolError(err);
     }
   };
-  server.registerTool('get_capabilities', { description: TOOL_DESCRIPTIONS.get_capabilities, inputSchema: {} }, () =>
-    run('get_capabilities', () => deps.compute.capabilities({ requestId })),
-  );
-  server.registerTool('verify_faces', { description: TOOL_DESCRIPTIONS.verify_faces, inputSchema: verifyInput }, (args) =>
-    run('verify_faces', () => deps.compute.verify(args as never, ctx)),
-  );
-  server.registerTool('represent_face', { description: TOOL_DESCRIPTIONS.represent_face, inputSchema: representInput }, (args) =>
-    run('represent_face', () => deps.compute.represent(args as never, ctx)),
-  );
-  server.registerTool('compare_inputs', { description: TOOL_DESCRIPTIONS.compare_inputs, inputSchema: compareInput }, (args) =>
-    run('compare_inputs', async () => comparePlain(await deps.compute.compare(args as never, ctx))),
-  );
+  const compute: Record<ToolName, (args: never, ctx: ComputeContext) => Promise<unknown>> = {
+    get_capabilities: () => deps.compute.capabilities({ requestId }),
+    verify_faces: (args, ctx) => deps.compute.verify(args, ctx),
+    represent_face: (args, ctx) => deps.compute.represent(args, ctx),
+    compare_inputs: async (args, ctx) => comparePlain(await deps.compute.compare(args, ctx)),
+  };
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: LISTED_TOOLS }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const name = request.params.name;
+    if (!Object.prototype.hasOwnProperty.call(TOOL_INPUTS, name)) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+    const tool = name as ToolName;
+    const args = request.params.arguments ?? {};
+    const parsed = TOOL_INPUTS[tool].safeParse(args);
+    if (!parsed.success) return toolError(argumentsError(TOOL_INPUTS[tool], embedding, args, parsed.error));
+    return run(tool, (ctx) => compute[tool](parsed.data as never, ctx));
+  });
   return server;
 }
+
+const LISTED_TOOLS = (Object.keys(TOOL_INPUTS) as ToolName[]).map((name) => ({
+  name,
+  description: TOOL_DESCRIPTIONS[name],
+  inputSchema: z.toJSONSchema(TOOL_INPUTS[name], { target: 'draft-7', io: 'input' }) as { type: 'object'; [k: string]: unknown },
+}));
 
 export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.maxBodyBytes,
     genReqId: () => randomUUID(),
+    ...transportOptions(deps.requestReceiveTimeoutMs),
   });
+
+  useJsonBodyParser(app);
 
   const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
 

@@ -9,7 +9,7 @@ const image = z
   .min(1)
   .describe('A face image: raw base64, a data:image/...;base64,... URI, or a public https:// URL (no localhost, private or .local hosts). JPEG, PNG, WebP, GIF or BMP.');
 
-const embedding = z.array(z.number()).min(1).describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
+export const embedding = z.array(z.number()).min(1).describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
 
 const model = z.string().optional().describe('Recognition model, e.g. "Facenet" or "Dlib". Call get_capabilities for the allowed ones; default: the service default.');
 const detector = z.string().optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", or "skip" when the image is already a cropped face.');
@@ -40,8 +40,7 @@ export const representInput = {
 
 export const compareInput = {
   source: z
-    .object({ img: image.optional(), embedding: embedding.optional() })
-    .strict()
+    .strictObject({ img: image.optional(), embedding: embedding.optional() })
     .describe('The face to compare: {"img": <image>} (its largest face is used) or {"embedding": [...]}.'),
   targets: z.array(embedding).optional().describe('Embeddings to compare the source against (required unless targets_b64 is given).'),
   targets_b64: z.string().optional().describe('Alternative to targets: base64 of little-endian float32 values, row-major, N x dims.'),
@@ -51,15 +50,27 @@ export const compareInput = {
   ...common,
 };
 
+/**
+ * Each tool's arguments as a strict object: an argument the tool does not take is refused
+ * (src/mcp/arguments.ts), as an unknown field is on REST, and `additionalProperties: false` in the
+ * listed input schema says so.
+ */
+export const TOOL_INPUTS = {
+  get_capabilities: z.strictObject({}),
+  verify_faces: z.strictObject(verifyInput),
+  represent_face: z.strictObject(representInput),
+  compare_inputs: z.strictObject(compareInput),
+} as const;
+
 export const TOOL_DESCRIPTIONS = {
   get_capabilities:
     'List what this service can do right now: allowed models and detectors, defaults, distance metrics, embedding dimensions, thresholds and limits. Free: it does not consume a call. Call it first.',
   verify_faces:
-    'Decide whether two faces belong to the same person (DeepFace verify semantics). Returns verified, distance, threshold, confidence (0-100) and the facial areas used. Consumes one call.',
+    'Decide whether two faces belong to the same person (DeepFace verify semantics). Returns verified, distance, threshold, confidence (0-100) and the facial areas used. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
   represent_face:
-    'Compute face embeddings (vectors) for every face in an image, with each face area and detector confidence. Store the vectors to compare later with compare_inputs. Consumes one call.',
+    'Compute face embeddings (vectors) for every face in an image, with each face area and detector confidence. Store the vectors to compare later with compare_inputs. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
   compare_inputs:
-    'Compare one face (image or embedding) against many stored embeddings in one call; returns distance, verified and confidence per target, optionally only the top_k nearest. Consumes one call.',
+    'Compare one face (image or embedding) against many stored embeddings in one call; returns distance, verified and confidence per target, optionally only the top_k nearest. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
 } as const;
 
 export type ToolName = keyof typeof TOOL_DESCRIPTIONS;

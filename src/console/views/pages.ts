@@ -109,7 +109,7 @@ ${notice(n)}
 <h2 id="calls-h">Free calls</h2>
 <p><strong data-testid="calls-used">${fc.used}</strong> used of <strong data-testid="calls-total">${fc.total}</strong> · <strong data-testid="calls-remaining">${fc.remaining}</strong> left</p>
 <progress max="${fc.total}" value="${fc.used}" aria-label="${fc.used} of ${fc.total} free calls used">${pct}%</progress>
-<p class="hint">One call is one accepted compute request on REST or MCP; get_capabilities is free and failures on our side are refunded.</p>
+<p class="hint">A call is used only when compute ran on REST or MCP (a result, or no face found). Requests refused before compute, capacity refusals and failures on our side cost nothing; get_capabilities is free.</p>
 </section>
 ${upgrade}
 ${cardSection}`;

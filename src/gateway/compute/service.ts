@@ -56,6 +56,12 @@ export interface ComputeContext extends InputContext {
   signal?: AbortSignal;
   /** The bytes of a binary `targets` part (multipart, little-endian float32 N×dims), /compare only. */
   binaryTargets?: Uint8Array;
+  /**
+   * Reserves the caller's free call; called once a request has passed every check that needs no
+   * compute, right before the compute starts (src/accounts/charging.ts settles it by the answer).
+   * Requests refused earlier never touch the allowance.
+   */
+  reserve?: () => Promise<void>;
 }
 
 export interface GatewayLimits {
@@ -273,6 +279,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const dims = dimsOf(c, p.model_name);
       const vecs: Array<Float32Array | null> = [b.img1, b.img2].map((x, i) => (Array.isArray(x) ? checkEmbedding(x, dims, `img${i + 1}`) : null));
       if (bothVectors) {
+        await ctx.reserve?.();
         const r = await compareOneToMany(vecs[0]!, vecs[1]!, dims, metric as Metric);
         const distance = roundDistance(r.distances[0]!);
         const pretuned = thresholdOf(c, p.model_name, metric);
@@ -298,6 +305,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
           refs.push({ image: images.length - 1 });
         }
       }
+      await ctx.reserve?.();
       return upstreamRun(() =>
         d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
       ctx.signal);
@@ -312,6 +320,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
       const images: Buffer[] = [];
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
+      await ctx.reserve?.();
       const r = await upstreamRun(() =>
         d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
       ctx.signal);
@@ -338,15 +347,23 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       }
       const vectors = new Float32Array(sources.length * dims);
       const infos: SourceInfo[] = [];
-      await Promise.all(
+      // Every source is checked (embeddings) or resolved (images) before the call is reserved.
+      const images = await Promise.all(
         sources.map(async (src, i) => {
           const what = many ? `source[${i}]` : 'source';
           if (src.embedding !== undefined) {
             vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
             infos[i] = null;
-            return;
+            return null;
           }
-          const img = await d.resolver.resolve(src.img!, `${what}.img`, ctx);
+          return d.resolver.resolve(src.img!, `${what}.img`, ctx);
+        }),
+      );
+      await ctx.reserve?.();
+      await Promise.all(
+        images.map(async (img, i) => {
+          if (img === null) return;
+          const what = many ? `source[${i}]` : 'source';
           const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
           vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
           infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };

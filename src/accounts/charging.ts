@@ -1,0 +1,14 @@
+/**
+ * Fair credits: which answers consume a free call (contract §7: one call is one accepted compute
+ * request). A call is reserved atomically before the work starts (AccountsPort.consume, so N
+ * parallel calls against M credits still succeed exactly min(N, M) times) and settled by the answer:
+ * it stays consumed only when compute ran, that is a 2xx or a `422 no_face_detected` (the detectors
+ * ran over the image and found nothing). Every other answer gives it back: the caller's mistakes
+ * refused before compute (4xx validation, 401, 402, 404, 413, 429), capacity refusals (503) and our
+ * own failures (5xx), as well as a request whose caller went away before it was answered.
+ */
+import type { ErrorCode } from '../errors/index.js';
+
+export function consumesCall(status: number, code: ErrorCode | null | undefined): boolean {
+  return (status >= 200 && status < 300) || code === 'no_face_detected';
+}

@@ -1,0 +1,97 @@
+/**
+ * Transport-level refusals: requests that Node's HTTP parser rejects before any route sees them (a
+ * malformed Content-Length, headers over the size limit, a request that does not arrive in time).
+ * Node reports them as `clientError` on the server; every surface answers them in the contract's
+ * shape (`{error, detail}`, stable codes from ERROR_STATUS) whenever the socket can still take a
+ * response, instead of Fastify's own `{error, message, statusCode}`.
+ */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { ServiceError } from './service-error.js';
+
+/** The error Node's parser or its request timer raised (`code` is llhttp's HPE_* or Node's ERR_*). */
+export interface ClientError extends Error {
+  code?: string;
+}
+
+/** Node's HTTP parser codes and what they mean to a client, in words. */
+const PARSER_DETAIL: Record<string, string> = {
+  HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a valid non-negative integer',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'a request may not carry both Content-Length and Transfer-Encoding',
+  HPE_INVALID_TRANSFER_ENCODING: 'the Transfer-Encoding header is invalid, or sent together with Content-Length (send one of them; chunked must come last)',
+  HPE_INVALID_CHUNK_SIZE: 'a chunk size of the chunked body is invalid',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'the chunk extensions of the chunked body are too large',
+  HPE_INVALID_METHOD: 'the HTTP method is invalid',
+  HPE_INVALID_URL: 'the request target is not a valid URL path',
+  HPE_INVALID_VERSION: 'the HTTP version is invalid',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value holds a character HTTP does not allow',
+  HPE_INVALID_CONSTANT: 'the request line is malformed',
+  HPE_LF_EXPECTED: 'a line of the request does not end with CRLF',
+  HPE_CR_EXPECTED: 'a line of the request does not end with CRLF',
+  HPE_INVALID_EOF_STATE: 'the connection ended before the whole request (headers and body) arrived',
+};
+
+/**
+ * The contract error for a client error, or null when nothing should be written (the peer reset
+ * the connection). `receiveTimeoutMs` is the configured bound, named in the 408's detail.
+ */
+export function clientErrorToServiceError(err: ClientError, receiveTimeoutMs: number): ServiceError | null {
+  switch (err.code) {
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return null;
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ServiceError('request_timeout', `the whole request (headers and body) must arrive within ${receiveTimeoutMs} ms; it did not`, { cause: err });
+    case 'HPE_HEADER_OVERFLOW':
+      return new ServiceError('headers_too_large', 'the request headers are larger than the server accepts (16 KiB in all)', { cause: err });
+  }
+  const detail = (err.code && PARSER_DETAIL[err.code]) ?? 'the HTTP request is malformed';
+  return new ServiceError('invalid_request', detail, { cause: err });
+}
+
+/** The raw HTTP/1.1 response for `e`: the connection is closed after it, since the parser's state is lost. */
+export function rawErrorResponse(e: ServiceError, requestId: string): string {
+  const body = JSON.stringify(e.toBody());
+  return [
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Error'}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    'connection: close',
+    'x-api-version: v1',
+    `x-request-id: ${requestId}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+/** A response is already on its way on this socket: writing another would corrupt it. */
+function responseStarted(socket: Socket): boolean {
+  const res = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  return res?.headersSent === true;
+}
+
+/**
+ * Fastify options that bound how long a client may take to send a request and answer transport
+ * errors in the contract's shape. Node checks the bound on a timer (`connectionsCheckingInterval`,
+ * 30 s by default, which is how a 100 s limit became ~128 s); the timer here is at most a second,
+ * so a request is refused within `receiveTimeoutMs` + 1 s. The header timeout must not exceed the
+ * request timeout or Node keeps waiting on the longer one.
+ */
+export function transportOptions(receiveTimeoutMs: number) {
+  const checkEvery = Math.max(50, Math.min(1000, Math.floor(receiveTimeoutMs / 4)));
+  return {
+    requestTimeout: receiveTimeoutMs,
+    http: { requestTimeout: receiveTimeoutMs, headersTimeout: receiveTimeoutMs, connectionsCheckingInterval: checkEvery },
+    clientErrorHandler(this: FastifyInstance, err: ClientError, socket: Socket): void {
+      const e = socket.destroyed ? null : clientErrorToServiceError(err, receiveTimeoutMs);
+      if (e) {
+        const requestId = randomUUID();
+        this.log.info({ request_id: requestId, code: e.code, transport_error: err.code }, 'request refused by the HTTP parser');
+        if (socket.writable && !responseStarted(socket)) socket.write(rawErrorResponse(e, requestId));
+      }
+      socket.destroy();
+    },
+  };
+}
