@@ -133,6 +133,8 @@ eachDatabase(t, async (t, tdb) => {
     await c(v({ img: PNG }, a.rest, '/represent'), { status: 200, consumes: 1 }, 'represent');
     await c(v({ source: { img: PNG }, targets: [E128] }, a.rest, '/compare'), { status: 200, consumes: 1 }, 'compare, image source');
     await c(v({ source: { embedding: E128 }, targets: [E128] }, a.rest, '/compare'), { status: 200, consumes: 1 }, 'compare, embedding source');
+    await c(v({ source: [{ embedding: E128 }, { img: PNG }], targets: [E128] }, a.rest, '/compare'), { status: 200, consumes: 1 }, 'compare, many sources: one call');
+    await c(v({ source: [{ img: PNG }, { embedding: E128.slice(1) }], targets: [E128] }, a.rest, '/compare'), { status: 400, code: 'embedding_dimension_mismatch', consumes: 0 }, 'compare, many sources, one bad');
     await c(v({ img: NOFACE }, a.rest, '/represent'), { status: 422, code: 'no_face_detected', consumes: 1 }, 'no face after the detectors ran');
 
     await c(v({ img1: PNG, img2: PNG, colour: 'red' }), { status: 400, code: 'invalid_request', consumes: 0 }, 'unknown field');
