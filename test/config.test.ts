@@ -12,6 +12,7 @@ t.test('defaults follow contract §1', async (t) => {
   t.equal(c.ports.modelServer, 8090);
   t.equal(c.host, '127.0.0.1');
   t.equal(c.models.defaultModel, 'Facenet');
+  t.same(c.models.weightSources, ['canonical', 'pypi'], 'canonical first, then registry carriers');
   t.equal(c.models.defaultDetector, 'opencv');
   t.equal(c.inputs.remoteImages, 'off');
   t.equal(c.redisUrl, '');
@@ -24,6 +25,9 @@ t.test('bad values are refused with the variable named', async (t) => {
   t.throws(() => loadConfig({ FACECOMPUTE_REMOTE_IMAGES: 'everything' }), /FACECOMPUTE_REMOTE_IMAGES/);
   t.throws(() => loadConfig({ FACECOMPUTE_REMOTE_IMAGES: 'allowlist' }), /FACECOMPUTE_REMOTE_ORIGINS/);
   t.throws(() => loadConfig({ FACECOMPUTE_TEST_WEIGHTS: 'maybe' }), /FACECOMPUTE_TEST_WEIGHTS/);
+  t.throws(() => loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: 'canonical,npm' }), /FACECOMPUTE_WEIGHT_SOURCES must list one or more of canonical, pypi, got "npm"/);
+  t.throws(() => loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: ' , ' }), /FACECOMPUTE_WEIGHT_SOURCES/);
+  t.same(loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: 'canonical' }).models.weightSources, ['canonical']);
 });
 
 t.test('an unknown FACECOMPUTE_ variable is a typo, not a silent default', async (t) => {

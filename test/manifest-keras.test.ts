@@ -36,7 +36,8 @@ t.test('weight files match SOURCES.md exactly', async (t) => {
   const all = [...OURS.map((n) => [n, manifest.recognition[n]!.weights] as const), ['retinaface:resnet50', rf.weights] as const];
   for (const [name, weights] of all) {
     t.equal(weights.length, 1, `${name}: one weight file`);
-    for (const w of weights) t.same(w, src.get(w.file), `${name}: ${w.file}`);
+    // The canonical fields equal SOURCES.md; carriers and fingerprints are ours (test/models-carrier.test.ts).
+    for (const { fingerprint: _fp, carriers: _c, ...w } of weights) t.same(w, src.get(w.file), `${name}: ${w.file}`);
   }
 });
 
@@ -53,7 +54,9 @@ t.test('per-model facts', async (t) => {
     t.equal(m.dims, dims, `${name} dims`);
     t.same(m.input, { width: size, height: size, layout: 'nhwc', channel_order: 'bgr', preprocess: 'deepface_float' }, `${name} input`);
     t.same([m.onnx.input, m.onnx.output], ['input', 'embedding'], `${name} ONNX names (keras_to_onnx.py)`);
-    t.same(m.converter, { script: 'models/converters/keras_to_onnx.py', args: ['--arch', arch, '{weights0}', '{out}'], version });
+    // An entry with a content fingerprint has its converter check it.
+    const check = m.weights[0]?.fingerprint ? ['--expect-fingerprint', '{fingerprint0}'] : [];
+    t.same(m.converter, { script: 'models/converters/keras_to_onnx.py', args: ['--arch', arch, ...check, '{weights0}', '{out}'], version });
   }
   const sface = manifest.recognition['SFace']!;
   t.equal(sface.converter, null, 'SFace is ONNX already');

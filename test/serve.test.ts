@@ -6,16 +6,18 @@
  * the README's commands start (so that a module the bundle breaks is caught).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'tap';
-import { REPO_ROOT } from './helpers/shared.js';
+import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
 import { freePort, modelServerEnv } from './helpers/real-stack.js';
 
-const ENTRIES: Array<{ name: string; argv: string[]; needs?: string }> = [
+// The bundle runs as `bash scripts/bootstrap.sh serve` runs it: every model the embedded defaults allow,
+// so Facenet (fetched by bootstrap) is the default. The sources run keeps the Dlib-only configuration.
+const ENTRIES: Array<{ name: string; argv: string[]; needs?: string; defaults?: boolean }> = [
   { name: 'from the sources', argv: ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'] },
-  { name: 'from the bundle (bin/facecompute.js)', argv: [resolve(REPO_ROOT, 'bin/facecompute.js'), 'serve'], needs: resolve(REPO_ROOT, 'dist/bundle/main.js') },
+  { name: 'from the bundle (bin/facecompute.js)', argv: [resolve(REPO_ROOT, 'bin/facecompute.js'), 'serve'], needs: resolve(REPO_ROOT, 'dist/bundle/main.js'), defaults: true },
 ];
 
 for (const entry of ENTRIES) test(`serve ${entry.name} starts every surface, becomes ready, and stops its model server on SIGTERM`, { timeout: 300_000 }, async (t) => {
@@ -26,7 +28,12 @@ for (const entry of ENTRIES) test(`serve ${entry.name} starts every surface, bec
   const [gateway, mcp, consolePort, modelServer] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) env[k] = v;
-  Object.assign(env, modelServerEnv(modelServer), {
+  const ms = modelServerEnv(modelServer);
+  if (entry.defaults) {
+    delete ms['FACECOMPUTE_ALLOWED_MODELS'];
+    delete ms['FACECOMPUTE_DEFAULT_MODEL'];
+  }
+  Object.assign(env, ms, {
     FACECOMPUTE_HOST: '127.0.0.1',
     FACECOMPUTE_GATEWAY_PORT: String(gateway),
     FACECOMPUTE_MCP_PORT: String(mcp),
@@ -56,8 +63,24 @@ for (const entry of ENTRIES) test(`serve ${entry.name} starts every surface, bec
 
   const health = await fetch(`${base}/health`);
   t.equal(health.status, 200);
-  const caps = (await (await fetch(`${base}/capabilities`)).json()) as { models?: unknown };
+  const caps = (await (await fetch(`${base}/capabilities`)).json()) as Record<string, unknown>;
   t.ok(JSON.stringify(caps).includes('Dlib'), 'capabilities list the warmed model');
+  if (entry.defaults) {
+    // Issue 14: a fresh machine serves the contract's default model.
+    t.equal(caps['default_model'], 'Facenet', `Facenet is the default (${String(caps['default_model_reason'] ?? '')}; scripts/bootstrap.sh fetches it)`);
+    t.notOk('default_model_reason' in caps, 'no default_model_reason');
+    const readiness = (await (await fetch(`${base}/readiness`)).json()) as { warmed_models: string[] };
+    t.ok(readiness.warmed_models.includes('Facenet'), `warmed: ${readiness.warmed_models.join(', ')}`);
+    // /verify with no model_name answers with Facenet, through an agent's anonymous key.
+    const session = (await (await fetch(`http://127.0.0.1:${consolePort}/api/signup/anonymous`, { method: 'POST' })).json()) as { session_token: string };
+    const keyRes = await fetch(`http://127.0.0.1:${consolePort}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${session.session_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'serve-test' }) });
+    const { key } = (await keyRes.json()) as { key: string };
+    const img = (n: string) => `data:image/jpeg;base64,${readFileSync(deepfaceImage(n)).toString('base64')}`;
+    const verify = await fetch(`${base}/verify`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ img1: img('img1.jpg'), img2: img('img2.jpg') }) });
+    const v = (await verify.json()) as Record<string, unknown>;
+    t.equal(verify.status, 200, JSON.stringify(v).slice(0, 300));
+    t.match(v, { model: 'Facenet', detector_backend: 'opencv', similarity_metric: 'cosine', threshold: 0.4, verified: true }, 'the same person, decided by Facenet');
+  }
 
   // The MCP endpoint demands its own key; the console serves its pages.
   const mcpRes = await fetch(`http://127.0.0.1:${mcp}/mcp`, {

@@ -5,7 +5,16 @@ The .h5 files hold weights only, so this script rebuilds each network graph itse
 architectures DeepFace builds in Keras), reads every tensor by layer name with h5py, folds batch norms
 into the preceding convolution / dense layer, and writes ONNX with numpy + onnx only.
 
-    python models/converters/keras_to_onnx.py --arch facenet128|facenet512|openface|retinaface_r50 IN.h5 OUT.onnx
+    python models/converters/keras_to_onnx.py --arch facenet128|facenet512|openface|retinaface_r50 \
+        [--expect-fingerprint HEX] IN.h5 OUT.onnx
+    python models/converters/keras_to_onnx.py --print-fingerprint IN.h5
+
+Content fingerprint (`--expect-fingerprint`, `--print-fingerprint`): the sha256 over every weight array
+as float32 little-endian, concatenated in the order of the `layer_names` attribute of the weights group
+(`model_weights` in a full-model save, the root in a `save_weights` file) and, within each layer, in the
+order of its `weight_names` attribute. It names the weight values, not the file: a full-model save and a
+weights-only save of the same model give the same fingerprint, whatever their layer names. With
+`--expect-fingerprint`, a file that gives another one is refused (exit status 3) before any conversion.
 
 Recognition models: input `input`, NHWC float32 [N,H,W,3], BGR in [0,1] (exactly what DeepFace feeds with
 normalization="base"); output `embedding` [N,D].
@@ -24,7 +33,7 @@ with the model's layer order from keras_layouts/<arch>.json (DeepFace's own Kera
 which is how Keras's `load_weights` (and so DeepFace) reads them anyway.
 
 Exit status: 0 on success, 2 on usage errors, 1 when the weights do not match the architecture (missing
-layer, wrong shape, unused layers). The output is written to a temporary file and renamed, so a failed
+layer, wrong shape, unused layers), 3 when the content fingerprint is not the expected one. The output is written to a temporary file and renamed, so a failed
 run never leaves a partial model behind.
 """
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -48,6 +58,37 @@ LAYOUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keras_lay
 
 class ConversionError(Exception):
     pass
+
+
+class FingerprintMismatch(ConversionError):
+    pass
+
+
+def fingerprint(path: str) -> Tuple[str, int]:
+    """The content fingerprint of a Keras HDF5 file (module docstring) and the number of values."""
+    import hashlib
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ConversionError(f"cannot open {path} as HDF5: {e}") from e
+    with f:
+        root = f["model_weights"] if "model_weights" in f else f
+        names = root.attrs.get("layer_names")
+        if names is None:
+            raise ConversionError(f"{path}: no 'layer_names' attribute; not a Keras weights file")
+        h = hashlib.sha256()
+        count = 0
+        for raw in names:
+            layer = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if layer not in root:
+                continue
+            g = root[layer]
+            for wraw in g.attrs.get("weight_names", []):
+                arr = np.ascontiguousarray(np.asarray(g[wraw.decode() if isinstance(wraw, bytes) else str(wraw)], dtype="<f4"))
+                h.update(arr.tobytes())
+                count += arr.size
+        return h.hexdigest(), count
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -494,7 +535,14 @@ def _register_retinaface() -> None:
     ARCHS["retinaface_r50"] = build_retinaface_r50
 
 
-def convert(arch: str, src: str, dst: str) -> None:
+def convert(arch: str, src: str, dst: str, expect_fingerprint: Optional[str] = None) -> None:
+    if expect_fingerprint is not None:
+        got, count = fingerprint(src)
+        if got != expect_fingerprint.lower():
+            raise FingerprintMismatch(
+                f"content fingerprint mismatch: expected {expect_fingerprint.lower()}, the file gives {got} "
+                f"({count} values); these are not the weights the manifest names"
+            )
     w = KerasWeights(src)
     note = w.match_layout(os.path.join(LAYOUT_DIR, f"{arch}.json"))
     if note:
@@ -530,15 +578,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.modules.setdefault("keras_to_onnx", sys.modules[__name__])
     _register_retinaface()
     ap = argparse.ArgumentParser(description="Convert DeepFace Keras weights (.h5) to ONNX, without TensorFlow.")
-    ap.add_argument("--arch", required=True, choices=sorted(ARCHS))
+    ap.add_argument("--arch", choices=sorted(ARCHS))
+    ap.add_argument("--expect-fingerprint", metavar="HEX", help="refuse a file whose content fingerprint differs")
+    ap.add_argument("--print-fingerprint", action="store_true", help="print the content fingerprint of SRC and exit")
     ap.add_argument("src", help="Keras weights file (.h5)")
-    ap.add_argument("dst", help="ONNX file to write")
+    ap.add_argument("dst", nargs="?", help="ONNX file to write")
     args = ap.parse_args(argv)
     if not os.path.isfile(args.src):
         print(f"keras_to_onnx: no such file: {args.src}", file=sys.stderr)
         return 2
+    if args.print_fingerprint:
+        try:
+            digest, count = fingerprint(args.src)
+        except ConversionError as e:
+            print(f"keras_to_onnx: {args.src}: {e}", file=sys.stderr)
+            return 1
+        print(f"{digest} {count}")
+        return 0
+    if args.arch is None or args.dst is None:
+        ap.error("--arch, SRC and DST are required to convert")
+    if args.expect_fingerprint is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", args.expect_fingerprint):
+        ap.error("--expect-fingerprint takes 64 hex digits")
     try:
-        convert(args.arch, args.src, args.dst)
+        convert(args.arch, args.src, args.dst, args.expect_fingerprint)
+    except FingerprintMismatch as e:
+        print(f"keras_to_onnx: {args.arch}: {args.src}: {e}", file=sys.stderr)
+        return 3
     except ConversionError as e:
         print(f"keras_to_onnx: {args.arch}: {args.src}: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { homedir } from 'node:os';
 import { VARS, type VarSpec, type VarName } from './spec.js';
+import { SOURCE_KINDS, type SourceKind } from '../models/sources.js';
 
 /** Raised for a configuration that cannot be used; the process refuses to start with its message. */
 export class ConfigError extends Error {
@@ -48,6 +49,8 @@ export interface Config {
   models: {
     weightsDir: string;
     cacheDir: string;
+    /** FACECOMPUTE_WEIGHT_SOURCES: canonical and/or registry ecosystems, validated. */
+    weightSources: SourceKind[];
     allowedModels: string[];
     defaultModel: string;
     allowedDetectors: string[];
@@ -146,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     models: {
       weightsDir: v.FACECOMPUTE_WEIGHTS_DIR ? resolve(v.FACECOMPUTE_WEIGHTS_DIR) : '',
       cacheDir: v.FACECOMPUTE_MODELS_CACHE ? resolve(v.FACECOMPUTE_MODELS_CACHE) : defaultCacheDir(env),
+      weightSources: v.FACECOMPUTE_WEIGHT_SOURCES,
       allowedModels: v.FACECOMPUTE_ALLOWED_MODELS,
       defaultModel: v.FACECOMPUTE_DEFAULT_MODEL,
       allowedDetectors: v.FACECOMPUTE_ALLOWED_DETECTORS,
@@ -219,6 +223,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (cfg.inputs.remoteImages === 'allowlist' && cfg.inputs.remoteOrigins.length === 0) {
     throw new ConfigError('FACECOMPUTE_REMOTE_ORIGINS is required when FACECOMPUTE_REMOTE_IMAGES=allowlist');
+  }
+  const badSource = cfg.models.weightSources.find((s) => !SOURCE_KINDS.includes(s));
+  if (badSource !== undefined || cfg.models.weightSources.length === 0) {
+    throw new ConfigError(`FACECOMPUTE_WEIGHT_SOURCES must list one or more of ${SOURCE_KINDS.join(', ')}${badSource !== undefined ? `, got ${JSON.stringify(badSource)}` : ''}`);
   }
   if (cfg.modelServerUrls.length === 0) cfg.modelServerUrls = [`http://127.0.0.1:${cfg.ports.modelServer}`];
   return cfg;

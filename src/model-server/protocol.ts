@@ -150,6 +150,33 @@ export interface CapabilitiesResponse {
   detector_variants?: Record<string, string>;
   /** Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only). */
   test_weight_models?: string[];
+  /** Which file serves each model: its canonical file, or a registry carrier's (package and version). */
+  model_sources?: Record<string, ModelSource>;
+}
+
+/** Provenance of one served model (`/capabilities.model_sources`). */
+export interface ModelSource {
+  /** `carrier` when any of its files came from a registry package, `test_weights` for random weights. */
+  source: 'canonical' | 'carrier' | 'test_weights';
+  files: WeightProvenance[];
+}
+
+export interface WeightProvenance {
+  source: 'canonical' | 'carrier';
+  file: string;
+  sha256: string;
+  /** The canonical URL (source `canonical`). */
+  url?: string;
+  /** The registry package (source `carrier`). */
+  ecosystem?: string;
+  package?: string;
+  version?: string;
+  /** The member of the package's archive the file was extracted from. */
+  path?: string;
+  /** The content fingerprint conversion checked. */
+  fingerprint?: string;
+  /** What the file is, and what could not be proven about it. */
+  note?: string;
 }
 
 export type { ErrorBody };

