@@ -1,5 +1,5 @@
 /**
- * The REST gateway over a real model server (Dlib; opencv, yunet, skip, retinaface): the three image
+ * The REST gateway over a real model server (Facenet, the default, and Dlib; opencv, yunet, skip, retinaface): the three image
  * input modes give identical embeddings, /verify's distance equals the distance of two /represent
  * embeddings (DeepFace's own cross-check), embeddings fed back to /verify and /compare give the same
  * decision, and bad images fail with their codes, never a crash.
@@ -67,46 +67,52 @@ t.test('upload, base64, data URI and file: give the same embedding', async (t) =
   t.match(viaData.body.results[0].facial_area, { x: 339, y: 218, w: 768, h: 768, left_eye: [850, 524], right_eye: [571, 517], detector: 'opencv' }, "DeepFace's box and eyes for img1");
 });
 
-t.test('verify equals the distance of two represent embeddings; embeddings round-trip', async (t) => {
-  const img1 = `data:image/jpeg;base64,${bytes('img1.jpg').toString('base64')}`;
-  const img2 = `data:image/jpeg;base64,${bytes('img2.jpg').toString('base64')}`;
-  const v = await post('/verify', { img1, img2, model_name: 'Dlib' });
-  t.equal(v.status, 200);
-  t.match(v.body, { verified: true, threshold: 0.07, model: 'Dlib', detector_backend: 'opencv', similarity_metric: 'cosine' });
-  t.ok(v.body.confidence >= 51 && v.body.confidence <= 100, 'confidence agrees with verified');
-  const [r1, r2] = await Promise.all([post('/represent', { img: img1, model_name: 'Dlib' }), post('/represent', { img: img2, model_name: 'Dlib' })]);
-  const e1 = r1.body.results[0].embedding as number[];
-  const e2 = r2.body.results[0].embedding as number[];
-  t.ok(Math.abs(distance(e1, e2, 'cosine') - v.body.distance) <= 1e-6, 'verify distance = cosine of the represent embeddings (1e-6)');
-  const byEmb = await post('/verify', { img1: e1, img2: e2, model_name: 'Dlib' });
-  t.equal(byEmb.body.verified, v.body.verified);
-  t.equal(byEmb.body.distance, v.body.distance);
-  t.same(byEmb.body.facial_areas.img1, { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null });
-  const cmp = await post('/compare', { source: { img: img1 }, targets: [e2, e1], model_name: 'Dlib', top_k: 1 });
-  t.equal(cmp.status, 200);
-  t.equal(cmp.body.results.length, 1);
-  t.match(cmp.body.results[0], { index: 1, distance: 0, verified: true });
-  const b64 = Buffer.from(new Float32Array([...e2, ...e1]).buffer).toString('base64');
-  const cmpB64 = await post('/compare', { source: { embedding: e1 }, targets_b64: b64, model_name: 'Dlib' });
-  t.equal(cmpB64.body.results[0].distance, v.body.distance, 'targets_b64 gives the same distance');
-  t.equal(cmpB64.body.source, null);
-});
+// Dlib named in the request, and Facenet as the default model (no model_name): the contract's default.
+for (const [label, m, served, threshold] of [
+  ['Dlib', { model_name: 'Dlib' }, 'Dlib', 0.07],
+  ['Facenet, the default', {}, 'Facenet', 0.4],
+] as const) {
+  t.test(`${label}: verify equals the distance of two represent embeddings; embeddings round-trip`, async (t) => {
+    const img1 = `data:image/jpeg;base64,${bytes('img1.jpg').toString('base64')}`;
+    const img2 = `data:image/jpeg;base64,${bytes('img2.jpg').toString('base64')}`;
+    const v = await post('/verify', { img1, img2, ...m });
+    t.equal(v.status, 200);
+    t.match(v.body, { verified: true, threshold, model: served, detector_backend: 'opencv', similarity_metric: 'cosine' });
+    t.ok(v.body.confidence >= 51 && v.body.confidence <= 100, 'confidence agrees with verified');
+    const [r1, r2] = await Promise.all([post('/represent', { img: img1, ...m }), post('/represent', { img: img2, ...m })]);
+    const e1 = r1.body.results[0].embedding as number[];
+    const e2 = r2.body.results[0].embedding as number[];
+    t.ok(Math.abs(distance(e1, e2, 'cosine') - v.body.distance) <= 1e-6, 'verify distance = cosine of the represent embeddings (1e-6)');
+    const byEmb = await post('/verify', { img1: e1, img2: e2, ...m });
+    t.equal(byEmb.body.verified, v.body.verified);
+    t.equal(byEmb.body.distance, v.body.distance);
+    t.same(byEmb.body.facial_areas.img1, { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null });
+    const cmp = await post('/compare', { source: { img: img1 }, targets: [e2, e1], ...m, top_k: 1 });
+    t.equal(cmp.status, 200);
+    t.equal(cmp.body.results.length, 1);
+    t.match(cmp.body.results[0], { index: 1, distance: 0, verified: true });
+    const b64 = Buffer.from(new Float32Array([...e2, ...e1]).buffer).toString('base64');
+    const cmpB64 = await post('/compare', { source: { embedding: e1 }, targets_b64: b64, ...m });
+    t.equal(cmpB64.body.results[0].distance, v.body.distance, 'targets_b64 gives the same distance');
+    t.equal(cmpB64.body.source, null);
+  });
 
-t.test('different people are not verified; every detector answers', async (t) => {
-  const img1 = bytes('img1.jpg').toString('base64');
-  const img3 = bytes('img3.jpg').toString('base64');
-  // skip embeds whole photos, where DeepFace itself mixes people up; it is covered by the parity test.
-  for (const detector of ['opencv', 'yunet', 'retinaface']) {
-    const v = await post('/verify', { img1, img2: img3, model_name: 'Dlib', detector_backend: detector });
-    t.equal(v.status, 200, detector);
-    t.equal(v.body.verified, false, `${detector}: img1 and img3 are different people`);
-    t.ok(v.body.confidence <= 49, `${detector}: confidence ${v.body.confidence} <= 49`);
-  }
-  const couple = await post('/represent', { img: bytes('couple.jpg').toString('base64'), model_name: 'Dlib', detector_backend: 'yunet' });
-  t.equal(couple.body.results.length, 2, 'couple.jpg has two faces');
-  const one = await post('/represent', { img: bytes('couple.jpg').toString('base64'), model_name: 'Dlib', detector_backend: 'yunet', max_faces: 1 });
-  t.equal(one.body.results.length, 1, 'max_faces=1 keeps one');
-});
+  t.test(`${label}: different people are not verified; every detector answers`, async (t) => {
+    const img1 = bytes('img1.jpg').toString('base64');
+    const img3 = bytes('img3.jpg').toString('base64');
+    // skip embeds whole photos, where DeepFace itself mixes people up; it is covered by the parity test.
+    for (const detector of ['opencv', 'yunet', 'retinaface']) {
+      const v = await post('/verify', { img1, img2: img3, ...m, detector_backend: detector });
+      t.equal(v.status, 200, detector);
+      t.equal(v.body.verified, false, `${detector}: img1 and img3 are different people`);
+      t.ok(v.body.confidence <= 49, `${detector}: confidence ${v.body.confidence} <= 49`);
+    }
+    const couple = await post('/represent', { img: bytes('couple.jpg').toString('base64'), ...m, detector_backend: 'yunet' });
+    t.equal(couple.body.results.length, 2, 'couple.jpg has two faces');
+    const one = await post('/represent', { img: bytes('couple.jpg').toString('base64'), ...m, detector_backend: 'yunet', max_faces: 1 });
+    t.equal(one.body.results.length, 1, 'max_faces=1 keeps one');
+  });
+}
 
 t.test('bad images fail with stable codes and the service keeps answering', async (t) => {
   const noFace = readFileSync(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png')).toString('base64');

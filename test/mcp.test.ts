@@ -1,5 +1,5 @@
 /**
- * The MCP endpoint over real HTTP with the SDK's own client, against a real model server (Dlib):
+ * The MCP endpoint over real HTTP with the SDK's own client, against a real model server (Facenet, the default, and Dlib):
  * tool listing, results equal to the REST routes', key kinds, URL refusals, allowance exhaustion
  * and several concurrent clients.
  */
@@ -124,6 +124,18 @@ t.test('each tool equals the REST route for the same inputs (Dlib, real images)'
   t.equal((cmp.structuredContent as { results: unknown[] }).results.length, 2);
   // 3 MCP calls and 3 REST calls were metered; capabilities was not.
   t.equal((await store.getAccount(acct.accountId)).free_calls.used, 6);
+});
+
+t.test('without model_name a tool answers with Facenet, the default, as REST does', async (t) => {
+  const acct = await newAccount();
+  const c = await client(acct.mcp);
+  t.teardown(() => c.close());
+  const vArgs = { img1: dataUri('img1.jpg'), img2: dataUri('img2.jpg') };
+  const v = await c.callTool({ name: 'verify_faces', arguments: vArgs });
+  t.notOk(v.isError, JSON.stringify(v.content));
+  const vRest = await rest('/verify', acct.rest, vArgs);
+  t.same(withoutTime(v.structuredContent), withoutTime(vRest.body));
+  t.match(v.structuredContent, { model: 'Facenet', threshold: 0.4, verified: true });
 });
 
 t.test('keys: missing, REST kind, revoked MCP key are refused with 401', async (t) => {

@@ -1,7 +1,8 @@
 /**
- * A real model server (Dlib, the detectors whose weights are in ../shared/weights) as a child
- * process, for end-to-end tests of the gateway and the MCP endpoint. It fails loudly, never skips,
- * when the weights or the converter environment are missing.
+ * A real model server (Facenet, the default, and Dlib; the detectors whose weights are in
+ * ../shared/weights) as a child process, for end-to-end tests of the gateway and the MCP endpoint. It
+ * fails loudly, never skips, when the weights or the converter environment are missing. Facenet comes
+ * from the models cache, where scripts/bootstrap.sh fetches it (`facecompute models fetch Facenet`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -32,14 +33,14 @@ export interface RealModelServer {
 
 export const MODELS_CACHE = resolve(process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO_ROOT, '.models-cache'));
 
-/** Environment of a model server serving Dlib with every installed detector. */
+/** Environment of a model server serving Facenet (the default) and Dlib with every installed detector. */
 export function modelServerEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
   return {
     FACECOMPUTE_MODEL_SERVER_PORT: String(port),
     FACECOMPUTE_WEIGHTS_DIR: SHARED_WEIGHTS_DIR,
     FACECOMPUTE_MODELS_CACHE: MODELS_CACHE,
-    FACECOMPUTE_ALLOWED_MODELS: 'Dlib',
-    FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
+    FACECOMPUTE_ALLOWED_MODELS: 'Facenet,Dlib',
+    FACECOMPUTE_DEFAULT_MODEL: 'Facenet',
     FACECOMPUTE_LOG_LEVEL: 'warn',
     ...extra,
   };
@@ -91,8 +92,8 @@ export function stackConfig(modelServerUrl: string, extra: Record<string, string
   return loadConfig({
     FACECOMPUTE_MODEL_SERVER_URLS: modelServerUrl,
     FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-stack-')),
-    FACECOMPUTE_ALLOWED_MODELS: 'Dlib',
-    FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
+    FACECOMPUTE_ALLOWED_MODELS: 'Facenet,Dlib',
+    FACECOMPUTE_DEFAULT_MODEL: 'Facenet',
     FACECOMPUTE_LOG_LEVEL: 'silent',
     ...extra,
   });
