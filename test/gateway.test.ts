@@ -285,6 +285,57 @@ t.test('semantics: represent batch, vector-only verify and compare never hit the
   t.ok(s2.requestIds.includes(id), 'x-request-id forwarded upstream');
 });
 
+t.test('detector_fallback reaches the model server from JSON and multipart, on every image route', async (t) => {
+  // The fake model server's convention: a 9-pixel-wide image has a face only the fallback finds.
+  const FALLBACK_ONLY = makePng(9, 9, 5);
+  const b64 = FALLBACK_ONLY.toString('base64');
+  const target = [Array.from({ length: 128 }, (_, i) => Math.cos(i))];
+  const areaOf = {
+    represent: (j: any) => j.results[0].facial_area,
+    verify: (j: any) => j.facial_areas.img1,
+    compare: (j: any) => j.source.facial_area,
+  };
+  const json = (route: 'represent' | 'verify' | 'compare', extra: Record<string, unknown>) =>
+    route === 'represent' ? { img: b64, ...extra } : route === 'verify' ? { img1: b64, img2: B64, ...extra } : { source: { img: b64 }, targets: target, ...extra };
+  const form = (route: 'represent' | 'verify' | 'compare', extra: Record<string, string>) => {
+    const fd = new FormData();
+    if (route === 'represent') fd.append('img', blob(FALLBACK_ONLY), 'a.png');
+    if (route === 'verify') {
+      fd.append('img1', blob(FALLBACK_ONLY), 'a.png');
+      fd.append('img2', blob(PNG), 'b.png');
+    }
+    if (route === 'compare') {
+      fd.append('source', blob(FALLBACK_ONLY), 'a.png');
+      fd.append('targets', JSON.stringify(target));
+    }
+    for (const [k, v] of Object.entries(extra)) fd.append(k, v);
+    return fd;
+  };
+  for (const route of ['represent', 'verify', 'compare'] as const) {
+    const dflt = await req('POST', `/${route}`, json(route, {}));
+    t.equal(dflt.status, 200, `${route} default: ${dflt.text.slice(0, 200)}`);
+    t.equal(areaOf[route](dflt.json).detector, 'retinaface', `${route}: the fallback runs by default`);
+    const on = await req('POST', `/${route}`, undefined, { raw: form(route, { detector_fallback: 'true' }) });
+    t.equal(areaOf[route](on.json).detector, 'retinaface', `${route}: multipart true`);
+
+    const off = await req('POST', `/${route}`, json(route, { detector_fallback: false }));
+    isError(t, off, 422, 'no_face_detected', `${route} JSON false`);
+    const offForm = await req('POST', `/${route}`, undefined, { raw: form(route, { detector_fallback: '0' }) });
+    isError(t, offForm, 422, 'no_face_detected', `${route} multipart 0`);
+    const whole = await req('POST', `/${route}`, json(route, { detector_fallback: 'false', enforce_detection: false }));
+    t.equal(whole.status, 200, whole.text.slice(0, 200));
+    t.match(areaOf[route](whole.json), { x: 0, y: 0, w: 8, h: 8, detector: 'opencv' }, `${route}: the whole image, as DeepFace`);
+    const wholeForm = await req('POST', `/${route}`, undefined, { raw: form(route, { detector_fallback: 'false', enforce_detection: 'false' }) });
+    t.same(areaOf[route](wholeForm.json), areaOf[route](whole.json), `${route}: multipart = JSON`);
+  }
+  const bad = await req('POST', '/represent', { img: b64, detector_fallback: 'maybe' });
+  isError(t, bad, 400, 'invalid_request', 'detector_fallback not a boolean');
+  t.match(bad.json.detail, /detector_fallback.*boolean/);
+  const badForm = await req('POST', '/represent', undefined, { raw: form('represent', { detector_fallback: 'yes' }) });
+  isError(t, badForm, 400, 'invalid_request', 'multipart detector_fallback not a boolean');
+  t.match(badForm.json.detail, /detector_fallback/);
+});
+
 t.test('upstream faults', async (t) => {
   const body = { img1: B64, img2: B64 };
   const accountsUrl = `http://127.0.0.1:${gw.extra['ACCOUNTS']}`;

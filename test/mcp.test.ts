@@ -82,6 +82,11 @@ t.test('the four tools are listed with precise input schemas', async (t) => {
   for (const [name, p] of Object.entries(props)) t.ok(p.description, `verify_faces.${name} is described`);
   const compare = tools.find((x) => x.name === 'compare_inputs');
   t.ok((compare?.inputSchema as { properties: Record<string, unknown> }).properties['targets_b64']);
+  for (const name of ['verify_faces', 'represent_face', 'compare_inputs']) {
+    const p = (tools.find((x) => x.name === name)?.inputSchema as { properties: Record<string, { type?: string; description?: string }> }).properties['detector_fallback'];
+    t.equal(p?.type, 'boolean', `${name} takes detector_fallback`);
+    t.match(p?.description, /DeepFace/, `${name}.detector_fallback says what false means`);
+  }
 });
 
 t.test('each tool equals the REST route for the same inputs (Dlib, real images)', async (t) => {

@@ -82,6 +82,33 @@ t.test('opencv finding nothing falls back to retinaface, and the area says so', 
   t.equal(faces[0]?.[0]?.face_confidence, 1, 'confidence rounded to 2 decimals');
 });
 
+t.test('detector_fallback=false is DeepFace: no retry, so no_face_detected or the whole image', async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [], retinaface: [det(20, 8, 0.999)] });
+  const off = { ...opts, detector_fallback: false, max_faces: null, l2_normalize: false };
+  await t.rejects(pipeline.represent([img(40, 30)], off), { code: 'no_face_detected' });
+  const faces = await pipeline.represent([img(40, 30)], { ...off, enforce_detection: false });
+  t.same(calls.detect, ['opencv', 'opencv'], 'retinaface never ran');
+  t.equal(faces[0]?.length, 1);
+  t.match(faces[0]?.[0]?.facial_area, { x: 0, y: 0, w: 39, h: 29, left_eye: null, right_eye: null, detector: 'opencv' });
+  t.equal(faces[0]?.[0]?.face_confidence, 0);
+  // The whole image is what gets embedded: the fake's embedding carries the face's fill byte (0 here,
+  // where the retinaface face at x=20 would give 20).
+  t.same(faces[0]?.[0]?.embedding, [0, 1]);
+
+  const on = fakes({ opencv: [], retinaface: [det(20, 8, 0.999)] });
+  const r = await on.pipeline.represent([img(40, 30)], { ...opts, detector_fallback: true, enforce_detection: false, max_faces: null, l2_normalize: false });
+  t.same(on.calls.detect, ['opencv', 'retinaface'], 'true retries, as an absent field does');
+  t.same(r[0]?.[0]?.embedding, [20, 1]);
+
+  // A face opencv finds is the same either way; so is every other detector.
+  const found = fakes({ opencv: [det(5, 8)], retinaface: [det(20, 8)] });
+  const a = await found.pipeline.represent([img(40, 30)], { ...off });
+  t.same(a[0]?.[0]?.embedding, [5, 1]);
+  const other = fakes({ retinaface: [] });
+  await t.rejects(other.pipeline.represent([img(40, 30)], { ...opts, detector_backend: 'retinaface', max_faces: null, l2_normalize: false }), { code: 'no_face_detected' });
+  t.same(other.calls.detect, ['retinaface'], 'only opencv has a fallback');
+});
+
 t.test('no face anywhere: no_face_detected, or the whole image when enforce_detection is off', async (t) => {
   const { pipeline } = fakes({});
   await t.rejects(pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false }), { code: 'no_face_detected' });

@@ -23,6 +23,13 @@ const common = {
   enforce_detection: bool,
   expand_percentage: { type: 'integer', minimum: 0, maximum: 100 },
   normalization: { type: 'string', enum: ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] },
+  detector_fallback: {
+    ...bool,
+    description:
+      'Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. ' +
+      "false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. " +
+      'Boolean as for the other flags.',
+  },
 } as const;
 
 const metric = { type: 'string', enum: ['cosine', 'euclidean', 'euclidean_l2', 'angular'] } as const;
@@ -262,5 +269,5 @@ export const MULTIPART_FIELD_KIND: Record<string, 'string' | 'number' | 'json' |
   img1: 'image', img2: 'image', img: 'image', source: 'json', targets: 'json', targets_b64: 'string',
   model_name: 'string', detector_backend: 'string', distance_metric: 'string', normalization: 'string',
   threshold: 'number', expand_percentage: 'number', max_faces: 'number', top_k: 'number',
-  align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', anti_spoofing: 'bool',
+  align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', anti_spoofing: 'bool', detector_fallback: 'bool',
 };

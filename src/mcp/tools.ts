@@ -21,6 +21,12 @@ const common = {
   align: z.boolean().optional().describe('Rotate faces so the eyes are level before embedding (default true).'),
   enforce_detection: z.boolean().optional().describe('If true (default), a picture with no detectable face is an error; if false, the whole image is used.'),
   expand_percentage: z.number().int().min(0).max(100).optional().describe('Grow each detected face box by this percentage (0-100, default 0).'),
+  detector_fallback: z
+    .boolean()
+    .optional()
+    .describe(
+      'If true (default) and the "opencv" detector finds no face, retry with "retinaface"; false answers exactly as DeepFace does (no retry: an error, or the whole image when enforce_detection is false).',
+    ),
 };
 
 export const verifyInput = {

@@ -56,6 +56,7 @@ function checkOptions(h: Partial<PipelineOptions>): PipelineOptions {
   if (typeof h.align !== 'boolean' || typeof h.enforce_detection !== 'boolean') throw new ServiceError('invalid_request', 'align and enforce_detection must be booleans');
   if (typeof h.expand_percentage !== 'number' || !(h.expand_percentage >= 0 && h.expand_percentage <= 100)) throw new ServiceError('invalid_request', 'expand_percentage must be within 0..100');
   if (typeof h.normalization !== 'string' || !NORMALIZATIONS.has(h.normalization)) throw new ServiceError('invalid_request', 'unknown normalization');
+  if (h.detector_fallback !== undefined && typeof h.detector_fallback !== 'boolean') throw new ServiceError('invalid_request', 'detector_fallback must be a boolean');
   return h as PipelineOptions;
 }
 

@@ -133,7 +133,8 @@ export class Pipeline {
     let used = requested;
     let detections: Detection[] = await this.detector(requested).detect(detInput);
     const fallback = this.deps.fallbackDetector;
-    if (detections.length === 0 && requested === 'opencv' && fallback && this.deps.detectors.has(fallback)) {
+    // detector_fallback=false is DeepFace's own flow: what `opencv` found, or nothing.
+    if (detections.length === 0 && requested === 'opencv' && opts.detector_fallback !== false && fallback && this.deps.detectors.has(fallback)) {
       detections = await this.detector(fallback).detect(detInput);
       used = fallback;
     }

@@ -30,6 +30,12 @@ export interface PipelineOptions {
   enforce_detection: boolean;
   expand_percentage: number;
   normalization: Normalization;
+  /**
+   * When `opencv` finds no face, retry with the fallback detector (contract §3). Absent means true,
+   * the contract's default; false answers exactly as DeepFace does (the whole image when
+   * enforce_detection is off).
+   */
+  detector_fallback?: boolean;
 }
 
 /** An image slot in a request: encoded bytes in the frame, or a caller-supplied embedding. */

@@ -58,6 +58,28 @@ function noFace(bytes: Buffer): boolean {
   }
 }
 
+/**
+ * Convention for tests: a 9-pixel-wide image has a face that only the fallback detector finds, so a
+ * test can see the gateway forward detector_fallback (absent or true: found by retinaface; false:
+ * no face, or the whole image with confidence 0 when enforce_detection is false).
+ */
+function fallbackOnly(bytes: Buffer, h: ComputeHeader): boolean {
+  try {
+    return h.detector_backend === 'opencv' && probeImage(bytes).width === 9;
+  } catch {
+    return false;
+  }
+}
+
+function face(bytes: Buffer, h: ComputeHeader): { area: FacialArea; confidence: number } {
+  if (!fallbackOnly(bytes, h)) return { area: area(bytes, h.detector_backend), confidence: 0.99 };
+  if (h.detector_fallback === false) {
+    const p = probeImage(bytes);
+    return { area: { x: 0, y: 0, w: p.width - 1, h: p.height - 1, left_eye: null, right_eye: null, detector: 'opencv' }, confidence: 0 };
+  }
+  return { area: { x: 1, y: 1, w: 5, h: 5, left_eye: null, right_eye: null, detector: 'retinaface' }, confidence: 0.98 };
+}
+
 function distance(a: number[], b: number[]): number {
   let dot = 0, na = 0, nb = 0;
   for (let i = 0; i < a.length; i++) { dot += a[i]! * b[i]!; na += a[i]! ** 2; nb += b[i]! ** 2; }
@@ -69,15 +91,17 @@ async function compute(h: ComputeHeader, images: Buffer[]): Promise<[number, unk
   for (const img of images) {
     try { probeImage(img); } catch { return [400, { error: 'invalid_image', detail: 'could not decode the image' }]; }
     if (noFace(img) && h.detector_backend !== 'skip') return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image after the detector fallback' }];
+    if (fallbackOnly(img, h) && h.detector_fallback === false && h.enforce_detection) return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image (detector_fallback=false)' }];
   }
   if (h.op === 'represent') {
-    return [200, { results: h.images.map((i) => [{ embedding: embedding(images[i]!, dims), facial_area: area(images[i]!, h.detector_backend), face_confidence: 0.99 }]), model: h.model_name, detector_backend: h.detector_backend }];
+    return [200, { results: h.images.map((i) => { const f = face(images[i]!, h); return [{ embedding: embedding(images[i]!, dims), facial_area: f.area, face_confidence: f.confidence }]; }), model: h.model_name, detector_backend: h.detector_backend }];
   }
   if (h.op === 'embed') {
     const img = images[h.image]!;
-    return [200, { embedding: embedding(img, dims), facial_area: area(img, h.detector_backend), face_confidence: 0.99, model: h.model_name }];
+    const f = face(img, h);
+    return [200, { embedding: embedding(img, dims), facial_area: f.area, face_confidence: f.confidence, model: h.model_name }];
   }
-  const side = (r: { image: number } | { embedding: number[] }) => ('image' in r ? { e: embedding(images[r.image]!, dims), a: area(images[r.image]!, h.detector_backend) } : { e: r.embedding, a: { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null } });
+  const side = (r: { image: number } | { embedding: number[] }) => ('image' in r ? { e: embedding(images[r.image]!, dims), a: face(images[r.image]!, h).area } : { e: r.embedding, a: { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null } });
   const a = side(h.img1), b = side(h.img2);
   const d = roundDistance(h.distance_metric === 'cosine' ? distance(a.e, b.e) : distance(a.e, b.e));
   const pre = findThreshold(h.model_name, h.distance_metric);

@@ -23,6 +23,7 @@ interface CommonBody {
   enforce_detection?: Bool;
   expand_percentage?: number;
   normalization?: Normalization;
+  detector_fallback?: Bool;
 }
 export interface VerifyBody extends CommonBody {
   img1: string | number[];
@@ -240,6 +241,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       enforce_detection: toBool(b.enforce_detection, true),
       expand_percentage: b.expand_percentage ?? 0,
       normalization: b.normalization ?? 'base',
+      detector_fallback: toBool(b.detector_fallback, true),
     };
   }
 
