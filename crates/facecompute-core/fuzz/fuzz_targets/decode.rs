@@ -2,9 +2,9 @@
 //! orders, then the pixel path a face takes (border, extraction with rotation, letterbox, tensor).
 //! Any panic, abort, leak or allocation beyond -rss_limit_mb is a bug.
 //!
-//! Seed the git-ignored corpus from the shared robustness set, then run (nightly, cargo-fuzz):
-//!   mkdir -p corpus/decode && cp ../../../../shared/data/robustness/*/* ../tests/fixtures/decode/* corpus/decode/
-//!   cargo +nightly fuzz run decode -O corpus/decode -- -max_total_time=630 -rss_limit_mb=2048 -max_len=65536
+//! The minimized corpus is committed (corpus/decode); it was grown from the shared robustness set and
+//! the decode fixtures. Run (nightly, cargo-fuzz; see crates/facecompute-core/fuzz/README.md):
+//!   nice -n 10 cargo +nightly fuzz run decode -O corpus/decode -- -max_total_time=1800 -rss_limit_mb=2048 -max_len=32768
 #![no_main]
 
 use facecompute_core::align::{deepface_border, extract_faces, Detection, ExtractOptions};
@@ -12,8 +12,12 @@ use facecompute_core::image::{decode, probe, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::{bgr_to_gray, faces_to_tensor, resize, Interpolation, Layout, Normalization, Preprocess, TensorSpec};
 use libfuzzer_sys::fuzz_target;
 
-// Small enough that one input cannot exhaust the fuzzer's RSS limit; big enough for real images.
-const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 1_000_000 };
+// Small enough that one input cannot exhaust the fuzzer's RSS limit and that an execution stays cheap
+// (the limit check itself is the same code at any size); big enough for real images.
+const LIMITS: DecodeLimits = DecodeLimits { max_bytes: 1 << 20, max_pixels: 262_144 };
+/// The pixel path runs on a thumbnail of at most this many pixels: its arithmetic does not depend on
+/// the size, and a cheap execution lets the fuzzer try many more inputs.
+const PIXEL_PATH_MAX: u64 = 16_384;
 
 fuzz_target!(|data: &[u8]| {
     let _ = probe(data);
@@ -23,8 +27,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!((rgb.width, rgb.height), (img.width, img.height));
     }
     // Keep the pixel path cheap on big decodes: work on a thumbnail.
-    let img = if img.width as u64 * img.height as u64 > 65_536 {
-        resize(&img, (img.width / 8).max(1), (img.height / 8).max(1), Interpolation::Area).unwrap()
+    let px = img.width as u64 * img.height as u64;
+    let img = if px > PIXEL_PATH_MAX {
+        let scale = ((px as f64 / PIXEL_PATH_MAX as f64).sqrt().ceil() as u32).max(2);
+        resize(&img, (img.width / scale).max(1), (img.height / scale).max(1), Interpolation::Area).unwrap()
     } else {
         img
     };
