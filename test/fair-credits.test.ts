@@ -31,7 +31,10 @@ let imgPort = 0;
 
 t.before(async () => {
   ms = await startFakeModelServer();
-  imgServer = createServer((_rq, rs) => { rs.writeHead(404); rs.end(); });
+  imgServer = createServer((rq, rs) => {
+    if (rq.url === '/slow.png') setTimeout(() => { rs.writeHead(200, { 'content-type': 'image/png' }); rs.end(Buffer.from(PNG, 'base64')); }, 800);
+    else { rs.writeHead(404); rs.end(); }
+  });
   await new Promise<void>((r) => imgServer.listen(0, '127.0.0.1', r));
   imgPort = (imgServer.address() as AddressInfo).port;
 });
@@ -196,6 +199,14 @@ eachDatabase(t, async (t, tdb) => {
     t.equal(await gone, 'aborted');
     await new Promise((r) => setTimeout(r, 1500));
     t.equal(await used(store, a.id), before, 'the caller got no answer: the call is given back');
+
+    const ac2 = new AbortController();
+    const early = fetch(`${s.gateway}/represent`, { method: 'POST', signal: ac2.signal, headers: { authorization: `Bearer ${a.rest}`, 'content-type': 'application/json' }, body: JSON.stringify({ img: 'http://images.example.com/slow.png' }) }).catch(() => 'aborted');
+    await new Promise((r) => setTimeout(r, 200));
+    ac2.abort();
+    t.equal(await early, 'aborted');
+    await new Promise((r) => setTimeout(r, 1500));
+    t.equal(await used(store, a.id), before, 'the caller went away while its image was fetched, before any call was reserved');
   });
 
   t.test('REST: consumption stays atomic with refusals in the mix: 20 valid + 20 invalid in parallel against 5 credits', async (t) => {
