@@ -143,6 +143,14 @@ t.test('REST multipart: embeddings in text parts', async (t) => {
     ['source text part with -1e999', '/compare', { source: `{"embedding":[-1e999,${rest}}`, targets: JSON.stringify([E]) }, /source\.embedding\[0\]/],
   ];
   for (const [label, path, parts, detail] of cases) refused(t, await post(path, form(parts)), 400, 'invalid_embedding', detail, label);
+  for (const bad of [NaN, Infinity, -Infinity]) {
+    const f32 = new Float32Array(2 * 128).fill(0.25);
+    f32[128 + 9] = bad;
+    const fd = new FormData();
+    fd.append('source', JSON.stringify({ embedding: E }));
+    fd.append('targets', new Blob([new Uint8Array(f32.buffer)], { type: 'application/octet-stream' }), 'targets.f32');
+    refused(t, await post('/compare', fd), 400, 'invalid_embedding', /1/, `binary targets part with ${bad}`);
+  }
 });
 
 async function tool(name: string, args: Record<string, unknown>): Promise<{ isError: boolean; sc: any }> {
@@ -184,6 +192,9 @@ t.test('MCP: embedding values and unknown arguments are tool errors with the RES
     t.equal(r.sc?.error, code, `${label}: code`);
     t.match(r.sc?.detail, detail, `${label}: detail`);
   }
+  const nanB64 = Buffer.from(new Float32Array([...E.map(() => 0.5), ...E.map((_, i) => (i === 3 ? NaN : 0.5))]).buffer).toString('base64');
+  const b64 = await tool('compare_inputs', { source: { embedding: E }, targets_b64: nanB64 });
+  t.match(b64, { isError: true, sc: { error: 'invalid_embedding' } }, 'NaN in targets_b64 over MCP');
   const inf = await rawCall('verify_faces', `{"img1":[1e999,${rest},"img2":${JSON.stringify(E)}}`);
   t.equal(inf.status, 200);
   t.match(inf.body, { id: 7, result: { isError: true, structuredContent: { error: 'invalid_embedding', detail: /img1\[0\]/ } } }, '1e999 over MCP');
