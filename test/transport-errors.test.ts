@@ -119,6 +119,14 @@ for (const s of SURFACES) {
     contractError(t, big, 431, 'headers_too_large', /headers/);
     const both = await raw(port, `POST ${s.path} HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`);
     contractError(t, both, 400, 'invalid_request', /together with Content-Length/);
+    const twice = await raw(port, `POST ${s.path} HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`);
+    contractError(t, twice, 400, 'invalid_request', /more than one Content-Length/);
+    const badPath = await raw(port, `POST ${s.path}%zz HTTP/1.1\r\nhost: x\r\n${auth}content-length: 2\r\nconnection: close\r\n\r\n{}`);
+    contractError(t, badPath, 400, 'invalid_request', /percent-encoding/);
+    const noHost = await raw(port, `POST ${s.path} HTTP/1.1\r\n${auth}content-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`);
+    contractError(t, noHost, 400, 'invalid_request', /Host header/);
+    const expect = await raw(port, `POST ${s.path} HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\nexpect: 200-ok\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`);
+    contractError(t, expect, 417, 'expectation_failed', /100-continue/);
   });
 
   t.test(`${s.name}: an incomplete body is refused within the receive timeout`, async (t) => {

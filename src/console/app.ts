@@ -10,7 +10,7 @@ import type { Config } from '../config/index.js';
 import type { AccountsStore } from '../accounts/index.js';
 import type { Logger } from '../logging/logger.js';
 import { ServiceError } from '../errors/index.js';
-import { transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import errors from './plugins/errors.js';
 import session from './plugins/session.js';
 import apiRoutes from './routes/api.js';
@@ -57,6 +57,8 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     ...transportOptions(config.capacity.requestReceiveTimeoutMs),
   });
+
+  registerTransportGuards(app);
 
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id).header('x-api-version', 'v1');

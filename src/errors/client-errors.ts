@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from './service-error.js';
 
 /** The error Node's parser or its request timer raised (`code` is llhttp's HPE_* or Node's ERR_*). */
@@ -19,7 +19,7 @@ export interface ClientError extends Error {
 /** Node's HTTP parser codes and what they mean to a client, in words. */
 const PARSER_DETAIL: Record<string, string> = {
   HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a valid non-negative integer',
-  HPE_UNEXPECTED_CONTENT_LENGTH: 'a request may not carry both Content-Length and Transfer-Encoding',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'the request carries more than one Content-Length header',
   HPE_INVALID_TRANSFER_ENCODING: 'the Transfer-Encoding header is invalid, or sent together with Content-Length (send one of them; chunked must come last)',
   HPE_INVALID_CHUNK_SIZE: 'a chunk size of the chunked body is invalid',
   HPE_CHUNK_EXTENSIONS_OVERFLOW: 'the chunk extensions of the chunked body are too large',
@@ -83,7 +83,16 @@ export function transportOptions(receiveTimeoutMs: number) {
   const checkEvery = Math.max(50, Math.min(1000, Math.floor(receiveTimeoutMs / 4)));
   return {
     requestTimeout: receiveTimeoutMs,
-    http: { requestTimeout: receiveTimeoutMs, headersTimeout: receiveTimeoutMs, connectionsCheckingInterval: checkEvery },
+    // requireHostHeader: Node would answer a missing Host itself, with an empty 400; the onRequest
+    // guard of registerTransportGuards answers it in the contract's shape instead.
+    http: { requestTimeout: receiveTimeoutMs, headersTimeout: receiveTimeoutMs, connectionsCheckingInterval: checkEvery, requireHostHeader: false },
+    /** Router-level refusals (a path that is not valid percent-encoding), before any hook runs. */
+    frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+      const e = err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new ServiceError('invalid_request', 'the request path is not valid: check its percent-encoding', { cause: err })
+        : new ServiceError('invalid_request', 'the request could not be routed', { cause: err });
+      void reply.code(e.status).header('x-api-version', 'v1').header('x-request-id', req.id).type('application/json; charset=utf-8').send(JSON.stringify(e.toBody()));
+    },
     clientErrorHandler(this: FastifyInstance, err: ClientError, socket: Socket): void {
       const e = socket.destroyed ? null : clientErrorToServiceError(err, receiveTimeoutMs);
       if (e) {
@@ -94,4 +103,24 @@ export function transportOptions(receiveTimeoutMs: number) {
       socket.destroy();
     },
   };
+}
+
+/**
+ * The rest of what Node would otherwise answer outside the contract: an HTTP/1.1 request without a
+ * Host header (RFC 9112 requires a 400) and an `Expect` other than 100-continue (a 417). Register
+ * it before the surface's own onRequest hooks.
+ */
+export function registerTransportGuards(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1 && req.headers.host === undefined) {
+      void reply.header('x-api-version', 'v1').header('x-request-id', req.id);
+      throw new ServiceError('invalid_request', 'an HTTP/1.1 request must carry a Host header');
+    }
+  });
+  app.server.on('checkExpectation', (req, res) => {
+    const e = new ServiceError('expectation_failed', `only "Expect: 100-continue" is supported, not ${JSON.stringify(String(req.headers.expect).slice(0, 60))}`);
+    const body = JSON.stringify(e.toBody());
+    res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'x-api-version': 'v1', 'x-request-id': randomUUID() });
+    res.end(body);
+  });
 }

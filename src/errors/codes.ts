@@ -34,6 +34,7 @@ export const ERROR_STATUS = {
   upstream_timeout: 504,
   // Refused by the HTTP parser before any route (src/errors/client-errors.ts); new conditions (§8).
   request_timeout: 408,
+  expectation_failed: 417,
   headers_too_large: 431,
   // Console-only conditions (contract §7 allows new codes for new conditions).
   unauthorized: 401,

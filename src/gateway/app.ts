@@ -13,7 +13,7 @@ import { PACKAGE_ROOT } from '../package-root.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import { ServiceError, type ErrorCode } from '../errors/index.js';
 import { consumesCall } from '../accounts/charging.js';
-import { transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import type { Logger } from '../logging/logger.js';
 import { registerErrorHandling, sendError } from './errors.js';
 import * as S from './schemas.js';
@@ -217,6 +217,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     ...transportOptions(cfg.capacity.requestReceiveTimeoutMs),
   });
 
+  registerTransportGuards(app);
   registerErrorHandling(app, (req, e) => {
     if (req.fc) req.fc.error = e.code;
     if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });

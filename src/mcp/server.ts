@@ -10,7 +10,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
-import { transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
@@ -100,6 +100,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   });
 
   useJsonBodyParser(app);
+  registerTransportGuards(app);
 
   const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
 
