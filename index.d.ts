@@ -71,6 +71,13 @@ export interface CompareOutput {
   count: number
 }
 
+/**
+ * The JSON text of compare results (one list, or with `offsets` one list per source) with
+ * DeepFace's rounding and confidence, written off the JS thread. `confidence`: the model's seven
+ * calibration coefficients (w, b, normalizer, max_true, min_true, max_false, min_false), or none.
+ */
+export declare function compareResultsJson(indices: Uint32Array, distances: Float64Array, offsets: Uint32Array | undefined | null, threshold: number, pretuned: number, confidence?: Float64Array | undefined | null): Promise<Buffer>
+
 export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
 
 /** Version of the native core, to check that the addon loaded matches the package. */

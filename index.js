@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { HaarDetector, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { HaarDetector, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { HaarDetector }
 export { benchCompareEngine }
 export { benchManySingleThread }
@@ -783,6 +783,7 @@ export { compareManyToMany }
 export { compareOneToMany }
 export { compareOneToManyB64 }
 export { compareOneToManySync }
+export { compareResultsJson }
 export { copyMakeBorder }
 export { coreVersion }
 export { cropPadded }

@@ -4,10 +4,12 @@
  * bytes, all in the same run. Then the base64 path (decode + compare) against the Float32Array path.
  * Times are the best of several runs (see timing.ts); numpy's are the best of its own runs.
  *
- *   npm run bench:compare [-- --n 1000,10000,100000 --dims 128,512]
+ *   npm run bench:compare [-- --n 1000,10000,100000 --dims 128,512] [--only many] [--quick]
  *
- * Writes bench/results/compare.json ({n, dims, metric, impl, vectors_per_s, gb_per_s}[]) and
- * bench/results/compare-b64.json.
+ * Writes bench/results/compare.json ({n, dims, metric, impl, vectors_per_s, gb_per_s}[]),
+ * bench/results/compare-b64.json and bench/results/compare-many.json (many.ts: the GEMM kernel
+ * against this core's measured FMA peak, one call against K one-to-many calls, and the JSON of
+ * 100,000 results).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -18,6 +20,7 @@ import { native } from '../../src/core/native.js';
 import { compareJs } from './js-baseline.js';
 import { runNumpy } from './numpy.js';
 import { bestSeconds, bestSecondsInterleaved } from './timing.js';
+import { benchMany } from './many.js';
 
 type Impl = 'addon' | 'js' | 'numpy' | 'read_bandwidth';
 
@@ -55,6 +58,15 @@ function row(n: number, dims: number, metric: Metric, impl: Impl, seconds: numbe
 const fmt = (x: number, digits = 2): string => x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main(): Promise<void> {
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  if (only !== 'many') await kernels();
+  process.stdout.write('\nmany-to-many and large answers:\n');
+  const many = await benchMany(randomMatrix, (line) => process.stdout.write(`  ${line}\n`), process.argv.includes('--quick'));
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(resolve(RESULTS_DIR, process.argv.includes('--quick') ? 'compare-many-quick.json' : 'compare-many.json'), JSON.stringify(many, null, 2) + '\n');
+}
+
+async function kernels(): Promise<void> {
   const sizes = listArg('n', [1_000, 10_000, 100_000]);
   const dimsList = listArg('dims', [128, 512]);
   const configs = dimsList.flatMap((dims) => sizes.map((n) => ({ n, dims })));

@@ -366,7 +366,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
   app.post('/compare', { ...computeRoute, bodyLimit: cfg.limits.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
     const r = await compute.compare(req.body as never, ctxOf(req, reply));
-    return reply.type('application/json; charset=utf-8').send(compareJson(r));
+    return reply.type('application/json; charset=utf-8').send(await compareJson(r));
   });
 
   void sendError;

@@ -6,7 +6,7 @@ use crate::guard;
 use crate::task::Job;
 use facecompute_core::compare::{self, Comparison, Metric, Options};
 use facecompute_core::CoreError;
-use napi::bindgen_prelude::{AsyncTask, Float32Array, Float64Array, Uint32Array};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Float32Array, Float64Array, Uint32Array};
 use napi::{Env, JsString, Task};
 use napi_derive::napi;
 
@@ -174,6 +174,36 @@ pub fn compare_many_to_many(sources: Float32Array, targets: Float32Array, dims: 
 }
 
 pub struct ManyOutputData(Vec<Comparison>, usize);
+
+/// The JSON text of compare results (one list, or with `offsets` one list per source) with
+/// DeepFace's rounding and confidence, written off the JS thread. `confidence`: the model's seven
+/// calibration coefficients (w, b, normalizer, max_true, min_true, max_false, min_false), or none.
+#[napi(ts_return_type = "Promise<Buffer>")]
+pub fn compare_results_json(indices: Uint32Array, distances: Float64Array, offsets: Option<Uint32Array>, threshold: f64, pretuned: f64, confidence: Option<Float64Array>) -> napi::Result<AsyncTask<Job<Vec<u8>, Buffer>>> {
+    let confidence = match confidence.as_deref() {
+        None => None,
+        Some(&[w, b, normalizer, max_true, min_true, max_false, min_false]) => Some(compare::Confidence { w, b, normalizer, max_true, min_true, max_false, min_false }),
+        Some(_) => return Err(guard::to_napi(CoreError::invalid_request("confidence needs 7 coefficients"))),
+    };
+    let decide = compare::Decide { threshold, pretuned, confidence };
+    Ok(AsyncTask::new(Job::new(
+        move || {
+            if indices.len() != distances.len() {
+                return Err(CoreError::invalid_request("indices and distances differ in length"));
+            }
+            if let Some(o) = offsets.as_deref() {
+                let ordered = o.windows(2).all(|w| w[0] <= w[1]);
+                if o.first() != Some(&0) || o.last().map(|&x| x as usize) != Some(indices.len()) || !ordered {
+                    return Err(CoreError::invalid_request("offsets do not split the results"));
+                }
+            }
+            let mut out = Vec::new();
+            compare::write_results(&mut out, &indices, &distances, offsets.as_deref(), &decide);
+            Ok(out)
+        },
+        |bytes| Ok(Buffer::from(bytes)),
+    )))
+}
 
 /// Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
 /// calling thread (the yardstick of the many-to-many kernel in bench/compare).

@@ -1,12 +1,15 @@
 /**
  * The results of a /compare, kept as the kernel's typed arrays until they are rendered. A compare
  * without top_k over 100,000 targets has 100,000 results: building an object per result and then
- * serializing it cost more than the comparison, so the REST route writes the JSON text straight
- * from the arrays (`compareJson`), and only the MCP endpoint, whose answers are small, asks for
- * plain objects (`comparePlain`). Both give the same values: DeepFace's rounded distance, the
- * `verified` decision and the calibrated confidence.
+ * serializing it cost more than the comparison (about 130 ms, mostly formatting doubles), so the
+ * REST route has the native core write the JSON text from the arrays (`compareJson`), and only the
+ * MCP endpoint, whose answers are small, asks for plain objects (`comparePlain`). Both give the same
+ * bytes (test/compare-result.test.ts): DeepFace's rounded distance, the `verified` decision and the
+ * calibrated confidence.
  */
-import { findConfidence, roundDistance, type Metric } from '../../compute/decision.js';
+import { confidenceCoefficients, findConfidence, roundDistance, type Metric } from '../../compute/decision.js';
+import { fromNative } from '../../errors/index.js';
+import { native } from '../../core/native.js';
 
 export interface Decide {
   model: string;
@@ -26,44 +29,45 @@ export interface CompareResult {
 
 export type SourceInfo = { facial_area: unknown; face_confidence: number } | null;
 
-/** One source's results, nearest first with top_k, else in target order. */
+/**
+ * The results of one source (a flat list), or of several (`offsets`, K+1 entries: list i is
+ * `offsets[i]..offsets[i+1]`), nearest first with top_k, else in target order.
+ */
 export class CompareRows {
   constructor(
     readonly decide: Decide,
     readonly indices: Uint32Array,
     readonly distances: Float64Array,
+    readonly offsets: Uint32Array | null = null,
   ) {}
 
-  get length(): number {
-    return this.indices.length;
-  }
-
-  /** Calls `row(index, distance, verified, confidence)` for every result, in order. */
-  each(row: (index: number, distance: number, verified: boolean, confidence: number) => void): void {
+  private list(from: number, to: number): CompareResult[] {
     const { model, metric, pretuned, threshold } = this.decide;
-    for (let i = 0; i < this.indices.length; i++) {
+    const out: CompareResult[] = new Array(to - from);
+    for (let i = from; i < to; i++) {
       const distance = roundDistance(this.distances[i]!);
-      row(this.indices[i]!, distance, distance <= threshold, findConfidence(distance, model, metric, distance <= pretuned));
+      out[i - from] = { index: this.indices[i]!, distance, verified: distance <= threshold, confidence: findConfidence(distance, model, metric, distance <= pretuned) };
     }
-  }
-
-  plain(): CompareResult[] {
-    const out: CompareResult[] = new Array(this.indices.length);
-    let i = 0;
-    this.each((index, distance, verified, confidence) => {
-      out[i++] = { index, distance, verified, confidence };
-    });
     return out;
   }
 
-  /** The JSON array text. Every value is a finite number or a boolean, so no escaping is needed. */
-  json(): string {
-    const parts: string[] = new Array(this.indices.length);
-    let i = 0;
-    this.each((index, distance, verified, confidence) => {
-      parts[i++] = `{"index":${index},"distance":${distance},"verified":${verified},"confidence":${confidence}}`;
-    });
-    return `[${parts.join(',')}]`;
+  /** Plain objects: a list, or a list per source. */
+  plain(): CompareResult[] | CompareResult[][] {
+    const o = this.offsets;
+    if (!o) return this.list(0, this.indices.length);
+    return Array.from({ length: o.length - 1 }, (_, i) => this.list(o[i]!, o[i + 1]!));
+  }
+
+  /** The JSON text of `plain()`, written natively from the arrays (crates/…/compare/json.rs). */
+  async json(): Promise<Buffer> {
+    const { model, metric, pretuned, threshold } = this.decide;
+    const c = confidenceCoefficients(model, metric);
+    const coefficients = c ? new Float64Array([c.w, c.b, c.normalizer, c.maxTrue, c.minTrue, c.maxFalse, c.minFalse]) : null;
+    try {
+      return await native.compareResultsJson(this.indices, this.distances, this.offsets, threshold, pretuned, coefficients);
+    } catch (err) {
+      throw fromNative(err);
+    }
   }
 }
 
@@ -74,24 +78,23 @@ export interface CompareResponse {
   dims: number;
   /** One entry, or one per source when `source` was a list. */
   source: SourceInfo | SourceInfo[];
-  /** One list, or one list per source when `source` was a list. */
-  results: CompareRows | CompareRows[];
+  /** One list, or one list per source when `source` was a list (CompareRows.offsets). */
+  results: CompareRows;
   time: number;
 }
 
 /** The response as plain objects (MCP's structuredContent, tests). */
 export function comparePlain(r: CompareResponse): Record<string, unknown> {
-  const results = Array.isArray(r.results) ? r.results.map((x) => x.plain()) : r.results.plain();
-  return { ...r, results };
+  return { ...r, results: r.results.plain() };
 }
 
 /**
- * The response as JSON text, fields in the order of the response schema. The envelope is tiny and
+ * The response as JSON bytes, fields in the order of the response schema. The envelope is tiny and
  * goes through JSON.stringify (facial areas are objects from the model server); the results are
- * written from the typed arrays.
+ * written natively from the typed arrays.
  */
-export function compareJson(r: CompareResponse): string {
-  const results = Array.isArray(r.results) ? `[${r.results.map((x) => x.json()).join(',')}]` : r.results.json();
+export async function compareJson(r: CompareResponse): Promise<Buffer> {
   const head = JSON.stringify({ model: r.model, similarity_metric: r.similarity_metric, threshold: r.threshold, dims: r.dims, source: r.source });
-  return `${head.slice(0, -1)},"results":${results},"time":${JSON.stringify(r.time)}}`;
+  const results = await r.results.json();
+  return Buffer.concat([Buffer.from(`${head.slice(0, -1)},"results":`), results, Buffer.from(`,"time":${JSON.stringify(r.time)}}`)]);
 }

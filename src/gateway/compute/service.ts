@@ -379,7 +379,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
         return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
       }
       const r = await compareManyToMany(vectors, targets, dims, metric, b.top_k);
-      const lists = sources.map((_, i) => new CompareRows(decide, r.indices.subarray(r.offsets[i], r.offsets[i + 1]), r.distances.subarray(r.offsets[i], r.offsets[i + 1])));
+      const lists = new CompareRows(decide, r.indices, r.distances, r.offsets);
       return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
     },
   };

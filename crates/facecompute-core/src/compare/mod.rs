@@ -5,6 +5,7 @@
 //! reference to ~1e-12 (the contract promises 1e-6). Distances are not rounded here.
 
 mod b64;
+mod json;
 mod kernels;
 mod many;
 mod metric;
@@ -14,6 +15,7 @@ mod topk;
 mod validate;
 
 pub use b64::decode_vectors_b64;
+pub use json::{find_confidence, round_distance, write_results, Confidence, Decide};
 pub use kernels::Kernel;
 pub use many::{compare_many_to_many, peak_f32_gflops, MIN_GEMM_SOURCES};
 pub use metric::{Metric, L2_EPSILON};
