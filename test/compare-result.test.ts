@@ -9,7 +9,10 @@ import { KNOWN_MODELS, findThreshold } from '../src/compute/decision.js';
 import { METRICS } from '../src/core/compare.js';
 import { CompareRows, compareJson, comparePlain } from '../src/gateway/compute/compare-result.js';
 import { compareResponse } from '../src/gateway/schemas.js';
-import Ajv from 'ajv';
+import AjvModule from 'ajv';
+
+// ajv is CommonJS: its class is the default export's `default` under ESM interop.
+const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as new (o: object) => { compile(s: object): ((x: unknown) => boolean) & { errors?: unknown } };
 
 function distances(seed: number, threshold: number): Float64Array {
   let s = seed >>> 0;

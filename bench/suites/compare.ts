@@ -1,20 +1,28 @@
 /**
- * The /compare roofline end to end over HTTP: one 128-d source embedding against 1k, 10k and 100k
- * targets, sent as a JSON array of arrays (`targets`) or as base64 little-endian float32
- * (`targets_b64`), through our gateway to the model server and back. Reported as targets per
- * second of wall time per request (sequential requests, so the figure is the latency of one), next
- * to the native kernel's figure from bench/results/compare.json when that file is present. The
- * distance of the nearest target is checked to match between the two encodings.
- * The request-size limit is raised for this suite only: 100k targets in JSON are about 130 MB.
+ * /compare end to end over HTTP (issue 17): one 128-d source against 1k, 10k and 100k targets with
+ * top_k 10, sent three ways, each request timed alone (p50 of sequential requests):
+ * - `binary`: multipart with a `targets` part of raw little-endian float32 (application/octet-stream);
+ * - `roofline`: the same multipart bytes posted to an endpoint that only reads and discards them
+ *   (bench/lib/discard-server.mjs), interleaved with `binary`: what moving the bytes costs here;
+ * - `b64`: JSON with `targets_b64`; `json`: JSON arrays (`targets`).
+ * Then many-to-many: 1,000 sources against the 100k targets in one request, against 1,000 single-
+ * source requests (estimated from the `binary` p50). Goals at 100,000 × 128, top_k 10: binary p50
+ * ≤ 60 ms, ≤ 2× the roofline, and ≥ 5× faster than targets_b64. The nearest target is checked to
+ * agree between encodings. The /compare body limit is raised for this suite: 100k targets as JSON
+ * arrays are about 130 MB.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { RESULTS_DIR } from '../lib/paths.js';
+import { Agent, request } from 'undici';
+import { REPO_ROOT } from '../lib/paths.js';
+import { freePort, start, waitFor } from '../lib/proc.js';
 import { createKey, startOurs } from '../lib/services.js';
 import { summarize } from '../lib/stats.js';
 import type { SuiteContext } from './context.js';
 
 const DIMS = 128;
+const TOP_K = 10;
+const MANY_SOURCES = 1000;
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -27,97 +35,161 @@ function rng(seed: number): () => number {
 function targets(n: number): Float32Array {
   const r = rng(n);
   const out = new Float32Array(n * DIMS);
-  // Values of the size Dlib produces (|x| < 0.3), rounded to 6 decimals so both encodings carry
+  // Values of the size Dlib produces (|x| < 0.3), rounded to 6 decimals so every encoding carries
   // the same numbers.
   for (let i = 0; i < out.length; i++) out[i] = Math.round((r() * 0.6 - 0.3) * 1e6) / 1e6;
   return out;
 }
 
-function nativeRows(): Array<{ n: number; impl: string; vectors_per_s: number }> {
-  const path = join(RESULTS_DIR, 'compare.json');
-  if (!existsSync(path)) return [];
-  try {
-    const rows = JSON.parse(readFileSync(path, 'utf8')) as Array<{ n: number; dims: number; metric: string; impl: string; vectors_per_s: number }>;
-    return rows.filter((r) => r.dims === DIMS && r.metric === 'cosine').map((r) => ({ n: r.n, impl: r.impl, vectors_per_s: r.vectors_per_s }));
-  } catch {
-    return [];
-  }
+const BOUNDARY = 'facecompute-bench-boundary';
+
+/** A multipart body: text fields, then the binary targets part. */
+function multipart(fields: Record<string, string>, bytes: Uint8Array): Buffer {
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="targets"; filename="targets.f32"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+  parts.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  parts.push(Buffer.from(`\r\n--${BOUNDARY}--\r\n`));
+  return Buffer.concat(parts);
+}
+
+interface Body {
+  mode: string;
+  url: string;
+  body: Buffer;
+  contentType: string;
+}
+
+export interface CompareRow {
+  n: number;
+  sources: number;
+  mode: string;
+  body_mb: number;
+  requests: number;
+  p50_ms: number;
+  p99_ms: number;
+  targets_per_s: number;
+  server_time_p50_ms: number | null;
 }
 
 export async function compareSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
-  const sizes = [1000, 10_000, 100_000];
-  const repeats = (n: number) => (n >= 100_000 ? (ctx.quick ? 2 : 4) : n >= 10_000 ? (ctx.quick ? 4 : 10) : ctx.quick ? 10 : 30);
+  const sizes = ctx.quick ? [1000, 100_000] : [1000, 10_000, 100_000];
+  const repeats = (n: number, mode: string) => {
+    const base = n >= 100_000 ? (ctx.quick ? 4 : 15) : n >= 10_000 ? 15 : 30;
+    return mode === 'json' && n >= 100_000 ? Math.min(base, ctx.quick ? 1 : 3) : mode === 'b64' && n >= 100_000 ? Math.min(base, 6) : base;
+  };
+  const discardPort = await freePort();
+  mkdirSync(ctx.logDir, { recursive: true });
+  const discard = start(process.execPath, [join(REPO_ROOT, 'bench', 'lib', 'discard-server.mjs')], { env: { ...process.env, PORT: String(discardPort) }, cwd: REPO_ROOT, logPath: join(ctx.logDir, 'compare-discard.log') });
   const ours = await startOurs({
     logDir: ctx.logDir,
     label: 'compare-ours',
-    env: { FACECOMPUTE_MAX_REQUEST_BYTES: String(256 * 2 ** 20), FACECOMPUTE_MAX_TARGETS: '100000' },
+    env: { FACECOMPUTE_MAX_COMPARE_BYTES: String(256 * 2 ** 20), FACECOMPUTE_MAX_TARGETS: '100000', FACECOMPUTE_MAX_SOURCES: String(MANY_SOURCES) },
   });
+  const agent = new Agent({ connections: 2, keepAliveTimeout: 60_000 });
   try {
+    const roofUrl = `http://127.0.0.1:${discardPort}/discard`;
+    await waitFor(async () => (await fetch(roofUrl, { method: 'POST', body: 'x' })).status === 200, 10_000, discard);
     const key = await createKey(ours.consoleUrl);
     const url = `${ours.gatewayUrl}/compare`;
+    const send = async (b: Body): Promise<{ ms: number; status: number; json: { results?: Array<{ index: number; distance: number }> | Array<Array<{ index: number }>>; time?: number } }> => {
+      const t0 = performance.now();
+      const res = await request(b.url, { method: 'POST', body: b.body, headers: { 'content-type': b.contentType, authorization: `Bearer ${key}` }, dispatcher: agent });
+      const text = await res.body.text();
+      const ms = performance.now() - t0;
+      if (res.statusCode !== 200) throw new Error(`${b.mode} answered ${res.statusCode}: ${text.slice(0, 200)}`);
+      return { ms, status: res.statusCode, json: JSON.parse(text) };
+    };
     const source = Array.from(targets(1).subarray(0, DIMS));
-    const rows: Array<Record<string, unknown>> = [];
+    const rows: CompareRow[] = [];
+    let bytes100k: Uint8Array | null = null;
     for (const n of sizes) {
       const t = targets(n);
-      const asJson: number[][] = [];
-      for (let i = 0; i < n; i++) asJson.push(Array.from(t.subarray(i * DIMS, (i + 1) * DIMS)));
-      const bodies = {
-        json: JSON.stringify({ source: { embedding: source }, targets: asJson, model_name: 'Dlib', top_k: 1 }),
-        b64: JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(t.buffer, t.byteOffset, t.byteLength).toString('base64'), model_name: 'Dlib', top_k: 1 }),
+      const bytes = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+      if (n === 100_000) bytes100k = bytes;
+      const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', top_k: String(TOP_K) };
+      const binary = multipart(fields, bytes);
+      const mp = `multipart/form-data; boundary=${BOUNDARY}`;
+      const asJson = () => {
+        const rowsJson: number[][] = [];
+        for (let i = 0; i < n; i++) rowsJson.push(Array.from(t.subarray(i * DIMS, (i + 1) * DIMS)));
+        return Buffer.from(JSON.stringify({ source: { embedding: source }, targets: rowsJson, model_name: 'Dlib', top_k: TOP_K }));
       };
-      const nearest: Record<string, unknown> = {};
-      for (const [mode, body] of Object.entries(bodies)) {
-        const lat: number[] = [];
-        const serverTimes: number[] = [];
-        for (let i = 0; i < repeats(n) + 1; i++) {
-          const t0 = performance.now();
-          const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } });
-          const json = (await res.json()) as { results?: Array<{ index: number; distance: number }>; time?: number; error?: string };
-          const ms = performance.now() - t0;
-          if (res.status !== 200) throw new Error(`/compare ${mode} n=${n} answered ${res.status}: ${JSON.stringify(json).slice(0, 200)}`);
-          if (i === 0) {
-            nearest[mode] = json.results?.[0];
-            continue; // first request warms the parser paths
-          }
-          lat.push(ms);
-          if (typeof json.time === 'number') serverTimes.push(json.time * 1000);
-        }
-        const s = summarize(lat);
-        rows.push({
-          n,
-          mode,
-          body_mb: Math.round((body.length / 2 ** 20) * 10) / 10,
-          requests: lat.length,
-          p50_ms: s.p50,
-          p99_ms: s.p99,
-          targets_per_s: n / (s.p50 / 1000),
-          body_mb_per_s: body.length / 2 ** 20 / (s.p50 / 1000),
-          server_time_p50_ms: serverTimes.length ? summarize(serverTimes).p50 : null,
-        });
-        ctx.log(`compare ${mode} n=${n}: p50 ${s.p50.toFixed(1)} ms, ${(n / (s.p50 / 1000)).toFixed(0)} targets/s`);
+      const bodies: Body[] = [
+        { mode: 'binary', url, body: binary, contentType: mp },
+        { mode: 'roofline', url: roofUrl, body: binary, contentType: mp },
+        { mode: 'b64', url, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', top_k: TOP_K })), contentType: 'application/json' },
+        { mode: 'json', url, body: asJson(), contentType: 'application/json' },
+      ];
+      // One warm-up each, then round-robin so that outside load hits every mode alike.
+      const lat = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
+      const server = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
+      const nearest = new Map<string, unknown>();
+      for (const b of bodies) {
+        const r = await send(b);
+        if (b.mode !== 'roofline') nearest.set(b.mode, r.json.results?.[0]);
       }
-      const a = nearest['json'] as { index: number; distance: number } | undefined;
-      const b = nearest['b64'] as { index: number; distance: number } | undefined;
-      if (!a || !b || a.index !== b.index || a.distance !== b.distance) ctx.log(`compare n=${n}: WARNING nearest target differs between encodings: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+      const most = Math.max(...bodies.map((b) => repeats(n, b.mode)));
+      for (let i = 0; i < most; i++) {
+        for (const b of bodies) {
+          if (i >= repeats(n, b.mode)) continue;
+          const r = await send(b);
+          lat.get(b.mode)!.push(r.ms);
+          if (typeof r.json.time === 'number') server.get(b.mode)!.push(r.json.time * 1000);
+        }
+      }
+      for (const b of bodies) {
+        const s = summarize(lat.get(b.mode)!);
+        const st = server.get(b.mode)!;
+        rows.push({ n, sources: 1, mode: b.mode, body_mb: Math.round((b.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: n / (s.p50 / 1000), server_time_p50_ms: st.length ? summarize(st).p50 : null });
+        ctx.log(`compare ${b.mode} n=${n}: p50 ${s.p50.toFixed(1)} ms (${(b.body.length / 2 ** 20).toFixed(1)} MB)`);
+      }
+      const seen = [...nearest.values()].map((x) => JSON.stringify(x));
+      if (new Set(seen).size !== 1) ctx.log(`compare n=${n}: WARNING nearest target differs between encodings: ${seen.join(' vs ')}`);
     }
-    const native = nativeRows();
+
+    // Many-to-many: 1,000 sources in one request against 1,000 single-source requests.
+    let many: Record<string, unknown> | null = null;
+    if (bytes100k) {
+      const k = ctx.quick ? 100 : MANY_SOURCES;
+      const sources = targets(k + 7).subarray(0, k * DIMS);
+      const list = Array.from({ length: k }, (_, i) => ({ embedding: Array.from(sources.subarray(i * DIMS, (i + 1) * DIMS)) }));
+      const body: Body = { mode: 'many', url, body: multipart({ source: JSON.stringify(list), model_name: 'Dlib', top_k: String(TOP_K) }, bytes100k), contentType: `multipart/form-data; boundary=${BOUNDARY}` };
+      const first = await send(body);
+      if (!Array.isArray(first.json.results?.[0]) || first.json.results!.length !== k) throw new Error('many-to-many answered without one list per source');
+      const lat: number[] = [];
+      for (let i = 0; i < (ctx.quick ? 2 : 5); i++) lat.push((await send(body)).ms);
+      const s = summarize(lat);
+      const single = rows.find((r) => r.n === 100_000 && r.mode === 'binary')!;
+      rows.push({ n: 100_000, sources: k, mode: 'binary many-to-many', body_mb: Math.round((body.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: (k * 100_000) / (s.p50 / 1000), server_time_p50_ms: null });
+      many = { sources: k, targets: 100_000, top_k: TOP_K, p50_ms: s.p50, single_requests_ms: single.p50_ms * k, speedup_vs_single_requests: (single.p50_ms * k) / s.p50 };
+      ctx.log(`compare many-to-many ${k} × 100000: p50 ${s.p50.toFixed(1)} ms; ${k} single requests would take ${(single.p50_ms * k).toFixed(0)} ms (${((single.p50_ms * k) / s.p50).toFixed(1)}×)`);
+    }
+
+    const at = (mode: string) => rows.find((r) => r.n === 100_000 && r.sources === 1 && r.mode === mode);
+    const [bin, roof, b64] = [at('binary'), at('roofline'), at('b64')];
+    const goals = bin && roof && b64
+      ? {
+          binary_p50_ms: bin.p50_ms,
+          roofline_p50_ms: roof.p50_ms,
+          binary_over_roofline: bin.p50_ms / roof.p50_ms,
+          b64_over_binary: b64.p50_ms / bin.p50_ms,
+          met: { binary_p50_le_60ms: bin.p50_ms <= 60, within_2x_roofline: bin.p50_ms <= 2 * roof.p50_ms, binary_5x_b64: b64.p50_ms >= 5 * bin.p50_ms },
+        }
+      : null;
     ctx.table(
-      ['n', 'mode', 'body MB', 'p50 ms', 'p99 ms', 'targets/s (HTTP)', 'native kernel targets/s'],
-      rows.map((r) => [
-        r['n'] as number,
-        r['mode'] as string,
-        r['body_mb'] as number,
-        (r['p50_ms'] as number).toFixed(1),
-        (r['p99_ms'] as number).toFixed(1),
-        (r['targets_per_s'] as number).toExponential(2),
-        native
-          .filter((x) => x.n === r['n'] && x.impl !== 'numpy')
-          .map((x) => `${x.impl}:${x.vectors_per_s.toExponential(2)}`)
-          .join(' ') || '-',
-      ]),
+      ['targets', 'sources', 'mode', 'body MB', 'p50 ms', 'p99 ms', 'targets/s', 'server time p50 ms'],
+      rows.map((r) => [r.n, r.sources, r.mode, r.body_mb, r.p50_ms.toFixed(1), r.p99_ms.toFixed(1), r.targets_per_s.toExponential(2), r.server_time_p50_ms === null ? '-' : r.server_time_p50_ms.toFixed(1)]),
     );
-    return { dims: DIMS, metric: 'cosine', top_k: 1, rows, native: native.length ? { source: 'bench/results/compare.json', rows: native } : null };
+    if (goals) {
+      ctx.log(`goal: binary p50 ${goals.binary_p50_ms.toFixed(1)} ms (≤ 60): ${goals.met.binary_p50_le_60ms ? 'met' : 'NOT met'}`);
+      ctx.log(`goal: binary / roofline ${goals.binary_over_roofline.toFixed(2)}× (≤ 2): ${goals.met.within_2x_roofline ? 'met' : 'NOT met'}`);
+      ctx.log(`goal: b64 / binary ${goals.b64_over_binary.toFixed(1)}× (≥ 5): ${goals.met.binary_5x_b64 ? 'met' : 'NOT met'}`);
+    }
+    return { dims: DIMS, metric: 'cosine', top_k: TOP_K, rows, goals, many };
   } finally {
+    await agent.close().catch(() => undefined);
     await ours.stop();
+    await discard.stop();
   }
 }

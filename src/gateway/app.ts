@@ -26,6 +26,7 @@ import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
+import { BufferPool } from './buffer-pool.js';
 import { compareJson } from './compute/compare-result.js';
 import { useJsonBodyParser } from './json-body.js';
 
@@ -273,6 +274,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     const fc = req.fc;
     const route = req.routeOptions.url ?? 'unmatched';
     if (fc) metrics.latency.observe({ route }, (performance.now() - fc.t0) / 1000);
+    if (req.binaryTargets) {
+      // Parsed but never handed to the kernel (refused before the handler ran).
+      targetBuffers.release(req.binaryTargets);
+      req.binaryTargets = undefined;
+    }
     metrics.requests.inc({ route, code: String(reply.statusCode) });
     req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
   });
@@ -302,12 +308,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     req.fc!.slot = true;
   }
 
+  /** Binary /compare targets land in reused buffers, returned when the response is sent. */
+  const targetBuffers = new BufferPool();
+
   /** /compare carries vectors and has its own, larger body limit (FACECOMPUTE_MAX_COMPARE_BYTES). */
   const bodyLimitOf = (req: FastifyRequest): number => req.routeOptions.bodyLimit ?? cfg.limits.maxRequestBytes;
 
   async function multipartBody(req: FastifyRequest): Promise<void> {
     if (req.isMultipart()) {
-      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req));
+      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req), req.routeOptions.url === '/compare' ? targetBuffers : undefined);
       if (r.binaryTargets && req.routeOptions.url !== '/compare') {
         throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
       }
@@ -365,8 +374,16 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
   app.post('/compare', { ...computeRoute, bodyLimit: cfg.limits.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
-    const r = await compute.compare(req.body as never, ctxOf(req, reply));
-    return reply.type('application/json; charset=utf-8').send(await compareJson(r));
+    // The handler owns the targets buffer from here: it goes back to the pool only once the kernel
+    // is done with it (onResponse can fire earlier, when the client goes away).
+    const ctx = ctxOf(req, reply);
+    req.binaryTargets = undefined;
+    try {
+      const r = await compute.compare(req.body as never, ctx);
+      return reply.type('application/json; charset=utf-8').send(await compareJson(r));
+    } finally {
+      if (ctx.binaryTargets) targetBuffers.release(ctx.binaryTargets);
+    }
   });
 
   void sendError;
