@@ -38,6 +38,10 @@ t.test('/llms.txt and /skill.md tell an agent how to start, with concrete URLs',
   for (const code of ['missing_api_key', 'insufficient_credits', 'rate_limited', 'queue_full']) t.match(body, new RegExp(`\\| \`${code}\`[^\\n]*\\| \\d{3} \\| \\S`), `says what to do on ${code}`);
   t.match(body, 'https://mcp.facecompute.example/mcp');
   t.match(body, 'Retry-After');
+  // Binary targets and many-to-many (issue 17).
+  t.match(body, "-F 'targets=@targets.f32;type=application/octet-stream'");
+  t.match(body, /`source` may be a list/);
+  t.match(llms.body, /`targets` file part of raw little-endian float32/);
 });
 
 t.test('/openapi.json serves the file as it is, or not_found when absent', async (t) => {

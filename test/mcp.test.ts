@@ -127,8 +127,14 @@ t.test('each tool equals the REST route for the same inputs (Dlib, real images)'
   const cRest = await rest('/compare', acct.rest, cArgs);
   t.same(withoutTime(cmp.structuredContent), withoutTime(cRest.body));
   t.equal((cmp.structuredContent as { results: unknown[] }).results.length, 2);
-  // 3 MCP calls and 3 REST calls were metered; capabilities was not.
-  t.equal((await store.getAccount(acct.accountId)).free_calls.used, 6);
+  const mArgs = { source: [{ embedding: emb3 }, { embedding: emb3.map((x) => -x) }], targets: [emb3, emb3.map((x) => x * 2)], model_name: 'Dlib', top_k: 1 };
+  const many = await c.callTool({ name: 'compare_inputs', arguments: mArgs });
+  t.notOk(many.isError, JSON.stringify(many.content));
+  t.same(withoutTime(many.structuredContent), withoutTime((await rest('/compare', acct.rest, mArgs)).body), 'many sources: the REST answer');
+  t.equal((many.structuredContent as { results: unknown[][] }).results.length, 2, 'one list per source');
+  t.match((many.content as Array<{ text: string }>)[0]!.text, /2 source\(s\) compared/);
+  // 4 MCP calls and 4 REST calls were metered; capabilities was not.
+  t.equal((await store.getAccount(acct.accountId)).free_calls.used, 8);
 });
 
 t.test('without model_name a tool answers with Facenet, the default, as REST does', async (t) => {

@@ -28,6 +28,7 @@ Console (accounts and keys): ${u.console}
 1. \`curl -s -X POST ${u.console}/api/signup/anonymous\` → \`{account, session_token}\` (10 free calls)
 2. \`curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" -H 'content-type: application/json' -d '{"name":"my-agent"}'\` → \`{key}\` (shown once; store it)
 3. \`curl -s ${u.base}/capabilities\`, then POST /verify, /represent or /compare with \`Authorization: Bearer $API_KEY\`
+4. Many vectors: POST /compare as multipart with a \`targets\` file part of raw little-endian float32 (\`application/octet-stream\`, N × dims) and \`top_k\`; \`source\` may be a list for one result list per source ([details](${u.console}/skill.md))
 
 ## Optional
 
@@ -109,6 +110,27 @@ curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
   -d '{"source":{"embedding":[0.1, …]},"targets":[[0.1, …],[0.3, …]],"top_k":5}'
 # {"model":"Facenet","similarity_metric":"cosine","threshold":…,"dims":128,"source":null,"results":[{"index":0,"distance":…,"verified":true,"confidence":…}],"time":…}
 \`\`\`
+
+Many vectors: send them as raw little-endian float32 (row-major, N × dims, dims from
+\`embedding_dims\` in /capabilities) in a multipart file part named \`targets\` with content type
+\`application/octet-stream\`. It is read in place, with no parsing, and is the fastest way by far
+(\`targets_b64\` in JSON is the alternative):
+
+\`\`\`sh
+curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
+  --form-string 'source={"embedding":[0.1, …]}' -F top_k=10 \\
+  -F 'targets=@targets.f32;type=application/octet-stream'
+\`\`\`
+
+Many faces at once: \`source\` may be a list (\`[{"embedding":[…]},{"img":"…"}]\`, at most
+\`limits.max_sources\`); \`results\` then holds one list per source and \`source\` one entry per
+source. Use \`top_k\` (10 to 100 is typical): without it every target gets a result, and
+sources × results may not exceed \`limits.max_compare_results\`.
+
+Errors: a binary part that is not a whole number of rows is \`400 embedding_dimension_mismatch\`
+(the detail gives the row count and the byte lengths that would fit); NaN or Infinity is
+\`400 invalid_embedding\` naming the row; more targets, sources or results than the limits is
+\`413 too_many_targets\` with the limit in the detail.
 
 ## Free calls
 

@@ -44,15 +44,21 @@ export const representInput = {
   ...common,
 };
 
+const compareSource = z
+  .strictObject({ img: image.optional(), embedding: embedding.optional() })
+  .describe('A face: {"img": <image>} (its largest face is used) or {"embedding": [...]}.');
+
+// Binary targets (the REST multipart part) do not fit here: MCP messages are JSON text, so raw
+// float32 would travel as base64 anyway, which is what targets_b64 is.
 export const compareInput = {
   source: z
-    .strictObject({ img: image.optional(), embedding: embedding.optional() })
-    .describe('The face to compare: {"img": <image>} (its largest face is used) or {"embedding": [...]}.'),
+    .union([compareSource, z.array(compareSource).min(1)])
+    .describe('The face to compare, or a list of faces (at most limits.max_sources; results then hold one list per source).'),
   targets: z.array(embedding).optional().describe('Embeddings to compare the source against (required unless targets_b64 is given).'),
-  targets_b64: z.string().optional().describe('Alternative to targets: base64 of little-endian float32 values, row-major, N x dims.'),
+  targets_b64: z.string().optional().describe('Alternative to targets for many vectors: base64 of little-endian float32 values, row-major, N x dims.'),
   distance_metric: metric,
   threshold,
-  top_k: z.number().int().min(1).optional().describe('Return only the k nearest targets, nearest first.'),
+  top_k: z.number().int().min(1).optional().describe('Return only the k nearest targets per source, nearest first. Recommended (e.g. 10): without it every target gets a result.'),
   ...common,
 };
 
@@ -76,7 +82,7 @@ export const TOOL_DESCRIPTIONS = {
   represent_face:
     'Compute face embeddings (vectors) for every face in an image, with each face area and detector confidence. Store the vectors to compare later with compare_inputs. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
   compare_inputs:
-    'Compare one face (image or embedding) against many stored embeddings in one call; returns distance, verified and confidence per target, optionally only the top_k nearest. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
+    'Compare one face (image or embedding), or a list of faces, against many stored embeddings in one call; returns distance, verified and confidence per target (one list per face for a list), optionally only the top_k nearest. Consumes one call when it runs (a result, or no face found); a refused call costs nothing.',
 } as const;
 
 export type ToolName = keyof typeof TOOL_DESCRIPTIONS;
@@ -94,8 +100,13 @@ export function summarize(tool: ToolName, result: Record<string, unknown>): stri
       return `${faces} face(s) embedded with ${String(result['model'])}.`;
     }
     case 'compare_inputs': {
-      const r = (result['results'] as Array<{ verified: boolean }>) ?? [];
-      return `${r.length} target(s) compared with ${String(result['model'])}; ${r.filter((x) => x.verified).length} verified as the same person.`;
+      const r = (result['results'] as Array<{ verified: boolean } | Array<{ verified: boolean }>>) ?? [];
+      if (Array.isArray(r[0]) || (Array.isArray(result['source']) && r.length > 0)) {
+        const lists = r as Array<Array<{ verified: boolean }>>;
+        return `${lists.length} source(s) compared with ${String(result['model'])}; ${lists.reduce((n, l) => n + l.filter((x) => x.verified).length, 0)} match(es) verified as the same person.`;
+      }
+      const flat = r as Array<{ verified: boolean }>;
+      return `${flat.length} target(s) compared with ${String(result['model'])}; ${flat.filter((x) => x.verified).length} verified as the same person.`;
     }
   }
 }
