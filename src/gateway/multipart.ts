@@ -141,12 +141,23 @@ function readFilePart(stream: Readable, limit: number, hint: number, tooLarge: (
     let out: Buffer | null = hint > 0 ? alloc(hint) : null;
     const chunks: Buffer[] = [];
     let length = 0;
+    let settled = false;
     const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
       if (out) pool?.release(out);
       stream.removeAllListeners('data');
       stream.resume();
       reject(err);
     };
+    // busboy destroys a part's stream without 'end' or 'error' when the body around it is malformed
+    // or the client goes away: without this the read would wait forever.
+    const premature = () => Object.assign(new Error('the part closed before its end'), { code: 'FST_MP_PREMATURE_CLOSE' });
+    stream.once('close', () => fail(premature()));
+    // A small body can be parsed in full before the part reaches us: its error (or destruction)
+    // has then already been emitted.
+    if (stream.errored) return fail(stream.errored);
+    if (stream.destroyed) return fail(premature());
     stream.on('data', (chunk: Buffer) => {
       if (length + chunk.length > limit) return fail(tooLarge());
       if (out && length + chunk.length <= out.length) chunk.copy(out, length);
@@ -162,6 +173,8 @@ function readFilePart(stream: Readable, limit: number, hint: number, tooLarge: (
     });
     stream.once('error', fail);
     stream.once('end', () => {
+      if (settled) return;
+      settled = true;
       if (out) return resolve(out.subarray(0, length));
       const joined = alloc(length);
       let at = 0;
