@@ -270,6 +270,11 @@ export interface TensorSpecInput {
   channelOrder: 'bgr' | 'rgb'
   preprocess: 'deepface_float' | 'uint8_truncate'
   normalization: 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
+  /**
+   * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox, then divide
+   * (DeepFace's `represent` with the detector `skip`).
+   */
+  letterbox?: 'float' | 'uint8'
 }
 
 export declare function toGray(img: NativeImage): Promise<NativeImage>

@@ -10,7 +10,7 @@ import type { PipelineOptions } from '../src/model-server/protocol.js';
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 
 function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0) {
-  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
+  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, letterbox: [] as string[], shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
   const image: ImageOps = {
     decode: async () => img(10, 10),
     shrink: async (_i, w, h) => {
@@ -32,8 +32,9 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0) {
         }),
       );
     },
-    toTensor: async (faces) => {
+    toTensor: async (faces, spec) => {
       calls.tensors++;
+      calls.letterbox.push(spec.letterbox ?? 'float');
       // 2 values per face: its fill byte and 1; the fake recognizer reads them.
       const out = new Float32Array(faces.length * 4 * 4 * 3);
       faces.forEach((f, i) => {
@@ -262,4 +263,15 @@ t.test('images within the max side are detected as they are', async (t) => {
   const { pipeline, calls } = fakes({ opencv: [det(3, 8)] }, 1000);
   await pipeline.represent([img(40, 40)], { ...opts, max_faces: null, l2_normalize: false });
   t.same(calls.shrink, []);
+});
+
+t.test("skip: represent letterboxes the uint8 image, verify and compare divide first (DeepFace's two paths)", async (t) => {
+  const { pipeline, calls } = fakes({ opencv: [det(20, 8)] });
+  const skip = { ...opts, detector_backend: 'skip' };
+  await pipeline.represent([img(40, 30)], { ...skip, max_faces: null, l2_normalize: false });
+  await pipeline.verify({ img1: img(40, 30), img2: img(40, 30, 1), sameImage: false }, { ...skip, distance_metric: 'cosine', threshold: null });
+  await pipeline.embedLargest(img(40, 30), skip);
+  await pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false });
+  await pipeline.represent([img(40, 30)], { ...opts, enforce_detection: false, detector_backend: 'retinaface', max_faces: null, l2_normalize: false });
+  t.same(calls.letterbox, ['uint8', 'float', 'float', 'float', 'float'], 'uint8 only for /represent with skip; a whole image found by no detector is divided first');
 });

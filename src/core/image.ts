@@ -92,6 +92,8 @@ export interface TensorSpec {
   channelOrder: ChannelOrder;
   preprocess: 'deepface_float' | 'uint8_truncate';
   normalization: Normalization;
+  /** `float` (default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then divide (represent with `skip`). */
+  letterbox?: 'float' | 'uint8';
 }
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {

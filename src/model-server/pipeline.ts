@@ -186,8 +186,11 @@ export class Pipeline {
     return { faces };
   }
 
-  /** Embeds faces of several images in one batch (one model run for all of them). */
-  async embedFaces(model: string, normalization: Normalization, groups: FoundFace[][]): Promise<EmbeddedFace[][]> {
+  /**
+   * Embeds faces of several images in one batch (one model run for all of them). `letterbox`: see
+   * TensorSpec; `uint8` only for /represent's whole images with the detector `skip`.
+   */
+  async embedFaces(model: string, normalization: Normalization, groups: FoundFace[][], letterbox: 'float' | 'uint8' = 'float'): Promise<EmbeddedFace[][]> {
     const rec = this.recognizer(model);
     const all = groups.flat();
     if (all.length === 0) return groups.map(() => []);
@@ -200,6 +203,7 @@ export class Pipeline {
         channelOrder: rec.input.channel_order,
         preprocess: rec.input.preprocess,
         normalization,
+        letterbox,
       },
     );
     const embeddings = await rec.embed(tensor, all.length);
@@ -220,7 +224,9 @@ export class Pipeline {
       const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
       groups.push(faces);
     }
-    const embedded = await this.embedFaces(opts.model_name, opts.normalization, groups);
+    // DeepFace's represent letterboxes a `skip` image as uint8 before dividing by 255; its verify
+    // (and find) divide first, as for every detected face: the embeddings differ at the 1e-5 level.
+    const embedded = await this.embedFaces(opts.model_name, opts.normalization, groups, opts.detector_backend === 'skip' ? 'uint8' : 'float');
     return embedded.map((g) =>
       g.map((f) => ({
         embedding: opts.l2_normalize ? l2normalize(f.embedding) : Array.from(f.embedding),

@@ -31,6 +31,11 @@ export interface TensorSpec {
   channelOrder: ModelInput['channel_order'];
   preprocess: ModelInput['preprocess'];
   normalization: Normalization;
+  /**
+   * `float` (the default): each face divided by 255, then letterboxed; `uint8`: the uint8 image
+   * letterboxed, then divided, as DeepFace's `represent` does with the detector `skip`.
+   */
+  letterbox?: 'float' | 'uint8';
 }
 
 export interface ImageOps {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { encodeFrame } from '../../src/model-server/protocol.ts';
 const D = '/work/shared/data/deepface/';
-const opts = { model_name: 'Dlib', detector_backend: process.argv[2] ?? 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };
+// argv: [detector, default opencv] [model, default Facenet, the contract's default]
+const opts = { model_name: process.argv[3] ?? 'Facenet', detector_backend: process.argv[2] ?? 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };
 async function post(path: string, header: any, images: Buffer[]) {
   const t = performance.now();
   const r = await fetch('http://127.0.0.1:8190' + path, { method: 'POST', headers: { 'content-type': 'application/vnd.facecompute.frame' }, body: encodeFrame(header, images) });

@@ -19,17 +19,17 @@ import { Pipeline } from '../../src/model-server/pipeline.js';
 import type { PipelineOptions, RepresentFace } from '../../src/model-server/protocol.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
-const SHARED = resolve(process.env['SHARED_DATA_DIR'] ?? join(REPO, '..', 'shared', 'data'));
+export const SHARED = resolve(process.env['SHARED_DATA_DIR'] ?? join(REPO, '..', 'shared', 'data'));
 const WEIGHTS = resolve(process.env['FACECOMPUTE_WEIGHTS_DIR'] ?? join(REPO, '..', 'shared', 'weights'));
 
-type Area = { x: number; y: number; w: number; h: number; left_eye: number[] | null; right_eye: number[] | null };
+export type Area = { x: number; y: number; w: number; h: number; left_eye: number[] | null; right_eye: number[] | null };
 type RefFace = { facial_area: Area; face_confidence: number; embedding: number[] };
 type RefEntry = { faces?: RefFace[]; error?: string };
 
 export const DETECTORS = ['opencv', 'yunet', 'skip'] as const;
 export const DLIB_COSINE_THRESHOLD = 0.07;
 
-function cosineDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {
+export function cosineDistance(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let d = 0, na = 0, nb = 0;
   for (let i = 0; i < a.length; i++) {
     d += (a[i] as number) * (b[i] as number);
@@ -46,7 +46,7 @@ function iou(a: Area, b: Area): number {
   return inter / (a.w * a.h + b.w * b.h - inter);
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s[Math.floor((s.length - 1) / 2)] as number) : NaN;
 };
@@ -68,12 +68,12 @@ function pairDistance(a: number[][] | null, b: number[][] | null): number | null
   return best;
 }
 
-export async function createPipeline(): Promise<{ pipeline: Pipeline; close: () => Promise<void> }> {
+export async function createPipeline(model = 'Dlib'): Promise<{ pipeline: Pipeline; close: () => Promise<void> }> {
   const config = loadConfig({
     FACECOMPUTE_WEIGHTS_DIR: WEIGHTS,
     FACECOMPUTE_MODELS_CACHE: process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO, '.models-cache'),
-    FACECOMPUTE_ALLOWED_MODELS: 'Dlib',
-    FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
+    FACECOMPUTE_ALLOWED_MODELS: model,
+    FACECOMPUTE_DEFAULT_MODEL: model,
     FACECOMPUTE_ALLOWED_DETECTORS: 'opencv,yunet,skip',
     FACECOMPUTE_LOG_LEVEL: 'silent',
     FACECOMPUTE_DETECTOR_MAX_SIDE: process.env['PARITY_DETECTOR_MAX_SIDE'] ?? '0',
@@ -90,9 +90,9 @@ export async function createPipeline(): Promise<{ pipeline: Pipeline; close: () 
   };
 }
 
-export async function ourFaces(p: Pipeline, bytes: Buffer, detector: string, enforce = true): Promise<RepresentFace[] | null> {
+export async function ourFaces(p: Pipeline, bytes: Buffer, detector: string, enforce = true, model = 'Dlib'): Promise<RepresentFace[] | null> {
   const opts: PipelineOptions & { max_faces: null; l2_normalize: false } = {
-    model_name: 'Dlib', detector_backend: detector, align: true, enforce_detection: enforce, expand_percentage: 0, normalization: 'base', max_faces: null, l2_normalize: false,
+    model_name: model, detector_backend: detector, align: true, enforce_detection: enforce, expand_percentage: 0, normalization: 'base', max_faces: null, l2_normalize: false,
   };
   const img = await imageOps(loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent' })).decode(bytes);
   try {

@@ -7,7 +7,7 @@ use common::*;
 use facecompute_core::image::ChannelOrder;
 use facecompute_core::pixels::{
     bgr_to_gray, copy_make_border, face_input, faces_to_tensor, letterbox, resize, rotate, Image, Interpolation, Layout,
-    Normalization, Preprocess, TensorSpec,
+    Letterbox, Normalization, Preprocess, TensorSpec,
 };
 
 fn input(name: &str) -> Image {
@@ -15,7 +15,7 @@ fn input(name: &str) -> Image {
 }
 
 fn spec(w: u32, h: u32, norm: Normalization, pre: Preprocess) -> TensorSpec {
-    TensorSpec { width: w, height: h, layout: Layout::Nhwc, channel_order: ChannelOrder::Bgr, preprocess: pre, normalization: norm }
+    TensorSpec { width: w, height: h, layout: Layout::Nhwc, channel_order: ChannelOrder::Bgr, preprocess: pre, normalization: norm, letterbox: Letterbox::Float }
 }
 
 #[test]
@@ -107,4 +107,23 @@ fn degenerate_inputs_are_errors_not_panics() {
     let thin = Image::new(1, 200, 3);
     let t = faces_to_tensor(&[thin], &spec(160, 160, Normalization::Base, Preprocess::DeepfaceFloat)).unwrap();
     assert_eq!(t.len(), 160 * 160 * 3);
+}
+
+#[test]
+fn uint8_letterbox_resizes_the_uint8_image_then_divides_as_represent_with_skip_does() {
+    let face = input("a");
+    let float = spec(160, 160, Normalization::Base, Preprocess::DeepfaceFloat);
+    let u8spec = TensorSpec { letterbox: Letterbox::Uint8, ..float };
+    // resize_image on the uint8 image (OpenCV's 8-bit INTER_LINEAR, checked above), then
+    // `(img.astype(np.float32) / 255.0).astype(np.float32)`.
+    let boxed = letterbox(&face, 160, 160).unwrap();
+    let want: Vec<f32> = boxed.data.iter().map(|&v| v as f32 / 255.0).collect();
+    assert_eq!(face_input(&face, &u8spec).unwrap(), want);
+    // The float path rounds nowhere: the two differ, by less than one 8-bit level.
+    let f = face_input(&face, &float).unwrap();
+    let max = f.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert!(max > 0.0 && max <= 1.0 / 255.0 + 1e-6, "max {max}");
+    // `if img.max() > 1`: an image whose letterbox peaks at 1 is fed undivided.
+    let dark = Image { width: 8, height: 8, channels: 3, data: vec![1; 8 * 8 * 3] };
+    assert!(face_input(&dark, &TensorSpec { width: 8, height: 8, ..u8spec }).unwrap().iter().all(|&v| v == 1.0));
 }

@@ -7,7 +7,7 @@ use crate::padded::{core_image, Padding};
 use crate::task::Job;
 use facecompute_core::align::{self, Detection, ExtractOptions, ExtractedFace};
 use facecompute_core::image::{self as core_image, ChannelOrder, DecodeLimits};
-use facecompute_core::pixels::{self, Image, Interpolation, Layout, Normalization, Preprocess, TensorSpec};
+use facecompute_core::pixels::{self, Image, Interpolation, Layout, Letterbox, Normalization, Preprocess, TensorSpec};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::{AsyncTask, Buffer, Float32Array};
 use napi_derive::napi;
@@ -104,6 +104,10 @@ pub struct TensorSpecInput {
     pub preprocess: String,
     #[napi(ts_type = "'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'")]
     pub normalization: String,
+    /// `float` (the default): divide by 255, then letterbox; `uint8`: letterbox, then divide
+    /// (DeepFace's `represent` with the detector `skip`).
+    #[napi(ts_type = "'float' | 'uint8'")]
+    pub letterbox: Option<String>,
 }
 
 fn bad(detail: impl Into<String>) -> CoreError {
@@ -323,6 +327,11 @@ fn spec(s: &TensorSpecInput) -> Result<TensorSpec, CoreError> {
         },
         normalization: Normalization::parse(&s.normalization)
             .ok_or_else(|| bad(format!("unknown normalization '{}'", s.normalization)))?,
+        letterbox: match s.letterbox.as_deref() {
+            None | Some("float") => Letterbox::Float,
+            Some("uint8") => Letterbox::Uint8,
+            Some(o) => return Err(bad(format!("letterbox must be float or uint8, not '{o}'"))),
+        },
     })
 }
 

@@ -9,7 +9,7 @@
 
 use facecompute_core::align::{deepface_border, extract_faces, Detection, ExtractOptions};
 use facecompute_core::image::{decode, probe, ChannelOrder, DecodeLimits};
-use facecompute_core::pixels::{bgr_to_gray, faces_to_tensor, resize, Interpolation, Layout, Normalization, Preprocess, TensorSpec};
+use facecompute_core::pixels::{bgr_to_gray, faces_to_tensor, resize, Interpolation, Layout, Letterbox, Normalization, Preprocess, TensorSpec};
 use libfuzzer_sys::fuzz_target;
 
 // Small enough that one input cannot exhaust the fuzzer's RSS limit and that an execution stays cheap
@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
         channel_order: ChannelOrder::Rgb,
         preprocess: if seed & 1 == 0 { Preprocess::DeepfaceFloat } else { Preprocess::Uint8Truncate },
         normalization: Normalization::Facenet,
+        letterbox: if seed & 2 == 0 { Letterbox::Float } else { Letterbox::Uint8 },
     };
     let t = faces_to_tensor(&crops, &spec).unwrap();
     assert_eq!(t.len(), crops.len() * 40 * 40 * 3);

@@ -1,8 +1,10 @@
 //! Face crops to one model input batch, the way DeepFace's `represent` prepares them: each BGR uint8
 //! face is divided by 255 (float64), letterboxed with `resize_image`, cast to float32 and passed
-//! through `normalize_input`; models fed integers (Dlib, SFace) then truncate to uint8.
+//! through `normalize_input`; models fed integers (Dlib, SFace) then truncate to uint8. With the
+//! detector `skip`, DeepFace's `represent` letterboxes the uint8 image itself and divides afterwards
+//! ([`Letterbox::Uint8`]).
 
-use super::letterbox::letterbox_f64;
+use super::letterbox::{letterbox, letterbox_f64};
 use super::resize::ImageF64;
 use super::Image;
 use crate::error::{CoreError, CoreResult};
@@ -49,6 +51,18 @@ impl Normalization {
     }
 }
 
+/// What `resize_image` receives: the order of DeepFace's letterbox and its division by 255.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Letterbox {
+    /// The face divided by 255 (float64), then letterboxed as floats: every face a detector cut,
+    /// and the whole image as `verify` (and `find`) embed it with `skip` (`extract_faces` divides).
+    #[default]
+    Float,
+    /// The uint8 image letterboxed (OpenCV's fixed-point INTER_LINEAR, results rounded to uint8),
+    /// then divided by 255 in float32 when its maximum is above 1: `represent` with `skip`.
+    Uint8,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct TensorSpec {
     pub width: u32,
@@ -58,6 +72,7 @@ pub struct TensorSpec {
     pub channel_order: ChannelOrder,
     pub preprocess: Preprocess,
     pub normalization: Normalization,
+    pub letterbox: Letterbox,
 }
 
 /// Largest model input side accepted; real models use ≤ 224.
@@ -114,14 +129,23 @@ pub fn face_input(face: &Image, spec: &TensorSpec) -> CoreResult<Vec<f32>> {
     if face.channels != 3 || face.width == 0 || face.height == 0 {
         return Err(CoreError::invalid_request("a face must be a non-empty 3-channel image"));
     }
-    let f = ImageF64 {
-        width: face.width,
-        height: face.height,
-        channels: 3,
-        data: face.data.iter().map(|&v| v as f64 / 255.0).collect(),
+    let mut x: Vec<f32> = match spec.letterbox {
+        Letterbox::Float => {
+            let f = ImageF64 {
+                width: face.width,
+                height: face.height,
+                channels: 3,
+                data: face.data.iter().map(|&v| v as f64 / 255.0).collect(),
+            };
+            letterbox_f64(&f, spec.width, spec.height)?.data.iter().map(|&v| v as f32).collect()
+        }
+        Letterbox::Uint8 => {
+            let boxed = letterbox(face, spec.width, spec.height)?;
+            // `if img.max() > 1: img = (img.astype(np.float32) / 255.0).astype(np.float32)`
+            let divide = boxed.data.iter().any(|&v| v > 1);
+            boxed.data.iter().map(|&v| if divide { v as f32 / 255.0 } else { v as f32 }).collect()
+        }
     };
-    let boxed = letterbox_f64(&f, spec.width, spec.height)?;
-    let mut x: Vec<f32> = boxed.data.iter().map(|&v| v as f32).collect();
     normalize_input(&mut x, spec.normalization);
     if spec.preprocess == Preprocess::Uint8Truncate {
         let scale = if x.iter().fold(f32::MIN, |a, &b| a.max(b)) <= 1.0 { 255.0 } else { 1.0 };
