@@ -23,10 +23,10 @@ export declare class HaarDetector {
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
- * Bench only: the many-to-many kernel on one thread, so its FLOP rate can be set against the
- * single-core peak. Returns the seconds it took.
+ * Bench only: the many-to-many kernel on one thread (the calling one), so its FLOP rate can be
+ * set against the single-core peak.
  */
-export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK: number): number
+export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK: number): BenchTime
 
 /**
  * Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
@@ -39,6 +39,15 @@ export declare function benchPeakF32Gflops(seconds: number): number
  * memory-bandwidth yardstick of bench/compare).
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
+
+export interface BenchTime {
+  wallSeconds: number
+  /**
+   * CPU time of the calling thread (Linux: /proc/thread-self/schedstat); equal to the wall time
+   * elsewhere. On a shared machine it leaves out the time the thread waited for its core.
+   */
+  cpuSeconds: number
+}
 
 /** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {

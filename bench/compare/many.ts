@@ -17,7 +17,7 @@ import { bestSecondsInterleaved } from './timing.js';
 
 export interface ManyResults {
   peak_f32_gflops: number;
-  gemm: { sources: number; targets: number; dims: number; metric: string; top_k: number; seconds: number; gflops: number; of_peak: number };
+  gemm: { sources: number; targets: number; dims: number; metric: string; top_k: number; seconds: number; wall_seconds: number; gflops: number; of_peak: number };
   many_vs_calls: { sources: number; targets: number; dims: number; top_k: number; threads: number; many_seconds: number; calls_seconds: number; speedup: number };
   serialize: { results: number; typed_arrays_ms: number; fast_json_stringify_ms: number; json_stringify_ms: number; bytes: number; speedup_vs_fast_json_stringify: number };
 }
@@ -33,16 +33,21 @@ export async function benchMany(randomMatrix: Matrix, log: (line: string) => voi
   const gemmTargets = quick ? 20_000 : 100_000;
   const s = randomMatrix(gemmSources, dims, 11);
   const t = randomMatrix(gemmTargets, dims, 12);
+  // The peak is the best of many ~0.5 ms slices; the GEMM's rate uses its thread's CPU time, so
+  // that time spent waiting for the core on a shared machine counts against neither.
   let peak = 0;
   let gemmSeconds = Number.POSITIVE_INFINITY;
+  let gemmWall = Number.POSITIVE_INFINITY;
   for (let round = 0; round < (quick ? 2 : 4); round++) {
     peak = Math.max(peak, native.benchPeakF32Gflops(0.3));
-    gemmSeconds = Math.min(gemmSeconds, native.benchManySingleThread(s, t, dims, 'cosine', 10));
+    const r = native.benchManySingleThread(s, t, dims, 'cosine', 10);
+    gemmSeconds = Math.min(gemmSeconds, r.cpuSeconds);
+    gemmWall = Math.min(gemmWall, r.wallSeconds);
   }
   const flops = 2 * gemmSources * gemmTargets * dims;
   const gflops = flops / gemmSeconds / 1e9;
   log(`peak f32 FMA (one core, tight loop): ${fmt(peak)} GFLOP/s`);
-  log(`many-to-many GEMM, one core, cosine ${gemmSources} × ${gemmTargets} × ${dims}, top_k 10: ${fmt(gemmSeconds * 1e3)} ms, ${fmt(gflops)} GFLOP/s = ${fmt((100 * gflops) / peak, 0)}% of peak (goal ≥ 50%)`);
+  log(`many-to-many GEMM, one core, cosine ${gemmSources} × ${gemmTargets} × ${dims}, top_k 10: ${fmt(gemmSeconds * 1e3)} ms of CPU (${fmt(gemmWall * 1e3)} ms wall), ${fmt(gflops)} GFLOP/s = ${fmt((100 * gflops) / peak, 0)}% of peak (goal ≥ 50%)`);
 
   // 2. One call against K one-to-many calls, both with every core, top_k 10.
   const k = quick ? 100 : 1000;
@@ -81,7 +86,7 @@ export async function benchMany(randomMatrix: Matrix, log: (line: string) => voi
   );
   return {
     peak_f32_gflops: peak,
-    gemm: { sources: gemmSources, targets: gemmTargets, dims, metric: 'cosine', top_k: 10, seconds: gemmSeconds, gflops, of_peak: gflops / peak },
+    gemm: { sources: gemmSources, targets: gemmTargets, dims, metric: 'cosine', top_k: 10, seconds: gemmSeconds, wall_seconds: gemmWall, gflops, of_peak: gflops / peak },
     many_vs_calls: { sources: k, targets: n, dims, top_k: 10, threads, many_seconds: manySeconds, calls_seconds: callsSeconds, speedup: callsSeconds / manySeconds },
     serialize: { results: count, typed_arrays_ms: typedSeconds * 1e3, fast_json_stringify_ms: fjsSeconds * 1e3, json_stringify_ms: stringifySeconds * 1e3, bytes: text.length, speedup_vs_fast_json_stringify: fjsSeconds / typedSeconds },
   };

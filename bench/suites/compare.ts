@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { REPO_ROOT } from '../lib/paths.js';
-import { freePort, start, waitFor } from '../lib/proc.js';
+import { freePort, start, treeCpuSeconds, waitFor } from '../lib/proc.js';
 import { createKey, startOurs } from '../lib/services.js';
 import { summarize } from '../lib/stats.js';
 import type { SuiteContext } from './context.js';
@@ -55,6 +55,8 @@ function multipart(fields: Record<string, string>, bytes: Uint8Array): Buffer {
 
 interface Body {
   mode: string;
+  /** The process tree that serves it, for CPU time per request. */
+  pid: number;
   url: string;
   body: Buffer;
   contentType: string;
@@ -70,6 +72,8 @@ export interface CompareRow {
   p99_ms: number;
   targets_per_s: number;
   server_time_p50_ms: number | null;
+  /** CPU time of the serving process per request (user + system, 10 ms ticks averaged over the requests). */
+  server_cpu_ms_per_request: number | null;
 }
 
 export async function compareSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
@@ -116,14 +120,15 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
         return Buffer.from(JSON.stringify({ source: { embedding: source }, targets: rowsJson, model_name: 'Dlib', top_k: TOP_K }));
       };
       const bodies: Body[] = [
-        { mode: 'binary', url, body: binary, contentType: mp },
-        { mode: 'roofline', url: roofUrl, body: binary, contentType: mp },
-        { mode: 'b64', url, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', top_k: TOP_K })), contentType: 'application/json' },
-        { mode: 'json', url, body: asJson(), contentType: 'application/json' },
+        { mode: 'binary', pid: ours.proc.pid, url, body: binary, contentType: mp },
+        { mode: 'roofline', pid: discard.pid, url: roofUrl, body: binary, contentType: mp },
+        { mode: 'b64', pid: ours.proc.pid, url, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', top_k: TOP_K })), contentType: 'application/json' },
+        { mode: 'json', pid: ours.proc.pid, url, body: asJson(), contentType: 'application/json' },
       ];
       // One warm-up each, then round-robin so that outside load hits every mode alike.
       const lat = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
       const server = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
+      const cpu = new Map<string, number>(bodies.map((b) => [b.mode, 0]));
       const nearest = new Map<string, unknown>();
       for (const b of bodies) {
         const r = await send(b);
@@ -133,7 +138,9 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       for (let i = 0; i < most; i++) {
         for (const b of bodies) {
           if (i >= repeats(n, b.mode)) continue;
+          const c0 = treeCpuSeconds(b.pid);
           const r = await send(b);
+          cpu.set(b.mode, cpu.get(b.mode)! + treeCpuSeconds(b.pid) - c0);
           lat.get(b.mode)!.push(r.ms);
           if (typeof r.json.time === 'number') server.get(b.mode)!.push(r.json.time * 1000);
         }
@@ -141,7 +148,7 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       for (const b of bodies) {
         const s = summarize(lat.get(b.mode)!);
         const st = server.get(b.mode)!;
-        rows.push({ n, sources: 1, mode: b.mode, body_mb: Math.round((b.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: n / (s.p50 / 1000), server_time_p50_ms: st.length ? summarize(st).p50 : null });
+        rows.push({ n, sources: 1, mode: b.mode, body_mb: Math.round((b.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: n / (s.p50 / 1000), server_time_p50_ms: st.length ? summarize(st).p50 : null, server_cpu_ms_per_request: (cpu.get(b.mode)! * 1000) / s.n });
         ctx.log(`compare ${b.mode} n=${n}: p50 ${s.p50.toFixed(1)} ms (${(b.body.length / 2 ** 20).toFixed(1)} MB)`);
       }
       const seen = [...nearest.values()].map((x) => JSON.stringify(x));
@@ -154,14 +161,14 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       const k = ctx.quick ? 100 : MANY_SOURCES;
       const sources = targets(k + 7).subarray(0, k * DIMS);
       const list = Array.from({ length: k }, (_, i) => ({ embedding: Array.from(sources.subarray(i * DIMS, (i + 1) * DIMS)) }));
-      const body: Body = { mode: 'many', url, body: multipart({ source: JSON.stringify(list), model_name: 'Dlib', top_k: String(TOP_K) }, bytes100k), contentType: `multipart/form-data; boundary=${BOUNDARY}` };
+      const body: Body = { mode: 'many', pid: ours.proc.pid, url, body: multipart({ source: JSON.stringify(list), model_name: 'Dlib', top_k: String(TOP_K) }, bytes100k), contentType: `multipart/form-data; boundary=${BOUNDARY}` };
       const first = await send(body);
       if (!Array.isArray(first.json.results?.[0]) || first.json.results!.length !== k) throw new Error('many-to-many answered without one list per source');
       const lat: number[] = [];
       for (let i = 0; i < (ctx.quick ? 2 : 5); i++) lat.push((await send(body)).ms);
       const s = summarize(lat);
       const single = rows.find((r) => r.n === 100_000 && r.mode === 'binary')!;
-      rows.push({ n: 100_000, sources: k, mode: 'binary many-to-many', body_mb: Math.round((body.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: (k * 100_000) / (s.p50 / 1000), server_time_p50_ms: null });
+      rows.push({ n: 100_000, sources: k, mode: 'binary many-to-many', body_mb: Math.round((body.body.length / 2 ** 20) * 10) / 10, requests: s.n, p50_ms: s.p50, p99_ms: s.p99, targets_per_s: (k * 100_000) / (s.p50 / 1000), server_time_p50_ms: null, server_cpu_ms_per_request: null });
       many = { sources: k, targets: 100_000, top_k: TOP_K, p50_ms: s.p50, single_requests_ms: single.p50_ms * k, speedup_vs_single_requests: (single.p50_ms * k) / s.p50 };
       ctx.log(`compare many-to-many ${k} × 100000: p50 ${s.p50.toFixed(1)} ms; ${k} single requests would take ${(single.p50_ms * k).toFixed(0)} ms (${((single.p50_ms * k) / s.p50).toFixed(1)}×)`);
     }
@@ -173,17 +180,19 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
           binary_p50_ms: bin.p50_ms,
           roofline_p50_ms: roof.p50_ms,
           binary_over_roofline: bin.p50_ms / roof.p50_ms,
+          binary_cpu_ms: bin.server_cpu_ms_per_request,
+          roofline_cpu_ms: roof.server_cpu_ms_per_request,
           b64_over_binary: b64.p50_ms / bin.p50_ms,
           met: { binary_p50_le_60ms: bin.p50_ms <= 60, within_2x_roofline: bin.p50_ms <= 2 * roof.p50_ms, binary_5x_b64: b64.p50_ms >= 5 * bin.p50_ms },
         }
       : null;
     ctx.table(
-      ['targets', 'sources', 'mode', 'body MB', 'p50 ms', 'p99 ms', 'targets/s', 'server time p50 ms'],
-      rows.map((r) => [r.n, r.sources, r.mode, r.body_mb, r.p50_ms.toFixed(1), r.p99_ms.toFixed(1), r.targets_per_s.toExponential(2), r.server_time_p50_ms === null ? '-' : r.server_time_p50_ms.toFixed(1)]),
+      ['targets', 'sources', 'mode', 'body MB', 'p50 ms', 'p99 ms', 'targets/s', 'server time p50 ms', 'server CPU ms/request'],
+      rows.map((r) => [r.n, r.sources, r.mode, r.body_mb, r.p50_ms.toFixed(1), r.p99_ms.toFixed(1), r.targets_per_s.toExponential(2), r.server_time_p50_ms === null ? '-' : r.server_time_p50_ms.toFixed(1), r.server_cpu_ms_per_request === null ? '-' : r.server_cpu_ms_per_request.toFixed(0)]),
     );
     if (goals) {
       ctx.log(`goal: binary p50 ${goals.binary_p50_ms.toFixed(1)} ms (≤ 60): ${goals.met.binary_p50_le_60ms ? 'met' : 'NOT met'}`);
-      ctx.log(`goal: binary / roofline ${goals.binary_over_roofline.toFixed(2)}× (≤ 2): ${goals.met.within_2x_roofline ? 'met' : 'NOT met'}`);
+      ctx.log(`goal: binary / roofline ${goals.binary_over_roofline.toFixed(2)}× (≤ 2): ${goals.met.within_2x_roofline ? 'met' : 'NOT met'}; server CPU per request ${goals.binary_cpu_ms?.toFixed(0)} vs ${goals.roofline_cpu_ms?.toFixed(0)} ms`);
       ctx.log(`goal: b64 / binary ${goals.b64_over_binary.toFixed(1)}× (≥ 5): ${goals.met.binary_5x_b64 ? 'met' : 'NOT met'}`);
     }
     return { dims: DIMS, metric: 'cosine', top_k: TOP_K, rows, goals, many };
