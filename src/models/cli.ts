@@ -85,7 +85,7 @@ export async function run(args: string[]): Promise<number> {
           } catch (err) {
             stopBar();
             failed++;
-            const attempts = err instanceof FetchError && err.attempts.length > 0 ? err.attempts : err instanceof FetchError ? [{ source: 'canonical', code: err.code, message: err.message }] : [];
+            const attempts = err instanceof FetchError ? err.attempts : [];
             await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: false, attempts });
             out(`${id}: ${err instanceof FetchError ? `${err.code}: ${err.message}` : String(err)}`);
           }

@@ -160,7 +160,8 @@ export async function fetchWeight(w: WeightFile, opts: MultiSourceFetchOptions):
       opts.onSourceFailed?.(attempt);
     }
   }
-  if (sources.length === 1) throw single;
+  // One source: its own error (code and message), with the attempt attached for the fetch log.
+  if (sources.length === 1) throw single instanceof FetchError ? new FetchError(single.code, single.message, attempts) : new FetchError('network_error', String(single), attempts);
   const list = attempts.map((a) => `${a.source}: ${a.code}: ${a.message}`).join('; ');
   throw new FetchError('all_sources_failed', `${w.file}: every source failed (${attempts.length} tried): ${list}`, attempts);
 }
