@@ -97,7 +97,7 @@ pub fn find_confidence(distance: f64, c: Option<&Confidence>, verified: bool) ->
     };
     let mut confidence = ((p - lo) / (hi - lo)) * (target_max - target_min) + target_min;
     confidence = if verified { confidence.max(51.0) } else { confidence.min(49.0) };
-    round_confidence(confidence.max(0.0).min(100.0))
+    round_confidence(confidence.clamp(0.0, 100.0))
 }
 
 fn sigmoid(z: f64) -> f64 {
@@ -144,7 +144,7 @@ fn write_uint(out: &mut Vec<u8>, mut v: u64) {
 /// prints it. Values too large for that (never a realistic distance) use Rust's shortest form.
 fn write_scaled(out: &mut Vec<u8>, value: f64, scale: f64, decimals: u32) {
     let m = (value * scale).round_ties_even();
-    if !(m.abs() < 9.0e15) || value.abs() >= 1e21 {
+    if m.is_nan() || m.abs() >= 9.0e15 || value.abs() >= 1e21 {
         out.extend_from_slice(format!("{value}").as_bytes());
         return;
     }
@@ -164,7 +164,7 @@ fn write_scaled(out: &mut Vec<u8>, value: f64, scale: f64, decimals: u32) {
         return;
     }
     let mut digits = decimals;
-    while frac % 10 == 0 {
+    while frac.is_multiple_of(10) {
         frac /= 10;
         digits -= 1;
     }
