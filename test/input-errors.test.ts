@@ -208,8 +208,12 @@ t.test('MCP: embedding values and unknown arguments are tool errors with the RES
 t.test('MCP: the listed input schemas refuse additional properties', async (t) => {
   const { tools } = await client.listTools();
   for (const x of tools) t.equal((x.inputSchema as { additionalProperties?: unknown }).additionalProperties, false, x.name);
-  const compare = tools.find((x) => x.name === 'compare_inputs')!.inputSchema as unknown as { properties: { source: { additionalProperties?: unknown } } };
-  t.equal(compare.properties.source.additionalProperties, false, 'compare_inputs.source');
+  // source is one face or a list of faces (many-to-many): both forms are strict objects.
+  type Strict = { additionalProperties?: unknown; type?: string; items?: Strict };
+  const compare = tools.find((x) => x.name === 'compare_inputs')!.inputSchema as unknown as { properties: { source: { anyOf: Strict[] } } };
+  const forms = compare.properties.source.anyOf;
+  t.equal(forms.length, 2, 'compare_inputs.source: a face or a list of faces');
+  for (const form of forms) t.equal((form.type === 'array' ? form.items : form)?.additionalProperties, false, `compare_inputs.source (${form.type})`);
 });
 
 t.test('bare NaN/Infinity detection', async (t) => {
