@@ -67,7 +67,10 @@ pub fn compare_many_to_many(options: Options, sources: &[f32], targets: &[f32], 
     };
     let rows = TargetRows::of(targets, dims)?;
     let kernel = options.kernel.unwrap_or_else(Kernel::best);
-    let threads = threads_for(source_count, count, dims, options.max_threads);
+    // Every thread keeps a selection per source; bound what they may hold together (a candidate
+    // list can reach `candidate_limit` entries before it falls back) to ~256 MiB.
+    let per_thread = source_count.saturating_mul(candidate_limit(k) * 16 + (k + 1) * 8);
+    let threads = threads_for(source_count, count, dims, options.max_threads).min((SELECTION_BUDGET / per_thread.max(1)).max(1));
     let plan = Plan::new(sources, dims, metric);
     let selections = screen(kernel, &plan, &rows, targets, dims, k, threads);
     let mut out = Vec::with_capacity(source_count);
@@ -202,6 +205,14 @@ impl Plan {
     }
 }
 
+/// Bytes all threads' selections may hold together in the worst case (see `compare_many_to_many`).
+const SELECTION_BUDGET: usize = 256 << 20;
+
+/// Candidates a source may collect before it takes the one-to-many path instead.
+fn candidate_limit(k: usize) -> usize {
+    8 * k + 2048
+}
+
 /// The k smallest upper bounds seen so far (their maximum is the admission threshold τ), and every
 /// target whose lower bound was at most τ when it was seen.
 struct Selection {
@@ -266,7 +277,7 @@ impl Selection {
     }
 
     fn limit(&self) -> usize {
-        8 * self.k + 2048
+        candidate_limit(self.k)
     }
 
     fn overflow(&mut self) {
