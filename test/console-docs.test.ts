@@ -44,6 +44,22 @@ t.test('/llms.txt and /skill.md tell an agent how to start, with concrete URLs',
   t.match(llms.body, /`targets` file part of raw little-endian float32/);
 });
 
+t.test('/llms.txt and /skill.md give the configured free-call numbers', async (t) => {
+  const numbers = loadConfig({ FACECOMPUTE_DATA_DIR: dir, FACECOMPUTE_FREE_CALLS_ANONYMOUS: '7', FACECOMPUTE_FREE_CALLS_ACCOUNT: '33', FACECOMPUTE_FREE_CALLS_CARD: '77' });
+  const store = await createAccountsStore(numbers);
+  const app = await buildConsole({ config: numbers, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  const llms = (await app.inject({ url: '/llms.txt' })).body;
+  t.match(llms, 'get 7 free calls.');
+  t.match(llms, '(7 free calls)');
+  const skill = (await app.inject({ url: '/skill.md' })).body;
+  t.match(skill, '"free_calls":{"total":7,"used":0,"remaining":7}');
+  t.match(skill, 'Anonymous: 7. With an email and password: 33 in total');
+  t.match(skill, 'With a saved card: 77 in total');
+  t.match(skill, '(email: 33, card: 77)');
+  for (const doc of [llms, skill]) t.notMatch(doc, /\b(10|50|100)\b(?! ?(MB|ms|%))/, 'no default number left');
+});
+
 t.test('/openapi.json serves the file as it is, or not_found when absent', async (t) => {
   const file = join(dir, 'openapi.json');
   const doc = JSON.stringify({ openapi: '3.1.0', info: { title: 'facecompute', version: 'v1' }, paths: { '/verify': {} } }, null, 2);

@@ -128,3 +128,28 @@ t.test('user text is escaped in pages', async (t) => {
   t.notMatch(res.body, '<script>alert(1)</script>');
   t.match(res.body, '&lt;script&gt;alert(1)&lt;/script&gt;');
 });
+
+t.test('the free-call numbers shown are the configured ones, not the defaults', async (t) => {
+  const { app, store } = await setup(t, { FACECOMPUTE_FREE_CALLS_ANONYMOUS: '7', FACECOMPUTE_FREE_CALLS_ACCOUNT: '33', FACECOMPUTE_FREE_CALLS_CARD: '77' });
+  const signup = await app.inject({ url: '/signup' });
+  t.match(signup.body, /data-testid="signup-calls">Active at once, with 33 free calls\. Add a card later for 77 in total\./);
+  t.match(signup.body, /data-testid="anonymous-calls">An anonymous account with 7 free calls and one API key/);
+  t.notMatch(signup.body, /\b(50|100|10) free calls|for 100\b/, 'no default number on the page');
+
+  const anon = await store.signupAnonymous('192.0.2.9');
+  const page = await app.inject({ url: '/account', headers: { cookie: `fc_session=${anon.session_token}` } });
+  t.match(page.body, /real one with 33 free calls in total/);
+  t.match(page.body, /data-testid="calls-total">7</);
+  const account = await store.signup('numbers@example.com', 'correct horse battery');
+  const page2 = await app.inject({ url: '/account', headers: { cookie: `fc_session=${account.session_token}` } });
+  t.match(page2.body, /raises your free calls to 77 in total/);
+  t.notMatch(page2.body, /\b(50|100) (free calls|in total)/);
+
+  // The refusal that tells a caller how to get more names the configured totals too.
+  for (let i = 0; i < 7; i++) await store.consume(anon.account.id);
+  const e = await store.consume(anon.account.id).catch((err: { detail: string }) => err);
+  t.match((e as { detail: string }).detail, /all 7 free calls of this account are used; add an email and password \(33 in total\) or then a card \(77 in total\)/);
+  for (let i = 0; i < 33; i++) await store.consume(account.account.id);
+  const e2 = await store.consume(account.account.id).catch((err: { detail: string }) => err);
+  t.match((e2 as { detail: string }).detail, /save a card in the console \(77 in total\)/);
+});

@@ -29,4 +29,4 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
 }
 
 export { AccountsStore, type AccountView, type KeyView, type CreatedKey, type SessionResult, type CardView } from './store.js';
-export type { AccountsPort, AuthenticatedKey, FreeCalls, KeyKind, Tier } from './ports.js';
+export type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './ports.js';

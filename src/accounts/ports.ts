@@ -21,6 +21,9 @@ export interface KeyAuthenticator {
   authenticate(secret: string, expected: KeyKind): Promise<AuthenticatedKey>;
 }
 
+/** The free calls in total of each tier, as configured (FACECOMPUTE_FREE_CALLS_*). */
+export type FreeCallLimits = Record<Tier, number>;
+
 export interface FreeCalls {
   total: number;
   used: number;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { ServiceError } from '../errors/index.js';
-import type { AccountsPort, AuthenticatedKey, FreeCalls, KeyKind, Tier } from './ports.js';
+import type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './ports.js';
 import type { AccountsTable, ApiKeysTable, Database } from './schema.js';
 import type { Dialect } from './db.js';
 import { KEY_PREFIX, SESSION_PREFIX, hashesEqual, kindOf, newApiKey, randomSecret, sha256 } from './secrets.js';
@@ -52,7 +52,7 @@ export interface CardView {
 }
 
 export interface StoreOptions {
-  freeCalls: { anonymous: number; account: number; card: number };
+  freeCalls: FreeCallLimits;
   signupRateLimit: number;
   billing: BillingProvider;
   /** Active keys of one kind an account may hold, per tier. */
@@ -376,6 +376,19 @@ export class AccountsStore implements AccountsPort {
     return { accountId: row.account_id, keyId: row.id, kind: row.kind, tier: row.tier };
   }
 
+  private async tierOf(accountId: string): Promise<Tier> {
+    const row = await this.db.selectFrom('accounts').select('tier').where('id', '=', accountId).executeTakeFirst();
+    return row?.tier ?? 'anonymous';
+  }
+
+  /** What raises this account's allowance, with the configured totals; nothing for the top tier. */
+  private upgradeHint(tier: Tier): string {
+    const { account, card } = this.opts.freeCalls;
+    if (tier === 'anonymous') return `add an email and password (${account} in total) or then a card (${card} in total) in the console`;
+    if (tier === 'account') return `save a card in the console (${card} in total)`;
+    return 'ask the operator for more';
+  }
+
   /**
    * One conditional UPDATE: the database row lock serialises concurrent calls (PostgreSQL re-checks
    * the WHERE clause after waiting; SQLite has a single writer), so N parallel consumes against M
@@ -394,7 +407,7 @@ export class AccountsStore implements AccountsPort {
       const total = Number(usage?.allowance ?? 0);
       throw new ServiceError(
         'insufficient_credits',
-        `all ${total} free calls of this account are used; add an email (50 in total) or a card (100 in total) in the console`,
+        `all ${total} free calls of this account are used; ${this.upgradeHint(await this.tierOf(accountId))}`,
       );
     }
     const total = Number(row.allowance);

@@ -1,18 +1,24 @@
 /**
  * What an agent reads to get going on its own: /llms.txt (an index, per llmstxt.org) and /skill.md
- * (the full procedure with curl examples). URLs are filled in from the configuration and the
- * console address the agent used.
+ * (the full procedure with curl examples). URLs and free-call totals are filled in from the
+ * configuration and the console address the agent used. Every ```sh block runs as written against
+ * a live service (test/doc-examples.test.ts runs them), so keep them runnable: images are read from
+ * files (multipart, or base64 through pipes and --rawfile), never passed as command-line arguments.
  */
+import type { FreeCallLimits } from '../accounts/index.js';
+
 export interface DocUrls {
   console: string;
   base: string;
   mcp: string;
 }
 
-export function llmsTxt(u: DocUrls): string {
+const IMAGES_NOTE = 'The examples read two photos of one person, `img1.jpg` and `img2.jpg`, from the current directory (JPEG, PNG, WebP, GIF or BMP).';
+
+export function llmsTxt(u: DocUrls, calls: FreeCallLimits): string {
   return `# facecompute
 
-> Face verification, embeddings and comparison over HTTP, with DeepFace's models and semantics. Agents can sign up anonymously (no email), create their own API key and get 10 free calls.
+> Face verification, embeddings and comparison over HTTP, with DeepFace's models and semantics. Agents can sign up anonymously (no email), create their own API key and get ${calls.anonymous} free calls.
 
 REST gateway: ${u.base}
 MCP endpoint (Streamable HTTP): ${u.mcp}
@@ -25,10 +31,20 @@ Console (accounts and keys): ${u.console}
 
 ## Quick start
 
-1. \`curl -s -X POST ${u.console}/api/signup/anonymous\` → \`{account, session_token}\` (10 free calls)
-2. \`curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" -H 'content-type: application/json' -d '{"name":"my-agent"}'\` → \`{key}\` (shown once; store it)
-3. \`curl -s ${u.base}/capabilities\`, then POST /verify, /represent or /compare with \`Authorization: Bearer $API_KEY\`
-4. Many vectors: POST /compare as multipart with a \`targets\` file part of raw little-endian float32 (\`application/octet-stream\`, N × dims) and \`top_k\`; \`source\` may be a list for one result list per source ([details](${u.console}/skill.md))
+${IMAGES_NOTE}
+
+\`\`\`sh
+# 1. an anonymous account (${calls.anonymous} free calls) and its session token
+export SESSION_TOKEN=$(curl -s -X POST ${u.console}/api/signup/anonymous | jq -r .session_token)
+# 2. a REST key, shown once: store it
+export API_KEY=$(curl -s -X POST ${u.console}/api/keys -H "Authorization: Bearer $SESSION_TOKEN" \\
+  -H 'content-type: application/json' -d '{"name":"my-agent"}' | jq -r .key)
+# 3. what the service offers, then a verification
+curl -s ${u.base}/capabilities
+curl -s -X POST ${u.base}/verify -H "Authorization: Bearer $API_KEY" -F img1=@img1.jpg -F img2=@img2.jpg
+\`\`\`
+
+Many vectors: POST /compare as multipart with a \`targets\` file part of raw little-endian float32 (\`application/octet-stream\`, N × dims) and \`top_k\`; \`source\` may be a list for one result list per source ([details](${u.console}/skill.md)).
 
 ## Optional
 
@@ -36,7 +52,7 @@ Console (accounts and keys): ${u.console}
 `;
 }
 
-export function skillMd(u: DocUrls): string {
+export function skillMd(u: DocUrls, calls: FreeCallLimits): string {
   return `---
 name: facecompute
 description: Verify whether two face images show the same person, compute face embeddings, and compare an embedding against many, over the facecompute REST API (DeepFace-compatible). Includes anonymous self-signup for agents.
@@ -51,13 +67,15 @@ Face verification, embeddings and 1:N comparison with DeepFace's models, thresho
 - Console API (accounts and keys): \`${u.console}/api/\`
 - OpenAPI: \`${u.console}/openapi.json\`
 
+${IMAGES_NOTE} They need \`curl\` and \`jq\`.
+
 ## 1. Sign up anonymously (one call, no email)
 
 \`\`\`sh
 export SESSION_TOKEN=$(curl -s -X POST ${u.console}/api/signup/anonymous | jq -r .session_token)
 \`\`\`
 
-The answer is \`201 {"account":{"id":"…","tier":"anonymous","free_calls":{"total":10,"used":0,"remaining":10},…},"session_token":"fc_sess_…"}\`.
+The answer is \`201 {"account":{"id":"…","tier":"anonymous","free_calls":{"total":${calls.anonymous},"used":0,"remaining":${calls.anonymous}},…},"session_token":"fc_sess_…"}\`.
 The session token authenticates you to the console API only (\`Authorization: Bearer $SESSION_TOKEN\`).
 Anonymous signups are limited per client address per hour (\`429 signup_rate_limited\`): sign up once and
 keep the token.
@@ -86,40 +104,55 @@ Use \`allowed_models\`, \`default_model\`, \`allowed_detectors\` and \`limits\` 
 
 ## 4. Verify two faces
 
+Send the images as multipart file parts:
+
 \`\`\`sh
-curl -s -X POST ${u.base}/verify -H "Authorization: Bearer $API_KEY" \\
-  -F img1=@alice1.jpg -F img2=@alice2.jpg -F model_name=Facenet
-# {"verified":true,"distance":0.21,"threshold":0.4,"confidence":…,"model":"Facenet","detector_backend":"opencv","similarity_metric":"cosine","facial_areas":{…},"time":…}
+curl -s -X POST ${u.base}/verify -H "Authorization: Bearer $API_KEY" -F img1=@img1.jpg -F img2=@img2.jpg
+# {"verified":true,"distance":…,"threshold":0.4,"confidence":…,"model":"Facenet","detector_backend":"opencv","similarity_metric":"cosine","facial_areas":{…},"time":…}
 \`\`\`
 
-Images may also be sent in JSON as base64 or data URLs: \`{"img1":"data:image/jpeg;base64,…","img2":"…"}\`.
+or in JSON, as base64 or \`data:\` URIs. An image's base64 is too long for a command-line argument, so
+build the body from files (\`jq --rawfile\`) and send it from a file or stdin (\`-d @file\`, \`-d @-\`):
+
+\`\`\`sh
+base64 < img1.jpg | tr -d '\\n' > img1.b64
+base64 < img2.jpg | tr -d '\\n' > img2.b64
+jq -n --rawfile a img1.b64 --rawfile b img2.b64 '{img1: ("data:image/jpeg;base64," + $a), img2: ("data:image/jpeg;base64," + $b)}' |
+  curl -s -X POST ${u.base}/verify -H "Authorization: Bearer $API_KEY" -H 'content-type: application/json' -d @-
+\`\`\`
 
 ## 5. Represent (embeddings)
 
 \`\`\`sh
-curl -s -X POST ${u.base}/represent -H "Authorization: Bearer $API_KEY" \\
-  -H 'content-type: application/json' -d "{\\"img\\":\\"data:image/jpeg;base64,$(base64 -w0 face.jpg)\\"}"
-# {"results":[{"embedding":[…],"facial_area":{…},"face_confidence":…}],"model":"Facenet","detector_backend":"opencv"}
+curl -s -X POST ${u.base}/represent -H "Authorization: Bearer $API_KEY" -F img=@img1.jpg -F img=@img2.jpg > faces.json
+jq -c '{model, images: (.results | length), dims: (.results[0][0].embedding | length)}' faces.json
+# {"model":"Facenet","images":2,"dims":128}
 \`\`\`
+
+One \`img\` answers \`{"results":[{"embedding":[…],"facial_area":{…},"face_confidence":…}],"model":…}\`;
+several (a batch) answer one list of faces per image, as here.
 
 ## 6. Compare one face or embedding against many embeddings
 
 \`\`\`sh
-curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
-  -H 'content-type: application/json' \\
-  -d '{"source":{"embedding":[0.1, …]},"targets":[[0.1, …],[0.3, …]],"top_k":5}'
-# {"model":"Facenet","similarity_metric":"cosine","threshold":…,"dims":128,"source":null,"results":[{"index":0,"distance":…,"verified":true,"confidence":…}],"time":…}
+jq '{source: {embedding: .results[0][0].embedding}, targets: [.results[][0].embedding], top_k: 5}' faces.json |
+  curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" -H 'content-type: application/json' -d @-
+# {"model":"Facenet","similarity_metric":"cosine","threshold":…,"dims":128,"source":null,"results":[{"index":0,"distance":0,"verified":true,"confidence":…},…],"time":…}
 \`\`\`
+
+\`source\` may also be \`{"img": …}\` (an image, as in /verify).
 
 Many vectors: send them as raw little-endian float32 (row-major, N × dims, dims from
 \`embedding_dims\` in /capabilities) in a multipart file part named \`targets\` with content type
 \`application/octet-stream\`. It is read in place, with no parsing, and is the fastest way by far
-(\`targets_b64\` in JSON is the alternative):
+(\`targets_b64\`, the same bytes in base64, is the JSON alternative). Here the two embeddings of
+\`faces.json\` become such a file, and the first is the source, as a JSON text part read from a file:
 
 \`\`\`sh
+python3 -c 'import json, struct, sys; rows = [faces[0]["embedding"] for faces in json.load(open("faces.json"))["results"]]; sys.stdout.buffer.write(b"".join(struct.pack("<%df" % len(r), *r) for r in rows))' > targets.f32
+jq -c '{embedding: .results[0][0].embedding}' faces.json > source.json
 curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
-  --form-string 'source={"embedding":[0.1, …]}' -F top_k=10 \\
-  -F 'targets=@targets.f32;type=application/octet-stream'
+  -F 'source=<source.json' -F top_k=10 -F 'targets=@targets.f32;type=application/octet-stream'
 \`\`\`
 
 Many faces at once: \`source\` may be a list (\`[{"embedding":[…]},{"img":"…"}]\`, at most
@@ -142,8 +175,8 @@ refusals (503) and failures on our side (5xx) cost nothing. Check what is left:
 curl -s ${u.console}/api/account -H "Authorization: Bearer $SESSION_TOKEN"
 \`\`\`
 
-Anonymous: 10. With an email and password: 50 in total (\`POST /api/account/upgrade\` with
-\`{"email","password"}\`; keys and usage are kept). With a saved card: 100 in total
+Anonymous: ${calls.anonymous}. With an email and password: ${calls.account} in total (\`POST /api/account/upgrade\` with
+\`{"email","password"}\`; keys and usage are kept). With a saved card: ${calls.card} in total
 (\`POST /api/account/card\` with \`{"payment_method":"pm_…"}\`, a payment-provider token, never a card number).
 
 ## Errors and what to do
@@ -154,7 +187,7 @@ Every error is \`{"error":"<code>","detail":"…"}\`.
 |---|---|---|
 | \`missing_api_key\` | 401 | Send \`Authorization: Bearer $API_KEY\`. No key yet? Do steps 1 and 2. |
 | \`invalid_api_key\` | 401 | The key is unknown, revoked, or of the other kind (REST \`fc_live_…\` on the gateway, MCP \`fc_mcp_…\` on MCP). Create a new key. |
-| \`insufficient_credits\` | 402 | The free calls are used up. Stop retrying; upgrade the account (email: 50, card: 100) or ask your operator. |
+| \`insufficient_credits\` | 402 | The free calls are used up. Stop retrying; upgrade the account (email: ${calls.account}, card: ${calls.card}) or ask your operator. |
 | \`rate_limited\` | 429 | Too many requests. Wait \`Retry-After\` seconds (see also the \`RateLimit-*\` headers), then retry. |
 | \`queue_full\` / \`queue_timeout\` | 503 | The service is busy. Wait \`Retry-After\` seconds and retry with backoff; lower your concurrency. |
 | \`service_warming\` | 503 | Models are loading. Wait \`Retry-After\` seconds. |

@@ -94,6 +94,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     publicMcpUrl: config.accounts.publicMcpUrl,
   });
   await app.register(docsRoutes, {
+    freeCalls: config.accounts.freeCalls,
     publicBaseUrl: config.accounts.publicBaseUrl,
     publicMcpUrl: config.accounts.publicMcpUrl,
     openapiPath: deps.openapiPath ?? resolve(repoRoot(), 'openapi.json'),

@@ -3,8 +3,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { readFile } from 'node:fs/promises';
 import { ServiceError } from '../../errors/index.js';
 import { llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
+import type { FreeCallLimits } from '../../accounts/index.js';
 
 export interface DocsOptions {
+  freeCalls: FreeCallLimits;
   publicBaseUrl: string;
   publicMcpUrl: string;
   openapiPath: string;
@@ -15,8 +17,8 @@ export default async function docsRoutes(app: FastifyInstance, opts: DocsOptions
   // that works for them.
   const urls = (req: FastifyRequest): DocUrls => ({ console: `${req.protocol}://${req.host}`, base: opts.publicBaseUrl.replace(/\/+$/, ''), mcp: opts.publicMcpUrl });
 
-  app.get('/llms.txt', async (req, reply) => reply.type('text/plain; charset=utf-8').send(llmsTxt(urls(req))));
-  app.get('/skill.md', async (req, reply) => reply.type('text/markdown; charset=utf-8').send(skillMd(urls(req))));
+  app.get('/llms.txt', async (req, reply) => reply.type('text/plain; charset=utf-8').send(llmsTxt(urls(req), opts.freeCalls)));
+  app.get('/skill.md', async (req, reply) => reply.type('text/markdown; charset=utf-8').send(skillMd(urls(req), opts.freeCalls)));
 
   app.get('/openapi.json', async (_req, reply) => {
     let text: string;

@@ -6,14 +6,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { ServiceError, isServiceError } from '../../errors/index.js';
-import type { AccountsStore, CreatedKey, KeyKind } from '../../accounts/index.js';
+import type { AccountsStore, CreatedKey, FreeCallLimits, KeyKind } from '../../accounts/index.js';
 import { layout } from '../views/layout.js';
 import type { Html } from '../views/html.js';
 import { accountPage, keysPage, mcpPage, signinPage, signupPage, type Notice } from '../views/pages.js';
 
 export interface PagesOptions {
   store: AccountsStore;
-  freeCalls: { anonymous: number; account: number; card: number };
+  freeCalls: FreeCallLimits;
   publicBaseUrl: string;
   publicMcpUrl: string;
 }
@@ -65,7 +65,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
 
   // ---- sign up / sign in / sign out --------------------------------------------------------------
 
-  app.get('/signup', async (req, reply) => send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, '')));
+  app.get('/signup', async (req, reply) => send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, '')));
   app.post('/signup', async (req, reply) => {
     const email = field(req.body, 'email');
     try {
@@ -75,7 +75,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       return reply.redirect('/account', 303);
     } catch (err) {
       const n = errorNotice(err);
-      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, email, n), isServiceError(err) ? err.status : 400);
+      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, email, n), isServiceError(err) ? err.status : 400);
     }
   });
 
@@ -87,7 +87,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       return reply.redirect('/keys', 303);
     } catch (err) {
       const n = errorNotice(err);
-      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, '', n), isServiceError(err) ? err.status : 400);
+      return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, '', n), isServiceError(err) ? err.status : 400);
     }
   });
 

@@ -1,6 +1,6 @@
 /** Bodies of the console's pages. Every form carries the CSRF token; every input has a label. */
 import { html, when, type Html } from './html.js';
-import type { AccountView, CardView, CreatedKey, KeyView } from '../../accounts/index.js';
+import type { AccountView, CardView, CreatedKey, FreeCallLimits, KeyView } from '../../accounts/index.js';
 import { PASSWORD_MIN } from '../../accounts/validation.js';
 
 export interface Notice {
@@ -25,13 +25,15 @@ function credentialsFields(email: string, newPassword: boolean): Html {
 ${newPassword ? html`<p class="hint" id="password-hint">At least ${PASSWORD_MIN} characters.</p>` : ''}`;
 }
 
-export function signupPage(csrf: string, email: string, n?: Notice): Html {
+const calls = (n: number) => `${n} free call${n === 1 ? '' : 's'}`;
+
+export function signupPage(csrf: string, limits: FreeCallLimits, email: string, n?: Notice): Html {
   return html`<div class="narrow">
 <h1>Create your account</h1>
 ${notice(n)}
 <section class="card" aria-labelledby="signup-h">
 <h2 id="signup-h">Sign up with email</h2>
-<p class="muted">Active at once, with 50 free calls. Add a card later for 100.</p>
+<p class="muted" data-testid="signup-calls">Active at once, with ${calls(limits.account)}. Add a card later for ${limits.card} in total.</p>
 <form method="post" action="/signup">${csrfField(csrf)}
 ${credentialsFields(email, true)}
 <div class="actions"><button type="submit">Create account</button></div>
@@ -39,7 +41,7 @@ ${credentialsFields(email, true)}
 </section>
 <section class="card" aria-labelledby="anon-h">
 <h2 id="anon-h">Or try it without an email</h2>
-<p class="muted">An anonymous account with 10 free calls and one API key. You can add an email later and keep your keys.</p>
+<p class="muted" data-testid="anonymous-calls">An anonymous account with ${calls(limits.anonymous)} and one API key. You can add an email later and keep your keys.</p>
 <form method="post" action="/signup/anonymous">${csrfField(csrf)}
 <div class="actions"><button type="submit" class="secondary">Continue without an email</button></div>
 </form>
@@ -64,14 +66,14 @@ ${credentialsFields(email, false)}
 
 const TIER_LABEL = { anonymous: 'Anonymous agent', account: 'Account', card: 'Account with a saved card' } as const;
 
-export function accountPage(csrf: string, a: AccountView, card: CardView | null, limits: { account: number; card: number }, n?: Notice): Html {
+export function accountPage(csrf: string, a: AccountView, card: CardView | null, limits: FreeCallLimits, n?: Notice): Html {
   const fc = a.free_calls;
   const pct = fc.total === 0 ? 100 : Math.round((fc.used / fc.total) * 100);
   const upgrade =
     a.tier === 'anonymous'
       ? html`<section class="card" aria-labelledby="upgrade-h">
 <h2 id="upgrade-h">Add an email and password</h2>
-<p class="muted">Turns this anonymous account into a real one with ${limits.account} free calls in total. Your keys and usage are kept.</p>
+<p class="muted">Turns this anonymous account into a real one with ${calls(limits.account)} in total. Your keys and usage are kept.</p>
 <form method="post" action="/account/upgrade">${csrfField(csrf)}
 ${credentialsFields('', true)}
 <div class="actions"><button type="submit">Upgrade account</button></div>
@@ -81,7 +83,7 @@ ${credentialsFields('', true)}
   const cardSection =
     a.tier === 'card'
       ? html`<section class="card" aria-labelledby="card-h"><h2 id="card-h">Card</h2>
-<p>Saved: <strong>${card?.brand ?? 'card'}</strong>${card?.last4 ? html` ending in <strong>${card.last4}</strong>` : ''}. Your account has ${limits.card} free calls in total.</p></section>`
+<p>Saved: <strong>${card?.brand ?? 'card'}</strong>${card?.last4 ? html` ending in <strong>${card.last4}</strong>` : ''}. Your account has ${calls(limits.card)} in total.</p></section>`
       : a.tier === 'account'
         ? html`<section class="card" aria-labelledby="card-h">
 <h2 id="card-h">Add a card</h2>
