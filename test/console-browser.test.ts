@@ -106,9 +106,14 @@ t.test('sign up, create a named key, see it once, reload, revoke', async (t) => 
   await shot(page, '03-keys-created');
   t.ok(await restKeyAccepted(key), 'the new key is accepted');
 
-  await page.goto(`${base}/keys`);
+  // The browser's own reload: post/redirect/get left a GET to repeat, not the form.
+  t.equal(page.url(), `${base}/keys`, 'the form answered with a redirect to the page');
+  await page.reload();
   const html = await page.content();
   t.notOk(html.includes(key), 'after a reload the key is not shown');
+  t.equal(await page.locator('tr', { hasText: 'laptop' }).count(), 1, 'and no second key was created');
+  const owned = await store.db.selectFrom('api_keys').innerJoin('accounts', 'accounts.id', 'api_keys.account_id').select('api_keys.id').where('accounts.email', '=', 'browser@example.com').execute();
+  t.equal(owned.length, 1, 'one key in the store');
   t.ok(html.includes(key.slice(0, 16)), 'its prefix is');
   const row = page.locator('tr', { hasText: 'laptop' });
   t.equal((await row.locator('code').textContent())!.trim(), `${key.slice(0, 16)}…`);

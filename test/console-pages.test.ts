@@ -153,3 +153,78 @@ t.test('the free-call numbers shown are the configured ones, not the defaults', 
   const e2 = await store.consume(account.account.id).catch((err: { detail: string }) => err);
   t.match((e2 as { detail: string }).detail, /save a card in the console \(77 in total\)/);
 });
+
+t.test('creating a key is post/redirect/get: the key is shown once, a reload creates nothing', async (t) => {
+  const { app, store } = await setup(t);
+  const { session_token } = await store.signup('prg@example.com', 'correct horse battery');
+  const id = (await store.sessionAccount(session_token))!;
+  const csrf = 'c'.repeat(43);
+  const jar = `fc_session=${session_token}; fc_csrf=${csrf}`;
+  for (const [form, page, kind, prefix] of [['/keys', '/keys', 'rest', 'fc_live_'], ['/mcp/keys', '/mcp', 'mcp', 'fc_mcp_']] as const) {
+    const post = await app.inject({ method: 'POST', url: form, headers: { cookie: jar, 'content-type': 'application/x-www-form-urlencoded' }, payload: `name=laptop&_csrf=${csrf}` });
+    t.equal(post.statusCode, 303, `${form}: the form answers with a redirect`);
+    t.equal(post.headers.location, page);
+    t.notMatch(post.body, prefix, 'the key is not in the POST answer');
+    const flash = cookies(post)['fc_flash']!;
+    t.match(flash, /HttpOnly/);
+    t.match(flash, /SameSite=Strict/);
+    t.match(flash, /Max-Age=120/);
+    const keys = await store.listKeys(id, kind);
+    t.equal(keys.length, 1, 'one key created');
+    const sealed = value(flash);
+    t.notMatch(Buffer.from(sealed, 'base64url').toString('latin1'), prefix, 'the cookie does not hold the key in the clear');
+
+    const shown = await app.inject({ url: page, headers: { cookie: `${jar}; fc_flash=${sealed}` } });
+    t.equal(shown.statusCode, 200);
+    const key = /data-testid="new-key">([^<]+)</.exec(shown.body)?.[1];
+    t.match(key, new RegExp(`^${prefix}[A-Za-z0-9_-]{43}$`), 'the new key is shown on the page the redirect leads to');
+    t.ok(key!.startsWith(keys[0]!.prefix), "the key listed");
+    t.match(String(cookies(shown)['fc_flash']), /fc_flash=;.*Expires=Thu, 01 Jan 1970/, 'and the flash is cleared');
+
+    // The browser reloads: it sends the page's GET again, now without the flash.
+    const reload = await app.inject({ url: page, headers: { cookie: jar } });
+    t.notMatch(reload.body, key!, 'a reload does not show the key again');
+    t.equal((await store.listKeys(id, kind)).length, 1, 'and creates no second key');
+
+    // Another session cannot read the flash, nor can a tampered one show anything.
+    const other = await store.signup(`other-${kind}@example.com`, 'correct horse battery');
+    const stolen = await app.inject({ url: page, headers: { cookie: `fc_session=${other.session_token}; fc_flash=${sealed}` } });
+    t.equal(stolen.statusCode, 200);
+    t.notMatch(stolen.body, key!, "another session's page does not open the flash");
+    const bytes = Buffer.from(sealed, 'base64url');
+    bytes[20] = bytes[20]! ^ 1;
+    const tampered = await app.inject({ url: page, headers: { cookie: `${jar}; fc_flash=${bytes.toString('base64url')}` } });
+    t.notMatch(tampered.body, 'data-testid="new-key"');
+  }
+
+  // A refused form stays a page with its message and status (nothing was created to show).
+  const anon = await store.signupAnonymous('192.0.2.50');
+  const anonJar = `fc_session=${anon.session_token}; fc_csrf=${csrf}`;
+  const first = await app.inject({ method: 'POST', url: '/keys', headers: { cookie: anonJar, 'content-type': 'application/x-www-form-urlencoded' }, payload: `name=a&_csrf=${csrf}` });
+  t.equal(first.statusCode, 303);
+  const second = await app.inject({ method: 'POST', url: '/keys', headers: { cookie: anonJar, 'content-type': 'application/x-www-form-urlencoded' }, payload: `name=b&_csrf=${csrf}` });
+  t.equal(second.statusCode, 409);
+  t.match(second.body, /1 active REST key/);
+});
+
+t.test('upgrade and card forms redirect too, with their notice shown once', async (t) => {
+  const { app, store } = await setup(t);
+  const anon = await store.signupAnonymous('192.0.2.51');
+  const csrf = 'd'.repeat(43);
+  const jar = `fc_session=${anon.session_token}; fc_csrf=${csrf}`;
+  const post = (url: string, body: Record<string, string>) =>
+    app.inject({ method: 'POST', url, headers: { cookie: jar, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ ...body, _csrf: csrf }).toString() });
+  const up = await post('/account/upgrade', { email: 'prg-up@example.com', password: 'correct horse battery' });
+  t.equal(up.statusCode, 303);
+  t.equal(up.headers.location, '/account');
+  const page = await app.inject({ url: '/account', headers: { cookie: `${jar}; fc_flash=${value(cookies(up)['fc_flash']!)}` } });
+  t.match(page.body, 'Your keys and usage are kept.');
+  t.notMatch((await app.inject({ url: '/account', headers: { cookie: jar } })).body, 'Your keys and usage are kept.', 'once');
+  const card = await post('/account/card', { payment_method: 'pm_card_visa' });
+  t.equal(card.statusCode, 303);
+  const cardPage = await app.inject({ url: '/account', headers: { cookie: `${jar}; fc_flash=${value(cookies(card)['fc_flash']!)}` } });
+  t.match(cardPage.body, 'Card saved.');
+  const declined = await post('/account/card', { payment_method: 'pm_card_chargeDeclined' });
+  t.equal(declined.statusCode, 402, 'a refused form answers with its page and status');
+  t.match(declined.body, /declined/);
+});

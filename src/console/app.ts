@@ -13,6 +13,7 @@ import { ServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import errors from './plugins/errors.js';
 import session from './plugins/session.js';
+import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
@@ -86,6 +87,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   await app.register(errors);
   await app.register(cookie);
   await app.register(session, { store, secureCookies: secureCookies(config) });
+  await app.register(flash, { secureCookies: secureCookies(config) });
   await app.register(apiRoutes, { store });
   await app.register(pageRoutes, {
     store,

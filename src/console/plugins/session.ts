@@ -35,6 +35,8 @@ declare module 'fastify' {
     checkCsrf(req: FastifyRequest, submitted: unknown): void;
     /** The CSRF token for forms on this page, set as a cookie when the browser has none. */
     csrfToken(req: FastifyRequest, reply: FastifyReply): string;
+    /** The session token this request carries (bearer or cookie), whether valid or not; null when none. */
+    sessionToken(req: FastifyRequest): string | null;
     startSession(reply: FastifyReply, token: string): void;
     endSession(req: FastifyRequest, reply: FastifyReply): Promise<void>;
   }
@@ -91,13 +93,18 @@ async function session(app: FastifyInstance, opts: SessionOptions): Promise<void
     return token;
   });
 
+  app.decorate('sessionToken', (req: FastifyRequest) => {
+    const token = bearer(req) ?? req.cookies[SESSION_COOKIE];
+    return typeof token === 'string' && token !== '' ? token : null;
+  });
+
   app.decorate('startSession', (reply: FastifyReply, token: string) => {
     void reply.setCookie(SESSION_COOKIE, token, { ...cookieBase, maxAge: SESSION_MAX_AGE_S });
   });
 
   app.decorate('endSession', async (req: FastifyRequest, reply: FastifyReply) => {
-    const token = bearer(req) ?? req.cookies[SESSION_COOKIE];
-    if (typeof token === 'string' && token !== '') await store.logout(token);
+    const token = app.sessionToken(req);
+    if (token !== null) await store.logout(token);
     void reply.clearCookie(SESSION_COOKIE, { ...cookieBase });
   });
 }

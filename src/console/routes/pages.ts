@@ -1,15 +1,18 @@
 /**
- * The server-rendered web pages. Forms post here (urlencoded), are CSRF-checked, and answer with a
- * redirect or the page again with a message. A new key is shown in the answer to the POST that made
- * it and nowhere else, so nothing but its hash outlives that response.
+ * The server-rendered web pages. Forms post here (urlencoded) and are CSRF-checked. A form that
+ * changed something answers 303 to its page (post/redirect/get), so a reload never submits it again;
+ * what that page must show once (a notice, a new key) travels in the sealed flash cookie
+ * (plugins/flash.ts). A refused form is answered with the page again, its message and its status.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { ServiceError, isServiceError } from '../../errors/index.js';
 import type { AccountsStore, CreatedKey, FreeCallLimits, KeyKind } from '../../accounts/index.js';
-import { layout } from '../views/layout.js';
+import { layout, pageCsp } from '../views/layout.js';
 import type { Html } from '../views/html.js';
 import { accountPage, keysPage, mcpPage, signinPage, signupPage, type Notice } from '../views/pages.js';
+import type { Flash } from '../plugins/flash.js';
+import { KEY_PREFIX } from '../../accounts/secrets.js';
 
 export interface PagesOptions {
   store: AccountsStore;
@@ -19,17 +22,6 @@ export interface PagesOptions {
 }
 
 type Form = Record<string, string | undefined>;
-
-const CSP = (nonce: string) =>
-  [
-    "default-src 'none'",
-    `style-src 'nonce-${nonce}'`,
-    `script-src 'nonce-${nonce}'`,
-    "img-src 'self' data:",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-  ].join('; ');
 
 function field(body: unknown, name: string): string {
   const v = (body as Form | undefined)?.[name];
@@ -44,7 +36,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     const csrf = app.csrfToken(req, reply);
     return reply
       .code(status)
-      .header('content-security-policy', CSP(nonce))
+      .header('content-security-policy', pageCsp(nonce))
       .type('text/html; charset=utf-8')
       .send(layout({ title, nonce, csrf, current, signedIn, body: body(csrf) }).value);
   }
@@ -120,15 +112,21 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
 
   app.get('/account', async (req, reply) => {
     const id = await pageAccount(req, reply);
-    return id === null ? reply : renderAccount(req, reply, id);
+    return id === null ? reply : renderAccount(req, reply, id, app.takeFlash(req, reply)?.notice);
   });
+
+  /** After a form succeeded: its notice for the page, and a redirect to it. */
+  function done(req: FastifyRequest, reply: FastifyReply, page: string, flash: Flash) {
+    app.setFlash(req, reply, flash);
+    return reply.redirect(page, 303);
+  }
 
   app.post('/account/upgrade', async (req, reply) => {
     const id = await pageAccount(req, reply);
     if (id === null) return reply;
     try {
       await store.upgrade(id, field(req.body, 'email'), field(req.body, 'password'));
-      return renderAccount(req, reply, id, { kind: 'success', text: 'Your account now has an email and password. Your keys and usage are kept.' });
+      return done(req, reply, '/account', { notice: { kind: 'success', text: 'Your account now has an email and password. Your keys and usage are kept.' } });
     } catch (err) {
       return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
     }
@@ -139,7 +137,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     if (id === null) return reply;
     try {
       await store.saveCard(id, field(req.body, 'payment_method'));
-      return renderAccount(req, reply, id, { kind: 'success', text: 'Card saved.' });
+      return done(req, reply, '/account', { notice: { kind: 'success', text: 'Card saved.' } });
     } catch (err) {
       return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
     }
@@ -161,7 +159,11 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
 
     app.get(s.page, async (req, reply) => {
       const id = await pageAccount(req, reply);
-      return id === null ? reply : render(req, reply, id, {});
+      if (id === null) return reply;
+      const flash = app.takeFlash(req, reply);
+      // A flash from the other key page (say, a tab left open) belongs there, not here.
+      const created = flash?.created && flash.created.key.startsWith(KEY_PREFIX[s.kind]) ? flash.created : undefined;
+      return render(req, reply, id, { ...(created ? { created } : {}), ...(flash?.notice ? { notice: flash.notice } : {}) });
     });
 
     app.post(s.base, async (req, reply) => {
@@ -169,7 +171,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       if (id === null) return reply;
       try {
         const created = await store.createKey(id, s.kind, field(req.body, 'name'));
-        return render(req, reply, id, { created }, 201);
+        return done(req, reply, s.page, { created });
       } catch (err) {
         return render(req, reply, id, { notice: errorNotice(err) }, (err as ServiceError).status);
       }
