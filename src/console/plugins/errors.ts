@@ -6,7 +6,10 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ServiceError } from '../../errors/index.js';
-import { escapeHtml } from '../views/html.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomBytes } from 'node:crypto';
+import { html } from '../views/html.js';
+import { layout, pageCsp } from '../views/layout.js';
 
 function describeValidation(err: FastifyError): string {
   const first = err.validation?.[0];
@@ -35,23 +38,35 @@ export function toServiceError(err: FastifyError | ServiceError | Error): Servic
   return new ServiceError('internal_error', 'internal error', { cause: err });
 }
 
+/** A person in a browser (a stale form, a mistyped address) gets a page; the API always answers JSON. */
+function wantsPage(req: FastifyRequest): boolean {
+  return !req.url.startsWith('/api/') && String(req.headers.accept ?? '').includes('text/html');
+}
+
+function sendError(req: FastifyRequest, reply: FastifyReply, se: ServiceError): void {
+  void reply.code(se.status).headers(se.headers);
+  if (!wantsPage(req)) {
+    void reply.type('application/json; charset=utf-8').send(se.toBody());
+    return;
+  }
+  const nonce = randomBytes(16).toString('base64');
+  const text = se.detail.charAt(0).toUpperCase() + se.detail.slice(1) + (/[.!?]$/.test(se.detail) ? '' : '.');
+  const title = se.code === 'not_found' ? 'Page not found' : 'Something went wrong';
+  const body = html`<h1>${title}</h1><section class="card"><p>${text}</p><p><a href="/">Back to the console</a></p></section>`;
+  void reply
+    .type('text/html; charset=utf-8')
+    .header('content-security-policy', pageCsp(nonce))
+    .send(layout({ title, nonce, csrf: '', current: '', signedIn: null, body }).value);
+}
+
 async function errors(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const se = toServiceError(err);
     if (se.code === 'internal_error') req.log.error({ err }, 'unhandled console error');
-    void reply.code(se.status).headers(se.headers);
-    // A person who submitted a stale web form gets a page, not JSON; the API always answers JSON.
-    if (!req.url.startsWith('/api/') && String(req.headers.accept ?? '').includes('text/html')) {
-      void reply
-        .type('text/html; charset=utf-8')
-        .header('content-security-policy', "default-src 'none'")
-        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Error · facecompute console</title><main><h1>Something went wrong</h1><p>${escapeHtml(se.detail)}</p><p><a href="/">Back to the console</a></p></main></html>`);
-      return;
-    }
-    void reply.type('application/json; charset=utf-8').send(se.toBody());
+    sendError(req, reply, se);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).type('application/json; charset=utf-8').send(new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`).toBody());
+    sendError(req, reply, new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`));
   });
 }
 

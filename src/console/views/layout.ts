@@ -8,8 +8,22 @@ export interface LayoutOptions {
   csrf: string;
   /** Path of the current page, to mark it in the navigation. */
   current: string;
-  signedIn: boolean;
+  /** null for pages that do not know who is calling (error pages): the navigation then offers no account links. */
+  signedIn: boolean | null;
   body: Html;
+}
+
+/** The Content-Security-Policy of every page: nothing but this page's own inline style and script. */
+export function pageCsp(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    `script-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
 }
 
 // Copies the text of the element named by data-copy and says so to screen readers.
@@ -31,10 +45,16 @@ function navLink(href: string, label: string, current: string): Html {
 }
 
 export function layout(o: LayoutOptions): Html {
-  const nav = o.signedIn
-    ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/skill.md', 'Docs', o.current)}
-        <form method="post" action="/signout"><input type="hidden" name="_csrf" value="${o.csrf}"><button type="submit">Sign out</button></form>`
-    : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/skill.md', 'Docs', o.current)}`;
+  const nav =
+    o.signedIn === null
+      ? html`${navLink('/', 'Console', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
+      : o.signedIn
+        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
+        : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/skill.md', 'Docs', o.current)}`;
+  // Outside the navigation landmark: it is an action, and on a phone it shares the brand's row.
+  const signOut = o.signedIn
+    ? html`<form class="signout" method="post" action="/signout"><input type="hidden" name="_csrf" value="${o.csrf}"><button type="submit">Sign out</button></form>`
+    : '';
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -46,7 +66,7 @@ export function layout(o: LayoutOptions): Html {
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
-<header class="top"><div class="inner"><a class="brand" href="/">facecompute</a><nav aria-label="Main">${nav}</nav></div></header>
+<header class="top"><div class="inner"><a class="brand" href="/">facecompute</a><nav aria-label="Main">${nav}</nav>${signOut}</div></header>
 <main id="main">
 ${o.body}
 </main>

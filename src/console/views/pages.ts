@@ -130,17 +130,19 @@ export interface KeysPageOptions {
 function keyTable(o: KeysPageOptions): Html {
   const action = o.kind === 'rest' ? '/keys' : '/mcp/keys';
   if (o.keys.length === 0) return html`<p class="muted">No keys yet.</p>`;
-  return html`<div class="table-wrap"><table>
+  // On a phone each row becomes a block of labelled lines (styles.ts); the ARIA roles keep it a
+  // table for screen readers, which drop table semantics once the display changes.
+  return html`<table class="keys" role="table">
 <caption class="sr-only">Your ${o.kind === 'rest' ? 'API' : 'MCP'} keys</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
-<tbody>
+<thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Name</th><th scope="col" role="columnheader">Key</th><th scope="col" role="columnheader">Created</th><th scope="col" role="columnheader">Last used</th><th scope="col" role="columnheader">Status</th></tr></thead>
+<tbody role="rowgroup">
 ${o.keys.map(
-  (k) => html`<tr data-key-id="${k.id}">
-<td>${k.name}</td>
-<td><code>${k.prefix}…</code></td>
-<td class="date">${when(k.created_at)}</td>
-<td class="date">${when(k.last_used_at)}</td>
-<td>${
+  (k) => html`<tr role="row" data-key-id="${k.id}">
+<td role="cell" class="name" data-label="Name"><span>${k.name}</span></td>
+<td role="cell" data-label="Key"><code>${k.prefix}…</code></td>
+<td role="cell" class="date" data-label="Created">${when(k.created_at)}</td>
+<td role="cell" class="date" data-label="Last used">${when(k.last_used_at)}</td>
+<td role="cell" data-label="Status">${
     k.revoked_at
       ? html`<span class="badge revoked" title="${when(k.revoked_at)}">Revoked</span><br><span class="hint">${when(k.revoked_at)}</span>`
       : html`<form method="post" action="${action}/${k.id}/revoke">${csrfField(o.csrf)}<button type="submit" class="danger" aria-label="Revoke key ${k.name}">Revoke</button></form>`
@@ -148,7 +150,7 @@ ${o.keys.map(
 </tr>`,
 )}
 </tbody>
-</table></div>`;
+</table>`;
 }
 
 function createdBox(created: CreatedKey | undefined): Html | '' {

@@ -15,9 +15,10 @@ header.top .brand { font-weight:700; font-size:1.1rem; color:#fff; text-decorati
 header.top nav { display:flex; gap:1rem; flex-wrap:wrap; align-items:center; flex:1; }
 header.top nav a { color:#e5e7eb; text-decoration:none; padding:.25rem .1rem; border-bottom:2px solid transparent; }
 header.top nav a[aria-current="page"] { color:#fff; border-bottom-color:#93c5fd; }
-header.top nav form { margin-left:auto; }
-header.top nav button { background:transparent; color:#e5e7eb; border:1px solid #4b5563; padding:.3rem .75rem; }
-main { max-width:880px; margin:0 auto; padding:1.5rem 1.25rem 3rem; }
+header.top .signout { margin:0 0 0 auto; }
+header.top .signout button { background:transparent; color:#e5e7eb; border:1px solid #4b5563; padding:.3rem .75rem; }
+/* Long unbroken values (emails, key names, URLs) wrap instead of widening the page. */
+main { max-width:880px; margin:0 auto; padding:1.5rem 1.25rem 3rem; overflow-wrap:break-word; }
 h1 { font-size:1.6rem; margin:.25rem 0 1rem; }
 h2 { font-size:1.2rem; margin:0 0 .75rem; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:1.25rem 1.5rem; margin:0 0 1.25rem; }
@@ -33,7 +34,7 @@ button.danger { background:#fff; color:var(--danger); border-color:var(--danger)
 .alert.error { background:#fef3f2; border-color:#fda29b; color:#7a271a; }
 .alert.success { background:#ecfdf3; border-color:#75e0a7; color:#054f31; }
 .alert.warn { background:#fffaeb; border-color:#fec84b; color:#7a2e0e; }
-.secret { display:flex; gap:.5rem; align-items:stretch; margin:.5rem 0; flex-wrap:wrap; }
+.secret { display:flex; gap:.5rem; align-items:stretch; margin:.5rem 0; }
 .secret pre { flex:1; min-width:0; margin:0; white-space:pre-wrap; overflow-wrap:anywhere; }
 .secret button { align-self:flex-start; }
 .secret code { flex:1; min-width:0; overflow-wrap:anywhere; background:#111827; color:#f9fafb; padding:.6rem .75rem; border-radius:6px; font-size:.95rem; }
@@ -41,16 +42,16 @@ code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; }
 pre { background:#111827; color:#f9fafb; padding:.9rem 1rem; border-radius:8px; overflow-x:auto; font-size:.875rem; margin:.5rem 0; }
 table { width:100%; border-collapse:collapse; }
 th, td { text-align:left; padding:.55rem .5rem; border-bottom:1px solid var(--line); vertical-align:middle; }
+td.name { overflow-wrap:anywhere; min-width:6rem; }
+td.date { white-space:nowrap; }
 th { font-size:.85rem; color:var(--muted); font-weight:600; }
 td code { background:#eef2f7; padding:.1rem .35rem; border-radius:4px; }
-.badge { white-space:nowrap; }
-.table-wrap { overflow-x:auto; }
-.badge { display:inline-block; font-size:.8rem; font-weight:600; padding:.1rem .5rem; border-radius:999px; background:#eef2f7; color:#1f2937; }
+.badge { white-space:nowrap; display:inline-block; font-size:.8rem; font-weight:600; padding:.1rem .5rem; border-radius:999px; background:#eef2f7; color:#1f2937; }
 .badge.revoked { background:#fee4e2; color:#912018; }
 .badge.active { background:#dcfae6; color:#085d3a; }
-dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.4rem 1.25rem; margin:0; }
+dl.facts { display:grid; grid-template-columns:max-content minmax(0, 1fr); gap:.4rem 1.25rem; margin:0; }
 dl.facts dt { color:var(--muted); }
-dl.facts dd { margin:0; font-weight:600; }
+dl.facts dd { margin:0; font-weight:600; min-width:0; overflow-wrap:anywhere; }
 progress { -webkit-appearance:none; appearance:none; width:100%; height:12px; border:0; border-radius:999px; background:#e5e7eb; overflow:hidden; margin:.25rem 0; }
 progress::-webkit-progress-bar { background:#e5e7eb; border-radius:999px; }
 progress::-webkit-progress-value { background:var(--accent); border-radius:999px; }
@@ -61,8 +62,19 @@ details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
 .or { margin:1.25rem 0 .5rem; color:var(--muted); }
 @media (max-width: 600px) {
   header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
-  header.top nav { flex-basis:100%; }
+  /* Brand and Sign out share the first row; the navigation takes the second, whole. */
+  header.top .signout { order:1; }
+  header.top nav { order:2; flex-basis:100%; }
   main { padding:1rem 1rem 2rem; }
   .card { padding:1rem; }
+  .secret { flex-direction:column; }
+  .secret pre { font-size:.8rem; }
+  /* Key tables: one block per key, each value on its own labelled line. */
+  table.keys thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  table.keys, table.keys tbody, table.keys tr { display:block; width:100%; }
+  table.keys tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
+  table.keys td { display:flex; flex-wrap:wrap; align-items:baseline; gap:.1rem .75rem; border:0; padding:.2rem 0; white-space:normal; }
+  table.keys td::before { content:attr(data-label); content:attr(data-label) / ""; flex:0 0 5.5rem; color:var(--muted); font-size:.85rem; font-weight:600; }
+  table.keys td.name > span { flex:1 1 0; min-width:0; font-weight:600; }
 }
 `;

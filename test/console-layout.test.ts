@@ -1,0 +1,230 @@
+/**
+ * Every console page in real Chromium at a phone's width (390 px, mobile emulation) and a laptop's
+ * (1280 px), signed out and signed in, with the longest values a user can give (a 100-character key
+ * name, a long email): no page scrolls sideways (`scrollWidth <= innerWidth`), the header spans the
+ * width, nothing spills out of its card, and nothing is hidden in a sideways-scrolling box. The
+ * screenshots (test-output/screenshots/layout-*.png) are there to be looked at.
+ */
+import t from 'tap';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { loadConfig } from '../src/config/index.js';
+import { createAccountsStore } from '../src/accounts/index.js';
+import { buildConsole } from '../src/console/main.js';
+import { launchChromium } from './helpers/browser.js';
+import { TEST_OUTPUT_DIR } from './helpers/shared.js';
+
+const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
+mkdirSync(SHOTS, { recursive: true });
+
+// Long unbroken runs, as real addresses can have (dots are no line-break opportunity); a valid
+// address (labels of at most 63 characters), or the browser would not submit the form.
+const LONG_EMAIL = `firstname.middlename.lastname.departmentofresearch@${'mail.subdomain.'.repeat(4)}example-organisation-with-a-long-name.example`;
+const LONG_NAME = 'billing-service-production-eu-west-1-'.repeat(3).slice(0, 100);
+const PASSWORD = 'correct horse battery';
+
+const config = loadConfig({
+  FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-layout-')),
+  FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.facecompute.example',
+  FACECOMPUTE_PUBLIC_MCP_URL: 'https://mcp.facecompute.example/mcp',
+  FACECOMPUTE_SIGNUP_RATE_LIMIT: '100',
+  FACECOMPUTE_LOG_LEVEL: 'silent',
+});
+const store = await createAccountsStore(config);
+const app = await buildConsole({ config, store });
+await app.listen({ host: '127.0.0.1', port: 0 });
+const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+let browser: Browser;
+try {
+  browser = await launchChromium();
+} catch (err) {
+  t.fail(`Chromium could not start (apt-get install chromium): ${(err as Error).message}`);
+  await app.close();
+  await store.close();
+  process.exit(1);
+}
+t.teardown(async () => {
+  await browser.close();
+  await app.close();
+  await store.close();
+});
+
+// A real account with the longest values, keys listed (live and revoked), and a card.
+const long = await store.signup(LONG_EMAIL, PASSWORD);
+const longId = long.account.id;
+await store.createKey(longId, 'rest', LONG_NAME);
+const revoked = await store.createKey(longId, 'rest', `${LONG_NAME.slice(0, 60)} old`);
+await store.revokeKey(longId, 'rest', revoked.id);
+await store.createKey(longId, 'rest', 'laptop');
+await store.createKey(longId, 'mcp', LONG_NAME);
+const carded = await store.signup(`card.${LONG_EMAIL.slice(5)}`, PASSWORD);
+await store.saveCard(carded.account.id, 'pm_card_visa');
+
+interface Problem {
+  what: string;
+  el: string;
+}
+
+/** What the page shows wrongly at this width, as a list (empty when it fits). */
+async function layoutProblems(page: Page, html: boolean): Promise<Problem[]> {
+  return page.evaluate((html) => {
+    const problems: { what: string; el: string }[] = [];
+    // No named functions in here: tsx's keepNames would wrap them in a helper the page does not have.
+    const doc = document.documentElement;
+    if (doc.scrollWidth > innerWidth) problems.push({ what: `the page scrolls sideways: scrollWidth ${doc.scrollWidth} > innerWidth ${innerWidth}`, el: 'html' });
+    if (!html) return problems;
+    const header = document.querySelector('header');
+    if (header && Math.abs(header.getBoundingClientRect().width - doc.clientWidth) > 0.5) {
+      problems.push({ what: `the header is ${header.getBoundingClientRect().width} px wide in a ${doc.clientWidth} px page`, el: 'header' });
+    }
+    for (const el of document.querySelectorAll('body *')) {
+      const style = getComputedStyle(el);
+      if (style.display === 'none' || el.closest('.sr-only, .skip')) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      // Visually hidden for screen readers only (a 1 px clipped box, like .sr-only): not shown, so not checked.
+      let clipped = false;
+      for (let a: Element | null = el; a && !clipped; a = a.parentElement) {
+        const ar = a.getBoundingClientRect();
+        clipped = ar.width <= 1 && ar.height <= 1 && getComputedStyle(a).overflow === 'hidden';
+      }
+      if (clipped) continue;
+      const name = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.classList.length ? `.${[...el.classList].join('.')}` : ''} "${(el.textContent ?? '').trim().slice(0, 40)}"`;
+      // Something hidden in a box that scrolls or clips sideways is as lost as something off-page.
+      if (['auto', 'scroll', 'hidden'].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 1) {
+        problems.push({ what: `its content is ${el.scrollWidth} px wide in a ${el.clientWidth} px box`, el: name });
+      }
+      if (r.right > innerWidth + 0.5 || r.left < -0.5) problems.push({ what: `off the page (${Math.round(r.left)}..${Math.round(r.right)} of ${innerWidth})`, el: name });
+      const card = el.parentElement?.closest('.card, .alert');
+      if (card) {
+        const c = card.getBoundingClientRect();
+        if (r.right > c.right + 0.5 || r.left < c.left - 0.5) problems.push({ what: `spills out of its ${card.className} (${Math.round(r.right)} > ${Math.round(c.right)})`, el: name });
+      }
+    }
+    return problems;
+  }, html);
+}
+
+const VIEWPORTS = [
+  { label: 'phone', width: 390, height: 844, isMobile: true },
+  { label: 'laptop', width: 1280, height: 900, isMobile: false },
+] as const;
+
+type Session = 'none' | 'long' | 'card' | 'anonymous';
+
+interface Scenario {
+  name: string;
+  session: Session;
+  /** Brings the page to the state to check; returns whether it is an HTML page of ours. */
+  open(page: Page): Promise<void>;
+  html?: boolean;
+}
+
+const scenarios: Scenario[] = [
+  { name: 'signin', session: 'none', open: (p) => go(p, '/signin') },
+  {
+    name: 'signin-error',
+    session: 'none',
+    async open(p) {
+      await go(p, '/signin');
+      await p.getByLabel('Email', { exact: true }).fill(LONG_EMAIL);
+      await p.getByLabel('Password', { exact: true }).fill('wrong password!!');
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.getByRole('alert').waitFor();
+    },
+  },
+  { name: 'signup', session: 'none', open: (p) => go(p, '/signup') },
+  {
+    name: 'signup-error',
+    session: 'none',
+    async open(p) {
+      await go(p, '/signup');
+      await p.getByLabel('Email', { exact: true }).fill(LONG_EMAIL);
+      await p.getByLabel('Password', { exact: true }).fill(PASSWORD);
+      await p.getByRole('button', { name: 'Create account' }).click();
+      await p.getByRole('alert').waitFor();
+    },
+  },
+  { name: 'not-found', session: 'none', open: (p) => go(p, '/no/such/page', 404) },
+  { name: 'llms-txt', session: 'none', open: (p) => go(p, '/llms.txt'), html: false },
+  { name: 'skill-md', session: 'none', open: (p) => go(p, '/skill.md'), html: false },
+  { name: 'openapi-json', session: 'none', open: (p) => go(p, '/openapi.json'), html: false },
+  { name: 'account-long', session: 'long', open: (p) => go(p, '/account') },
+  { name: 'account-card', session: 'card', open: (p) => go(p, '/account') },
+  { name: 'keys-long', session: 'long', open: (p) => go(p, '/keys') },
+  {
+    name: 'keys-created',
+    session: 'long',
+    async open(p) {
+      await go(p, '/keys');
+      await p.getByLabel('Name', { exact: true }).fill(LONG_NAME);
+      await p.getByRole('button', { name: 'Create API key' }).click();
+      await p.getByTestId('new-key').waitFor();
+    },
+  },
+  {
+    name: 'mcp-created',
+    session: 'long',
+    async open(p) {
+      await go(p, '/mcp');
+      await p.getByLabel('Name', { exact: true }).fill(LONG_NAME);
+      await p.getByRole('button', { name: 'Create MCP key' }).click();
+      await p.getByTestId('new-key').waitFor();
+    },
+  },
+  { name: 'account-anonymous', session: 'anonymous', open: (p) => go(p, '/account') },
+  {
+    name: 'keys-anonymous-limit',
+    session: 'anonymous',
+    async open(p) {
+      await go(p, '/keys');
+      for (const n of ['agent', 'second']) {
+        await p.getByLabel('Name', { exact: true }).fill(n);
+        await p.getByRole('button', { name: 'Create API key' }).click();
+        await p.waitForLoadState();
+      }
+      await p.getByRole('alert').waitFor();
+    },
+  },
+  { name: 'mcp-empty', session: 'anonymous', open: (p) => go(p, '/mcp') },
+];
+
+async function go(page: Page, path: string, status = 200): Promise<void> {
+  const res = await page.goto(`${base}${path}`);
+  if (res?.status() !== status) throw new Error(`${path}: status ${res?.status()}, expected ${status}`);
+}
+
+async function signedIn(context: BrowserContext, session: Session): Promise<void> {
+  if (session === 'none') return;
+  const token = session === 'long' ? long.session_token : session === 'card' ? carded.session_token : (await store.signupAnonymous(`192.0.2.${Math.floor(Math.random() * 250)}`)).session_token;
+  await context.addCookies([{ name: 'fc_session', value: token, url: base }]);
+}
+
+for (const vp of VIEWPORTS) {
+  t.test(`${vp.label} (${vp.width} px): every page fits`, async (t) => {
+    for (const s of scenarios) {
+      const context = await browser.newContext({ viewport: { width: vp.width, height: vp.height }, isMobile: vp.isMobile, hasTouch: vp.isMobile });
+      try {
+        await signedIn(context, s.session);
+        const page = await context.newPage();
+        page.on('pageerror', (err) => t.fail(`${s.name}: page error: ${err.message}`));
+        await s.open(page);
+        const html = s.html ?? true;
+        if (html) {
+          // A phone lays out a page without the viewport meta at 980 px and shrinks it unreadably.
+          t.equal(await page.evaluate(() => innerWidth), vp.width, `${s.name}: laid out at the device width`);
+        }
+        const problems = await layoutProblems(page, html);
+        t.same(problems, [], `${s.name} at ${vp.width} px: ${problems.length ? problems.slice(0, 5).map((p) => `${p.el}: ${p.what}`).join('; ') : 'fits'}`);
+        // The OpenAPI document is thousands of lines: its first screen says enough.
+        await page.screenshot({ path: join(SHOTS, `layout-${vp.width}-${s.name}.png`), fullPage: s.name !== 'openapi-json' });
+      } catch (err) {
+        t.fail(`${s.name}: ${(err as Error).message.split('\n')[0]}`);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+}
