@@ -35,3 +35,19 @@ fn robustness_set_follows_its_index() {
     }
     assert!(n >= 90, "index has {n} rows");
 }
+
+/// Found by the `decode` fuzz target (a 45×1 BMP): a detection that starts below the image, grown
+/// by expand_percentage, made a negative crop height and failed with "crop size 60x-5 is out of
+/// range". It is an empty face now, skipped as DeepFace skips empty crops, with and without align.
+#[test]
+fn an_expanded_box_past_the_edge_is_an_empty_face_not_an_error() {
+    use facecompute_core::align::{extract_faces, Detection, ExtractOptions};
+    use facecompute_core::pixels::Image;
+    let img = Image::new(45, 1, 3);
+    let det = Detection { x: 2.0, y: 4.0, w: 27.0, h: 1.0, left_eye: Some((20.0, 1.0)), right_eye: Some((10.0, 2.0)), confidence: 0.9, ..Default::default() };
+    for align in [true, false] {
+        let opts = ExtractOptions { align, expand_percentage: 20.0, border_top: 0, border_left: 22, original_width: 45, original_height: 1 };
+        let faces = extract_faces(&img, &[det.clone()], &opts).unwrap_or_else(|e| panic!("align={align}: {e}"));
+        assert!(faces.is_empty(), "align={align}: an empty face is skipped");
+    }
+}

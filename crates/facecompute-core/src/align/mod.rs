@@ -123,8 +123,10 @@ fn extract_one(img: &Image, det: &Detection, opts: &ExtractOptions) -> CoreResul
         let eh = h + py_int(h as f64 * p / 100.0);
         x = (x - py_int((ew - w) as f64 / 2.0)).max(0);
         y = (y - py_int((eh - h) as f64 / 2.0)).max(0);
-        w = (iw - x).min(ew);
-        h = (ih - y).min(eh);
+        // A box that starts past the image's edge has nothing left: an empty face, skipped below
+        // as DeepFace skips empty crops (numpy's slice is empty there; its align path would raise).
+        w = (iw - x).min(ew).max(0);
+        h = (ih - y).min(eh).max(0);
     }
     let face = if opts.align {
         // extract_sub_image: the box with half its size on each side, black where outside.
