@@ -11,6 +11,8 @@ import { AccountsStore } from './store.js';
 export interface StoreOverrides {
   billing?: BillingProvider;
   pgSchema?: string;
+  /** The clock of sign-in throttling (tests move it instead of waiting). */
+  now?: () => number;
 }
 
 export async function createAccountsStore(config: Config, overrides: StoreOverrides = {}): Promise<AccountsStore> {
@@ -24,6 +26,7 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
   return new AccountsStore(db, dialect, {
     freeCalls: config.accounts.freeCalls,
     signupRateLimit: config.accounts.signupRateLimit,
+    login: { ...config.accounts.login, now: overrides.now ?? Date.now },
     billing: overrides.billing ?? createBillingProvider(config.accounts),
   });
 }

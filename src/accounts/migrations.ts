@@ -72,6 +72,22 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
       },
     },
+    // Replaces 0002's lock per email (anyone who knew an email could lock its owner out) with
+    // throttling per (email, address) and per address; see login-throttle.ts.
+    '0003_login_throttle': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('login_throttle')
+          .addColumn('key_hash', 'text', (c) => c.primaryKey())
+          .addColumn('failures', 'integer', (c) => c.notNull())
+          .addColumn('window_started_at', 'text', (c) => c.notNull())
+          .addColumn('blocked_until', 'text', (c) => c.notNull())
+          .addColumn('updated_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('login_throttle_updated').on('login_throttle').column('updated_at').execute();
+        await db.schema.dropTable('login_failures').execute();
+      },
+    },
   };
 }
 

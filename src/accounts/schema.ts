@@ -46,10 +46,13 @@ export interface SignupEventsTable {
   created_at: string;
 }
 
-export interface LoginFailuresTable {
-  id: Generated<number>;
-  email_hash: string;
-  created_at: string;
+/** One throttling budget: an (email, address) streak or an address's hourly window (login-throttle.ts). */
+export interface LoginThrottleTable {
+  key_hash: string;
+  failures: number;
+  window_started_at: string;
+  blocked_until: string;
+  updated_at: string;
 }
 
 export interface Database {
@@ -58,5 +61,5 @@ export interface Database {
   usage: UsageTable;
   sessions: SessionsTable;
   signup_events: SignupEventsTable;
-  login_failures: LoginFailuresTable;
+  login_throttle: LoginThrottleTable;
 }

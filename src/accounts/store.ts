@@ -13,6 +13,7 @@ import { KEY_PREFIX, SESSION_PREFIX, hashesEqual, kindOf, newApiKey, randomSecre
 import { hashPassword, verifyPassword } from './passwords.js';
 import { checkKeyName, checkPassword, normalizeEmail } from './validation.js';
 import { checkPaymentMethodToken, type BillingProvider } from './billing/index.js';
+import { LoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
 
 export interface AccountView {
   id: string;
@@ -54,6 +55,7 @@ export interface CardView {
 export interface StoreOptions {
   freeCalls: FreeCallLimits;
   signupRateLimit: number;
+  login: LoginThrottleOptions;
   billing: BillingProvider;
   /** Active keys of one kind an account may hold, per tier. */
   keyLimits?: Record<Tier, number>;
@@ -62,8 +64,6 @@ export interface StoreOptions {
 
 const KIND_NAME: Record<KeyKind, string> = { rest: 'REST', mcp: 'MCP' };
 const HOUR_MS = 3600_000;
-const LOGIN_WINDOW_MS = 15 * 60_000;
-const LOGIN_FAILURES_MAX = 10;
 
 function now(): string {
   return new Date().toISOString();
@@ -77,6 +77,7 @@ function isUniqueViolation(err: unknown): boolean {
 export class AccountsStore implements AccountsPort {
   private readonly keyLimits: Record<Tier, number>;
   private readonly sessionTtlMs: number;
+  private readonly throttle: LoginThrottle;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -86,6 +87,7 @@ export class AccountsStore implements AccountsPort {
     // Anonymous agents get one key of each kind so that signup cannot be turned into many keys.
     this.keyLimits = opts.keyLimits ?? { anonymous: 1, account: 25, card: 25 };
     this.sessionTtlMs = opts.sessionTtlMs ?? 30 * 24 * HOUR_MS;
+    this.throttle = new LoginThrottle(db, opts.login);
   }
 
   // ---- accounts ---------------------------------------------------------------------------------
@@ -177,31 +179,20 @@ export class AccountsStore implements AccountsPort {
   }
 
   /**
-   * Password guessing is throttled per email (not per address, which NAT and proxies share):
-   * after `LOGIN_FAILURES_MAX` failures in `LOGIN_WINDOW_MS` the email is refused until they age out.
+   * Password guessing is throttled per (email, client address) with a growing delay, and per address
+   * (login-throttle.ts); never per email alone, so failures elsewhere cannot keep the owner out.
+   * The attempt is counted before the password is checked, so the wait applies to a right one too.
    */
-  async login(email: unknown, password: unknown): Promise<SessionResult> {
+  async login(email: unknown, password: unknown, clientAddress: string): Promise<SessionResult> {
     if (typeof email !== 'string' || typeof password !== 'string') throw new ServiceError('invalid_request', 'email and password are required');
     const normalized = email.trim().toLowerCase();
-    const emailHash = sha256(`login:${normalized}`);
-    const since = new Date(Date.now() - LOGIN_WINDOW_MS).toISOString();
-    await this.db.deleteFrom('login_failures').where('created_at', '<', since).execute();
-    const { n } = await this.db
-      .selectFrom('login_failures')
-      .select((eb) => eb.fn.countAll<string | number>().as('n'))
-      .where('email_hash', '=', emailHash)
-      .executeTakeFirstOrThrow();
-    if (Number(n) >= LOGIN_FAILURES_MAX) {
-      throw new ServiceError('rate_limited', 'too many failed sign-ins for this email; try again in 15 minutes', { headers: { 'retry-after': String(LOGIN_WINDOW_MS / 1000) } });
-    }
+    await this.throttle.prune();
+    await this.throttle.attempt(normalized, clientAddress);
     const row = await this.db.selectFrom('accounts').selectAll().where('email', '=', normalized).executeTakeFirst();
     const ok = await verifyPassword(row?.password_hash ?? null, password);
-    if (!row || !ok) {
-      await this.db.insertInto('login_failures').values({ email_hash: emailHash, created_at: now() }).execute();
-      throw new ServiceError('invalid_credentials', 'the email or password is wrong');
-    }
+    if (!row || !ok) throw new ServiceError('invalid_credentials', 'the email or password is wrong');
+    await this.throttle.succeeded(normalized, clientAddress);
     if (row.status !== 'active') throw new ServiceError('account_inactive', 'the account is disabled');
-    await this.db.deleteFrom('login_failures').where('email_hash', '=', emailHash).execute();
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
 

@@ -96,6 +96,7 @@ export interface Config {
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    login: { freeFailures: number; maxDelayMs: number; addressFailuresPerHour: number };
     trustedProxies: string[];
     billingProvider: 'test' | 'stripe';
     stripeApiBase: string;
@@ -203,6 +204,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      login: {
+        freeFailures: v.FACECOMPUTE_LOGIN_FREE_FAILURES,
+        maxDelayMs: v.FACECOMPUTE_LOGIN_MAX_DELAY_MS,
+        addressFailuresPerHour: v.FACECOMPUTE_LOGIN_ADDRESS_FAILURES_PER_HOUR,
+      },
       trustedProxies: v.FACECOMPUTE_TRUSTED_PROXIES,
       billingProvider: v.FACECOMPUTE_BILLING_PROVIDER,
       stripeApiBase: v.FACECOMPUTE_STRIPE_API_BASE,

@@ -10,13 +10,13 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config/index.js';
-import { createAccountsStore, type AccountsStore } from '../../src/accounts/index.js';
+import { createAccountsStore, type AccountsStore, type StoreOverrides } from '../../src/accounts/index.js';
 import type { BillingProvider } from '../../src/accounts/billing/index.js';
 
 export interface TestDb {
   name: 'sqlite' | 'postgres';
   config: Config;
-  open(billing?: BillingProvider): Promise<AccountsStore>;
+  open(billing?: BillingProvider, extra?: Omit<StoreOverrides, 'billing' | 'pgSchema'>): Promise<AccountsStore>;
   cleanup(): Promise<void>;
 }
 
@@ -30,7 +30,7 @@ function sqliteDb(env: Record<string, string>): TestDb {
   return {
     name: 'sqlite',
     config,
-    open: (billing) => createAccountsStore(config, billing ? { billing } : {}),
+    open: (billing, extra = {}) => createAccountsStore(config, { ...extra, ...(billing ? { billing } : {}) }),
     async cleanup() {
       rmSync(dir, { recursive: true, force: true });
     },
@@ -44,7 +44,7 @@ function postgresDb(url: string, env: Record<string, string>): TestDb {
   return {
     name: 'postgres',
     config,
-    async open(billing) {
+    async open(billing, extra = {}) {
       if (!created) {
         const c = new pg.Client({ connectionString: url });
         await c.connect();
@@ -52,7 +52,7 @@ function postgresDb(url: string, env: Record<string, string>): TestDb {
         await c.end();
         created = true;
       }
-      return createAccountsStore(config, { pgSchema: schema, ...(billing ? { billing } : {}) });
+      return createAccountsStore(config, { ...extra, pgSchema: schema, ...(billing ? { billing } : {}) });
     },
     async cleanup() {
       if (!created) return;

@@ -32,7 +32,7 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
   });
 
   app.post<{ Body: Credentials }>('/api/login', { schema: { body: credentialsBody, response: { 200: sessionAnswer } } }, async (req) => {
-    return store.login(req.body.email, req.body.password);
+    return store.login(req.body.email, req.body.password, req.ip);
   });
 
   app.post('/api/logout', async (req, reply) => {

@@ -41,8 +41,12 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       .send(layout({ title, nonce, csrf, current, signedIn, body: body(csrf) }).value);
   }
 
-  function errorNotice(err: unknown): Notice {
-    if (isServiceError(err) && err.code !== 'internal_error') return { kind: 'error', text: err.detail };
+  /** The error as a notice on the page; its headers (Retry-After) go on the page's response too. */
+  function errorNotice(err: unknown, reply?: FastifyReply): Notice {
+    if (isServiceError(err) && err.code !== 'internal_error') {
+      if (reply) void reply.headers(err.headers);
+      return { kind: 'error', text: err.detail };
+    }
     throw err;
   }
 
@@ -88,11 +92,11 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     const email = field(req.body, 'email');
     try {
       app.checkCsrf(req, field(req.body, '_csrf'));
-      const { session_token } = await store.login(email, field(req.body, 'password'));
+      const { session_token } = await store.login(email, field(req.body, 'password'), req.ip);
       app.startSession(reply, session_token);
       return reply.redirect('/account', 303);
     } catch (err) {
-      const n = errorNotice(err);
+      const n = errorNotice(err, reply);
       return send(req, reply, 'Sign in', '/signin', false, (csrf) => signinPage(csrf, email, n), isServiceError(err) ? err.status : 400);
     }
   });
