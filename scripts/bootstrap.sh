@@ -23,7 +23,7 @@ fi
 
 # ---- system packages (Debian) -------------------------------------------------------------------
 # cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
-APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium)
+APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium curl jq)
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")

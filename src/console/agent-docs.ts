@@ -67,7 +67,7 @@ Face verification, embeddings and 1:N comparison with DeepFace's models, thresho
 - Console API (accounts and keys): \`${u.console}/api/\`
 - OpenAPI: \`${u.console}/openapi.json\`
 
-${IMAGES_NOTE} They need \`curl\` and \`jq\`.
+${IMAGES_NOTE} They need \`curl\` and \`jq\` (and \`python3\` for the binary /compare example).
 
 ## 1. Sign up anonymously (one call, no email)
 

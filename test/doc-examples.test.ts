@@ -1,0 +1,191 @@
+/**
+ * Every shell example in README.md and in the /llms.txt and /skill.md the console serves runs as
+ * written against a live `facecompute serve`, in a fresh directory holding DeepFace's img1.jpg and
+ * img2.jpg (two photos of one person), with bash, curl and jq, as a newcomer would run them. Blocks
+ * of one document run in order in one shell (later blocks use what earlier ones set), under
+ * `set -euo pipefail`; an answer with "error" in it, or one a `# {…}` comment promises and nobody
+ * printed, fails the block. The README's env block (where the service listens) must hold the serve
+ * defaults; the test sets those variables to the live service instead. Blocks not meant to run carry
+ * an explicit marker (test/helpers/doc-blocks.ts), and the number of blocks run is asserted, so the
+ * test cannot silently run nothing. Bounded: one serve start and about 20 compute calls (~1 min).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import t from 'tap';
+import { VARS } from '../src/config/spec.js';
+import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
+import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
+
+// How many shell blocks each document runs and skips. Adding an example means raising these.
+const EXPECTED: Record<string, { run: number; skip: number; env: number }> = {
+  'README.md': { run: 2, skip: 1, env: 1 },
+  '/llms.txt': { run: 1, skip: 0, env: 0 },
+  '/skill.md': { run: 10, skip: 0, env: 0 },
+};
+
+const BLOCK_TIMEOUT_MS = 120_000;
+
+function specDefault(name: string): string {
+  const v = VARS.find((x) => x.name === name);
+  if (!v) throw new Error(`${name} is not in src/config/spec.ts`);
+  return v.default;
+}
+
+t.test('the extractor: markers, counts, and refusals', async (t) => {
+  const doc = [
+    '```sh', 'echo run', '```',
+    '<!-- doc-test: skip (starts the service) -->', '', '```bash', 'serve', '```',
+    '<!-- doc-test: env -->', '```sh', 'GW=http://localhost:8080  # the gateway', '```',
+    '```json', '{"a":1}', '```',
+    '  ```sh', '  echo indented', '  ```',
+  ].join('\n');
+  const blocks = shellBlocks(doc);
+  t.same(blocks.map((b) => [b.mode, b.code]), [['run', 'echo run'], ['skip', 'serve'], ['env', 'GW=http://localhost:8080  # the gateway'], ['run', 'echo indented']]);
+  t.equal(blocks[1]!.reason, 'starts the service');
+  t.same([...envAssignments(blocks[2]!)], [['GW', 'http://localhost:8080']]);
+  t.throws(() => shellBlocks('<!-- doc-test: skip -->\n```sh\nx\n```'), /unknown doc-test directive/, 'a skip needs its reason');
+  t.throws(() => shellBlocks('<!-- doc-test: run-later (x) -->\n```sh\nx\n```'), /unknown doc-test directive/);
+  t.throws(() => shellBlocks('<!-- doc-test: skip (x) -->\nsome prose\n```sh\nx\n```'), /must be followed by a shell block/);
+  t.throws(() => shellBlocks('```\ncurl x\n```'), /without a language/);
+  t.throws(() => shellBlocks('```sh\ncurl x\n'), /unterminated/);
+  t.throws(() => envAssignments({ line: 1, lang: 'sh', code: 'GW=x\ncurl $GW', mode: 'env' }), /only NAME=value/);
+  t.same(promisedAnswers({ line: 1, lang: 'sh', mode: 'run', code: 'curl x\n# {"verified":true,"distance":…,"n":0.4,"model":"Dlib","facial_areas":{"img1":{"x":1}},"results":[{"i":0}]}' }), [
+    [{ key: 'verified', value: true }, { key: 'distance' }, { key: 'n', value: 0.4 }, { key: 'model', value: 'Dlib' }, { key: 'facial_areas' }, { key: 'results' }],
+  ]);
+  t.same(jsonValues('{"a":1}{"b":"}{"}\n[1,2]\ntext {not json}'), [{ a: 1 }, { b: '}{' }, [1, 2]]);
+});
+
+interface RunResult {
+  block: DocBlock;
+  ran: boolean;
+  output: string;
+}
+
+/** Runs a document's blocks in order in one bash, in `dir`; returns each block's output. */
+async function runDocument(name: string, blocks: DocBlock[], vars: Record<string, string>, dir: string): Promise<{ results: RunResult[]; stderr: string; code: number | null }> {
+  const toRun = blocks.filter((b) => b.mode !== 'skip');
+  const script = ['set -euo pipefail'];
+  toRun.forEach((b, i) => {
+    script.push(`printf '\\n@@doc-block ${i} begin\\n'`);
+    if (b.mode === 'env') script.push(...Object.entries(vars).map(([k, v]) => `${k}=${v}`));
+    else script.push(b.code);
+    script.push(`printf '\\n@@doc-block ${i} end\\n'`);
+  });
+  // A newcomer's shell: their PATH, a home of their own, none of our FACECOMPUTE_* settings.
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8' };
+  const proc = spawn('bash', ['-c', script.join('\n')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => proc.kill('SIGKILL'), BLOCK_TIMEOUT_MS * Math.max(1, toRun.length));
+  const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+  clearTimeout(timer);
+  const results = toRun.map((block, i) => {
+    const m = new RegExp(`\\n@@doc-block ${i} begin\\n([\\s\\S]*?)(\\n@@doc-block ${i} end\\n|$)`).exec(stdout);
+    return { block, ran: Boolean(m && m[2]), output: m?.[1] ?? '' };
+  });
+  void name;
+  return { results, stderr, code };
+}
+
+t.test('every shell example runs verbatim against a live serve', { timeout: 600_000 }, async (t) => {
+  const [gateway, mcp, consolePort, modelServer] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) env[k] = v;
+  // What `bootstrap serve` runs: the embedded defaults (every model whose weights are here), only
+  // moved to free loopback ports and a fresh data directory.
+  const ms = modelServerEnv(modelServer);
+  delete ms['FACECOMPUTE_ALLOWED_MODELS'];
+  delete ms['FACECOMPUTE_DEFAULT_MODEL'];
+  Object.assign(env, ms, {
+    FACECOMPUTE_HOST: '127.0.0.1',
+    FACECOMPUTE_GATEWAY_PORT: String(gateway),
+    FACECOMPUTE_MCP_PORT: String(mcp),
+    FACECOMPUTE_CONSOLE_PORT: String(consolePort),
+    FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-doc-examples-data-')),
+  });
+  const logs: string[] = [];
+  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], { env, cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', (d: Buffer) => logs.push(d.toString()));
+  proc.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
+  const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+  t.teardown(() => {
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+  });
+
+  const gw = `http://127.0.0.1:${gateway}`;
+  const con = `http://127.0.0.1:${consolePort}`;
+  const deadline = Date.now() + 240_000;
+  let ready = 0;
+  while (Date.now() < deadline && proc.exitCode === null) {
+    ready = (await fetch(`${gw}/readiness`).catch(() => null))?.status ?? 0;
+    if (ready === 200) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  if (ready !== 200) {
+    t.fail(`serve did not become ready: ${logs.join('').slice(-3000)}`);
+    return;
+  }
+  for (const tool of ['bash', 'curl', 'jq']) t.equal(spawnSync(tool, ['--version']).status, 0, `${tool} is installed (scripts/bootstrap.sh installs it)`);
+
+  const documents: Array<{ name: string; text: string }> = [
+    { name: 'README.md', text: readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8') },
+    { name: '/llms.txt', text: await (await fetch(`${con}/llms.txt`)).text() },
+    { name: '/skill.md', text: await (await fetch(`${con}/skill.md`)).text() },
+  ];
+  // The variables the README's env block tells a reader to set, and what each means here.
+  const live: Record<string, { url: string; port: string }> = {
+    GW: { url: gw, port: specDefault('FACECOMPUTE_GATEWAY_PORT') },
+    CONSOLE: { url: con, port: specDefault('FACECOMPUTE_CONSOLE_PORT') },
+  };
+
+  let total = 0;
+  for (const doc of documents) {
+    await t.test(doc.name, async (t) => {
+      const blocks = shellBlocks(doc.text, doc.name);
+      const count = (mode: DocBlock['mode']) => blocks.filter((b) => b.mode === mode).length;
+      t.same({ run: count('run'), skip: count('skip'), env: count('env') }, EXPECTED[doc.name], 'the shell blocks it runs, skips (with a reason) and reads as env');
+      for (const b of blocks.filter((x) => x.mode === 'skip')) t.ok(b.reason && b.reason.length > 3, `line ${b.line} is skipped because: ${b.reason}`);
+
+      const vars: Record<string, string> = {};
+      for (const b of blocks.filter((x) => x.mode === 'env')) {
+        for (const [name, value] of envAssignments(b)) {
+          const l = live[name];
+          if (!l) {
+            t.fail(`${doc.name}:${b.line} tells the reader to set ${name}, which this test does not know how to set`);
+            continue;
+          }
+          t.equal(value, `http://localhost:${l.port}`, `${name} is documented as the serve default`);
+          vars[name] = l.url;
+        }
+      }
+
+      const dir = mkdtempSync(join(tmpdir(), 'fc-doc-examples-'));
+      for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(deepfaceImage(img), join(dir, img));
+      const { results, stderr, code } = await runDocument(doc.name, blocks, vars, dir);
+      for (const r of results) {
+        const where = `${doc.name}:${r.block.line}`;
+        if (!r.ran) {
+          t.fail(`${where} failed (bash exit ${code}): ${stderr.slice(-1500)}\n--- output ---\n${r.output.slice(-1500)}`);
+          break;
+        }
+        total++;
+        t.notMatch(r.output, /"error"\s*:/, `${where} answers no error`);
+        const values = jsonValues(r.output);
+        for (const promise of promisedAnswers(r.block)) {
+          t.ok(values.some((v) => keeps(v, promise)), `${where} prints the answer its comment shows (${promise.map((p) => p.key).join(', ')})`, { output: r.output.slice(0, 2000) });
+        }
+      }
+      t.equal(code, 0, `${doc.name}: the shell exits 0`);
+      t.equal(results.filter((r) => r.ran).length, results.length, `${doc.name}: every block ran to its end`);
+    });
+  }
+  t.equal(total, Object.values(EXPECTED).reduce((n, e) => n + e.run + e.env, 0), 'blocks run in all');
+
+  proc.kill('SIGTERM');
+  await exited;
+});
