@@ -177,6 +177,27 @@ t.test("the manifest's Facenet entry: canonical first, then its PyPI carrier, wi
   t.match(w.carriers?.[0]?.note, /cannot be proven here/, 'the provenance note says what cannot be proven');
 });
 
+t.test("README's model table says which file serves each model, as the manifest does", async (t) => {
+  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const m = loadManifest();
+  for (const [name, entry] of [...Object.entries(m.recognition), ...Object.entries(m.detectors)]) {
+    const row = readme.split('\n').find((l) => l.startsWith(`| \`${name}\``));
+    if (!t.ok(row, `${name} has a row in the model table`) || !row) continue;
+    const serves = row.split('|')[4] ?? '';
+    const carriers = (entry.weights ?? []).flatMap((w) => w.carriers ?? []);
+    if (carriers.length > 0) {
+      for (const c of carriers) {
+        t.match(serves, /\*\*carrier\*\*/, `${name}: a carrier serves, and the row says so`);
+        t.ok(serves.includes(`\`${c.file}\``) && serves.includes(`\`${c.package}==${c.version}\``), `${name}: the row names ${c.file} from ${c.package}==${c.version}`);
+        t.match(serves, /cannot be proven here/, `${name}: the row says what cannot be proven`);
+      }
+    } else if ((entry.weights ?? []).length > 0) {
+      t.notMatch(serves, /carrier\*\*/, `${name}: no carrier is claimed`);
+      t.match(serves, /canonical/, `${name}: the canonical file (or none) serves`);
+    }
+  }
+});
+
 t.test('the manifest loader refuses a carrier it could not fetch safely', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'fc-manifest-'));
   const base = { ecosystem: 'pypi', package: 'pkg', version: '1.0', archive_sha256: 'a'.repeat(64), path: 'pkg-1.0/w.h5', file: 'w.h5', size: 1, sha256: 'b'.repeat(64) };
