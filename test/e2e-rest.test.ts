@@ -48,19 +48,22 @@ t.teardown(async () => {
   await ms?.stop();
 });
 
-t.test('upload, base64, data URI and file: give the same embedding', async (t) => {
+// Issue 14: each input-mode and bad-input check runs with Dlib named and with Facenet, the default (no
+// model_name), since Dlib stood in for Facenet only while Facenet had no weights here.
+for (const [label, m] of [['Dlib', { model_name: 'Dlib' }], ['Facenet, the default', {}]] as const) t.test(`${label}: upload, base64, data URI and file: give the same embedding`, async (t) => {
   const b64 = bytes('img1.jpg').toString('base64');
-  const viaData = await post('/represent', { img: `data:image/jpeg;base64,${b64}`, model_name: 'Dlib' });
-  const viaRaw = await post('/represent', { img: b64, model_name: 'Dlib' });
-  const viaFile = await post('/represent', { img: 'file:img1.jpg', model_name: 'Dlib' });
+  const viaData = await post('/represent', { img: `data:image/jpeg;base64,${b64}`, ...m });
+  const viaRaw = await post('/represent', { img: b64, ...m });
+  const viaFile = await post('/represent', { img: 'file:img1.jpg', ...m });
   const fd = new FormData();
   fd.append('img', new Blob([bytes('img1.jpg')], { type: 'image/jpeg' }), 'img1.jpg');
-  fd.append('model_name', 'Dlib');
+  if ('model_name' in m) fd.append('model_name', m.model_name);
   const up = await fetch(`${base}/represent`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
   const viaUpload = { status: up.status, body: await up.json() };
   for (const r of [viaData, viaRaw, viaFile, viaUpload]) t.equal(r.status, 200, JSON.stringify(r.body).slice(0, 200));
   t.equal(viaData.body.results.length, 1);
   t.equal(viaData.body.results[0].embedding.length, 128);
+  t.equal(viaData.body.model, label === 'Dlib' ? 'Dlib' : 'Facenet', 'the model that answered');
   t.same(viaRaw.body, viaData.body);
   t.same(viaFile.body, viaData.body);
   t.same(viaUpload.body, viaData.body);
@@ -114,20 +117,20 @@ for (const [label, m, served, threshold] of [
   });
 }
 
-t.test('bad images fail with stable codes and the service keeps answering', async (t) => {
+for (const [label, m] of [['Dlib', { model_name: 'Dlib' }], ['Facenet, the default', {}]] as const) t.test(`${label}: bad images fail with stable codes and the service keeps answering`, async (t) => {
   const noFace = readFileSync(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png')).toString('base64');
-  const r = await post('/represent', { img: noFace, model_name: 'Dlib' });
+  const r = await post('/represent', { img: noFace, ...m });
   t.equal(r.status, 422);
   t.match(r.body, { error: 'no_face_detected' });
-  const whole = await post('/represent', { img: noFace, model_name: 'Dlib', enforce_detection: false });
+  const whole = await post('/represent', { img: noFace, ...m, enforce_detection: false });
   t.equal(whole.status, 200);
   t.match(whole.body.results[0], { face_confidence: 0, facial_area: { x: 0, y: 0, w: 149, h: 149 } });
-  const garbage = await post('/represent', { img: Buffer.from('this is not an image at all').toString('base64'), model_name: 'Dlib' });
+  const garbage = await post('/represent', { img: Buffer.from('this is not an image at all').toString('base64'), ...m });
   t.equal(garbage.status, 400);
   t.match(garbage.body, { error: 'invalid_image' });
-  const truncated = await post('/represent', { img: bytes('img5.jpg').subarray(0, 2000).toString('base64'), model_name: 'Dlib' });
+  const truncated = await post('/represent', { img: bytes('img5.jpg').subarray(0, 2000).toString('base64'), ...m });
   t.ok([400, 422].includes(truncated.status), `a truncated JPEG is refused or has no face (${truncated.status})`);
   t.notMatch(JSON.stringify(truncated.body), /\/work|\.rs\b|node_modules|\n\s+at /, 'no paths or stack traces');
-  const ok = await post('/represent', { img: bytes('img5.jpg').toString('base64'), model_name: 'Dlib' });
+  const ok = await post('/represent', { img: bytes('img5.jpg').toString('base64'), ...m });
   t.equal(ok.status, 200, 'still answering');
 });

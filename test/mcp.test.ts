@@ -89,7 +89,8 @@ t.test('the four tools are listed with precise input schemas', async (t) => {
   }
 });
 
-t.test('each tool equals the REST route for the same inputs (Dlib, real images)', async (t) => {
+// Dlib named, and Facenet as the default (no model_name): Dlib stood in only while Facenet had no weights (issue 14).
+for (const [label, m, served] of [['Dlib', { model_name: 'Dlib' }, 'Dlib'], ['Facenet, the default', {}, 'Facenet']] as const) t.test(`each tool equals the REST route for the same inputs (${label}, real images)`, async (t) => {
   const acct = await newAccount();
   const c = await client(acct.mcp);
   t.teardown(() => c.close());
@@ -104,30 +105,31 @@ t.test('each tool equals the REST route for the same inputs (Dlib, real images)'
   t.ok((mcpModes as string[]).includes('url') && !(mcpModes as string[]).includes('file'));
   t.equal((await store.getAccount(acct.accountId)).free_calls.used, 0, 'get_capabilities is free');
 
-  const vArgs = { img1: dataUri('img1.jpg'), img2: dataUri('img2.jpg'), model_name: 'Dlib' };
+  const vArgs = { img1: dataUri('img1.jpg'), img2: dataUri('img2.jpg'), ...m };
   const v = await c.callTool({ name: 'verify_faces', arguments: vArgs });
   t.notOk(v.isError, JSON.stringify(v.content));
   const vRest = await rest('/verify', acct.rest, vArgs);
   t.equal(vRest.status, 200);
   t.same(withoutTime(v.structuredContent), withoutTime(vRest.body));
-  t.equal((v.structuredContent as { verified: boolean }).verified, true);
+  t.match(v.structuredContent, { verified: true, model: served });
   t.match((v.content as Array<{ text: string }>)[0]?.text, /Same person/);
 
-  const rArgs = { img: dataUri('img3.jpg'), model_name: 'Dlib' };
+  const rArgs = { img: dataUri('img3.jpg'), ...m };
   const r = await c.callTool({ name: 'represent_face', arguments: rArgs });
   t.notOk(r.isError);
   const rRest = await rest('/represent', acct.rest, rArgs);
   t.same(r.structuredContent, rRest.body);
+  t.equal((r.structuredContent as { model: string }).model, served);
   const emb3 = ((r.structuredContent as { results: Array<{ embedding: number[] }> }).results[0] as { embedding: number[] }).embedding;
   t.equal(emb3.length, 128);
 
-  const cArgs = { source: { img: dataUri('img1.jpg') }, targets: [emb3, emb3.map((x) => x * 2)], model_name: 'Dlib' };
+  const cArgs = { source: { img: dataUri('img1.jpg') }, targets: [emb3, emb3.map((x) => x * 2)], ...m };
   const cmp = await c.callTool({ name: 'compare_inputs', arguments: cArgs });
   t.notOk(cmp.isError, JSON.stringify(cmp.content));
   const cRest = await rest('/compare', acct.rest, cArgs);
   t.same(withoutTime(cmp.structuredContent), withoutTime(cRest.body));
   t.equal((cmp.structuredContent as { results: unknown[] }).results.length, 2);
-  const mArgs = { source: [{ embedding: emb3 }, { embedding: emb3.map((x) => -x) }], targets: [emb3, emb3.map((x) => x * 2)], model_name: 'Dlib', top_k: 1 };
+  const mArgs = { source: [{ embedding: emb3 }, { embedding: emb3.map((x) => -x) }], targets: [emb3, emb3.map((x) => x * 2)], ...m, top_k: 1 };
   const many = await c.callTool({ name: 'compare_inputs', arguments: mArgs });
   t.notOk(many.isError, JSON.stringify(many.content));
   t.same(withoutTime(many.structuredContent), withoutTime((await rest('/compare', acct.rest, mArgs)).body), 'many sources: the REST answer');
@@ -225,7 +227,7 @@ t.test('the free allowance runs out mid-session', async (t) => {
   const acct = await newAccount();
   const c = await client(acct.mcp);
   t.teardown(() => c.close());
-  const args = { source: { embedding: Array.from({ length: 128 }, (_, i) => Math.sin(i)) }, targets: [Array.from({ length: 128 }, (_, i) => Math.cos(i))], model_name: 'Dlib' };
+  const args = { source: { embedding: Array.from({ length: 128 }, (_, i) => Math.sin(i)) }, targets: [Array.from({ length: 128 }, (_, i) => Math.cos(i))] }; // the default model, Facenet
   for (let i = 0; i < 10; i++) {
     const r = await c.callTool({ name: 'compare_inputs', arguments: args });
     t.notOk(r.isError, `call ${i + 1} of 10`);
@@ -244,7 +246,7 @@ t.test('several clients at once each get their own, correct answers', async (t) 
   const calls = clients.flatMap((c, i) =>
     [0, 1, 2].map(async (j) => {
       const e = Array.from({ length: 128 }, (_, k) => Math.sin(k + i * 10 + j));
-      const r = await c.callTool({ name: 'compare_inputs', arguments: { source: { embedding: e }, targets: [e], model_name: 'Dlib' } });
+      const r = await c.callTool({ name: 'compare_inputs', arguments: { source: { embedding: e }, targets: [e], ...(i % 2 ? { model_name: 'Dlib' } : {}) } }); // Dlib and the default, Facenet
       return r;
     }),
   );
