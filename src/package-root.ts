@@ -25,3 +25,13 @@ function find(): string {
 }
 
 export const PACKAGE_ROOT: string = find();
+
+/** package.json's version: /health and the MCP server info report it. */
+export const PACKAGE_VERSION: string = (() => {
+  try {
+    const p = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string };
+    return p.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+})();

@@ -39,4 +39,6 @@ export interface Allowance {
 
 export interface AccountsPort extends KeyAuthenticator, Allowance {
   close(): Promise<void>;
+  /** Throws when the database cannot be reached (readiness); in-memory test stores have none. */
+  ping?(): Promise<void>;
 }

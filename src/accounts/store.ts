@@ -4,7 +4,7 @@
  * MCP endpoint, plus what the console needs.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { ServiceError } from '../errors/index.js';
 import type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './ports.js';
 import type { AccountsTable, ApiKeysTable, Database } from './schema.js';
@@ -88,6 +88,11 @@ export class AccountsStore implements AccountsPort {
     this.keyLimits = opts.keyLimits ?? { anonymous: 1, account: 25, card: 25 };
     this.sessionTtlMs = opts.sessionTtlMs ?? 30 * 24 * HOUR_MS;
     this.throttle = new LoginThrottle(db, opts.login);
+  }
+
+  /** One round trip to the database (readiness probes). */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
   }
 
   // ---- accounts ---------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ export async function run(_args: string[]): Promise<number> {
   await gw.app.listen({ host: config.host, port: config.ports.gateway });
   await mcp.app.listen({ host: config.host, port: config.ports.mcp });
   await consoleApp.listen({ host: config.host, port: config.ports.console });
-  const metrics = config.ports.metrics > 0 ? await startMetricsServer(gw.metrics, config.ports.metrics) : null;
+  const metrics = config.ports.metrics > 0 ? await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost) : null;
   logger.info(
     {
       gateway: `http://${config.host}:${config.ports.gateway}`,

@@ -42,6 +42,8 @@ function parseOne(spec: VarSpec, raw: string): unknown {
 export interface Config {
   host: string;
   ports: { gateway: number; mcp: number; console: number; modelServer: number; metrics: number };
+  /** FACECOMPUTE_METRICS_HOST: where the admin listener (ports.metrics) binds. */
+  metricsHost: string;
   modelServerUrls: string[];
   dataDir: string;
   databaseUrl: string;
@@ -143,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       modelServer: v.FACECOMPUTE_MODEL_SERVER_PORT,
       metrics: v.FACECOMPUTE_METRICS_PORT,
     },
+    metricsHost: v.FACECOMPUTE_METRICS_HOST,
     modelServerUrls: v.FACECOMPUTE_MODEL_SERVER_URLS,
     dataDir: resolve(v.FACECOMPUTE_DATA_DIR),
     databaseUrl: v.FACECOMPUTE_DATABASE_URL,

@@ -26,6 +26,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_MODEL_SERVER_PORT', kind: 'int', default: '8090', min: 0, max: 65535, doc: 'Internal model-server port; it always binds 127.0.0.1.' },
   { name: 'FACECOMPUTE_MODEL_SERVER_URLS', kind: 'list', default: '', doc: 'Comma-separated model-server base URLs; unset means the local child started by `serve`. Several URLs are load-balanced.' },
   { name: 'FACECOMPUTE_METRICS_PORT', kind: 'int', default: '0', min: 0, max: 65535, doc: 'Prometheus admin listener on 127.0.0.1; 0 (the default) turns it off. Never on the public port.' },
+  { name: 'FACECOMPUTE_METRICS_HOST', kind: 'string', default: '127.0.0.1', doc: 'Address the Prometheus admin listener binds to. Loopback by default; in a Kubernetes pod, 0.0.0.0 so that Prometheus (a ServiceMonitor) can scrape it. It serves /metrics only, never the public API.' },
   // Storage
   { name: 'FACECOMPUTE_DATA_DIR', kind: 'string', default: './data', doc: 'Directory for the SQLite database and other local state.' },
   { name: 'FACECOMPUTE_DATABASE_URL', kind: 'string', default: '', doc: 'postgres://… for PostgreSQL; unset means SQLite at $FACECOMPUTE_DATA_DIR/facecompute.sqlite.' },

@@ -17,7 +17,8 @@ import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { PACKAGE_ROOT, PACKAGE_VERSION } from '../package-root.js';
+import { registerProbes } from '../gateway/probes.js';
 
 export interface ConsoleDeps {
   config: Config;
@@ -83,6 +84,9 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     if (req.url.startsWith('/api/')) return done(new ServiceError('invalid_request', 'Content-Type must be application/json'), undefined);
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
   });
+
+  // Probes (Kubernetes): the console is nothing without its database.
+  registerProbes(app, PACKAGE_VERSION, [{ error: 'database_unavailable', run: () => store.ping() }]);
 
   await app.register(errors);
   await app.register(cookie);

@@ -4,12 +4,10 @@
  * an upstream, a remote-image fetcher), so the integrator and the tests wire the real or fake ones.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Config } from '../config/index.js';
-import { PACKAGE_ROOT } from '../package-root.js';
+import { PACKAGE_VERSION } from '../package-root.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import { ServiceError, type ErrorCode } from '../errors/index.js';
 import { consumesCall } from '../accounts/charging.js';
@@ -32,14 +30,7 @@ import { useJsonBodyParser } from './json-body.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const VERSION: string = (() => {
-  try {
-    const p = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string };
-    return p.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-})();
+export const VERSION: string = PACKAGE_VERSION;
 
 export interface GatewayDeps {
   config: Config;

@@ -28,7 +28,7 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
   const addr = gw.app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.ports.gateway;
   let metricsServer: Server | null = null;
-  if (config.ports.metrics > 0) metricsServer = await startMetricsServer(gw.metrics, config.ports.metrics);
+  if (config.ports.metrics > 0) metricsServer = await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost);
   logger.info({ host: config.host, port, metrics: config.ports.metrics || 'off', limiter: gw.limiter.kind, model_servers: config.modelServerUrls.length }, 'gateway listening');
   opts.onListening?.(port, gw);
   return new Promise<number>((resolveExit) => {

@@ -1,4 +1,4 @@
-/** Prometheus metrics, served only on the admin listener (127.0.0.1:FACECOMPUTE_METRICS_PORT). */
+/** Prometheus metrics, served only on the admin listener (FACECOMPUTE_METRICS_HOST:FACECOMPUTE_METRICS_PORT). */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueStats } from './queue.js';
@@ -25,7 +25,7 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
 }
 
-export async function startMetricsServer(m: GatewayMetrics, port: number): Promise<Server> {
+export async function startMetricsServer(m: GatewayMetrics, port: number, host = '127.0.0.1'): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/metrics') {
       m.registry.metrics().then(
@@ -34,6 +34,6 @@ export async function startMetricsServer(m: GatewayMetrics, port: number): Promi
       );
     } else res.writeHead(404).end();
   });
-  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(port, host, r));
   return server;
 }

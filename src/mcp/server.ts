@@ -20,6 +20,7 @@ import { comparePlain } from '../gateway/compute/compare-result.js';
 import { useJsonBodyParser } from '../gateway/json-body.js';
 import { TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
 import { argumentsError } from './arguments.js';
+import { registerProbes, type ReadinessCheck } from '../gateway/probes.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -134,6 +135,13 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
       throw err;
     }
   }
+
+  // Probes (Kubernetes): the MCP endpoint cannot authenticate or count a call without its database
+  // and, when configured, Redis.
+  const checks: ReadinessCheck[] = [];
+  if (deps.accounts.ping) checks.push({ error: 'database_unavailable', run: () => deps.accounts.ping!() });
+  if (deps.limiter.kind === 'redis') checks.push({ error: 'limiter_unavailable', run: () => deps.limiter.ping() });
+  registerProbes(app, deps.version, checks);
 
   app.post('/mcp', async (req, reply) => {
     const key = await authenticate(req);
