@@ -107,8 +107,29 @@ export async function migrate(db: Kysely<any>, dialect: Dialect): Promise<string
     const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db);
     migrationTableSchema = rows[0]?.s;
   }
-  const migrator = new Migrator({ db, provider: new StaticProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
+  const run = async (conn: Kysely<any>) => new Migrator({ db: conn, provider: new StaticProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) }).migrateToLatest();
+  let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  if (dialect === 'sqlite') {
+    // Kysely takes no lock on SQLite (its adapter assumes one process), but the gateway, the console
+    // and the MCP endpoint are separate processes that may share one data directory and start
+    // together: the loser of that race re-ran a migration ("table ... already exists"). BEGIN
+    // IMMEDIATE takes SQLite's write lock for the whole run (busy_timeout waits for it), and SQLite's
+    // DDL is transactional, so the second process sees every migration already recorded.
+    outcome = await db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        const r = await run(conn);
+        await sql.raw(r.error ? 'rollback' : 'commit').execute(conn);
+        return r;
+      } catch (err) {
+        await sql`rollback`.execute(conn).catch(() => undefined);
+        throw err;
+      }
+    });
+  } else {
+    outcome = await run(db); // PostgreSQL: Kysely takes pg_advisory_xact_lock in its transaction, which serialises replicas
+  }
+  const { error, results } = outcome;
   if (error) throw new Error(`database migration failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
