@@ -10,11 +10,12 @@
  * same run, interleaved, and reports ratios. Results: bench/results/bench.json (every figure),
  * summary.json, summary.md and SVG charts, regenerated from bench.json after each suite.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { machineInfo } from './lib/machine.js';
-import { REPO_ROOT, RESULTS_DIR } from './lib/paths.js';
-import { loadAverage, logDir } from './lib/proc.js';
+import { DEEPFACE_PYTHON, REPO_ROOT, RESULTS_DIR } from './lib/paths.js';
+import { loadAverage, logDir, sampleLoad } from './lib/proc.js';
 import type { SuiteContext } from './suites/context.js';
 
 export const SUITES = ['ort', 'library', 'service', 'coldstart', 'memory', 'compare', 'batching'] as const;
@@ -33,9 +34,40 @@ const LOADERS: Record<SuiteName, () => Promise<SuiteFn>> = {
   batching: async () => (await import('./suites/batching.js')).batchingSuite,
 };
 
+/** Suites that run DeepFace itself (its venv, `npm run bench:setup`); the others run without it. */
+export const DEEPFACE_SUITES: readonly SuiteName[] = ['library', 'service', 'coldstart', 'memory'];
+
+export interface SuiteEntry {
+  ran_at: string;
+  seconds: number;
+  loadavg_before: number[];
+  loadavg_after: number[];
+  /** The 1-minute load average sampled every 5 s while the suite ran. */
+  loadavg_during?: { samples: number; min: number; max: number; mean: number } | null;
+  /** The machine this suite ran on (the top-level `machine` is only the last run's). */
+  machine?: ReturnType<typeof machineInfo>;
+  commit: string;
+  ours_entry: string;
+  result?: Record<string, unknown>;
+  error?: string;
+}
+
 export interface BenchFile {
+  /** The machine of the most recent run; each suite records its own in `suites.<name>.machine`. */
   machine: ReturnType<typeof machineInfo>;
-  suites: Partial<Record<SuiteName, { ran_at: string; seconds: number; loadavg_before: number[]; loadavg_after: number[]; commit: string; ours_entry: string; result?: Record<string, unknown>; error?: string }>>;
+  suites: Partial<Record<SuiteName, SuiteEntry>>;
+}
+
+/**
+ * Why the DeepFace baseline cannot run, or null when it can: the venv's Python exists and finds
+ * deepface and gunicorn (found, not imported: importing TensorFlow takes seconds).
+ */
+export function deepFaceProblem(python: string = DEEPFACE_PYTHON): string | null {
+  const fix = 'Create it with `npm run bench:setup` (DeepFace 0.0.100, TensorFlow CPU and OpenCV 4.11 from PyPI, pinned in bench/deepface/requirements.lock; about 2 minutes), or set DEEPFACE_PYTHON to the Python of an existing one.';
+  if (!existsSync(python)) return `The DeepFace baseline venv is missing: ${python} does not exist.\n${fix}`;
+  const probe = spawnSync(python, ['-c', 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("deepface") and u.find_spec("gunicorn") else 3)'], { encoding: 'utf8', timeout: 60_000 });
+  if (probe.error || probe.status !== 0) return `The DeepFace baseline venv at ${python} is not usable (${probe.error ? probe.error.message : probe.status === 3 ? 'deepface or gunicorn is not installed' : `exit ${probe.status}: ${probe.stderr.trim().slice(0, 200)}`}).\n${fix}`;
+  return null;
 }
 
 function table(header: string[], rows: Array<Array<string | number>>): void {
@@ -74,6 +106,15 @@ export async function run(args: string[]): Promise<number> {
     return unknown.length > 0 ? 2 : 0;
   }
   const selected = (names.length > 0 ? SUITES.filter((s) => names.includes(s)) : [...SUITES]) as SuiteName[];
+  const needDeepFace = selected.filter((s) => DEEPFACE_SUITES.includes(s));
+  if (needDeepFace.length > 0) {
+    // Stop before anything runs or is written: a suite without its baseline has no ratio to report.
+    const problem = deepFaceProblem();
+    if (problem) {
+      process.stderr.write(`bench: ${problem}\nSuites that need it: ${needDeepFace.join(', ')}. Without it: npm run bench -- ${SUITES.filter((s) => !DEEPFACE_SUITES.includes(s)).join(' ')}\n`);
+      return 2;
+    }
+  }
   const machine = machineInfo();
   // A --quick smoke run never overwrites the committed figures.
   const outDir = quick ? join(RESULTS_DIR, 'quick') : RESULTS_DIR;
@@ -97,7 +138,8 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(`\n== ${name}\n`);
     const started = performance.now();
     const before = loadAverage();
-    const entry: NonNullable<BenchFile['suites'][SuiteName]> = { ran_at: new Date().toISOString(), seconds: 0, loadavg_before: before, loadavg_after: [], commit: machine.commit, ours_entry: oursEntry() };
+    const during = sampleLoad();
+    const entry: SuiteEntry = { ran_at: new Date().toISOString(), seconds: 0, loadavg_before: before, loadavg_after: [], machine, commit: machine.commit, ours_entry: oursEntry() };
     try {
       const fn = await LOADERS[name]();
       entry.result = await fn(ctx);
@@ -108,13 +150,14 @@ export async function run(args: string[]): Promise<number> {
     }
     entry.seconds = Math.round((performance.now() - started) / 100) / 10;
     entry.loadavg_after = loadAverage();
+    entry.loadavg_during = during.stop();
     // A failed re-run keeps the previous figures visible next to its error.
     const prev = bench.suites[name];
     bench.suites[name] = entry.error && prev?.result ? { ...prev, error: `${entry.error} (figures are from ${prev.ran_at})` } : entry;
     writeAtomic(benchPath, `${JSON.stringify(bench, null, 1)}\n`);
     const { writeReport } = await import('./report.js');
     writeReport(bench, outDir);
-    process.stdout.write(`${name}: ${entry.seconds}s, load ${before.join(' ')} -> ${entry.loadavg_after.join(' ')}\n`);
+    process.stdout.write(`${name}: ${entry.seconds}s, load ${before.join(' ')} -> ${entry.loadavg_after.join(' ')} (1-min load during: ${entry.loadavg_during ? `${entry.loadavg_during.min}-${entry.loadavg_during.max}, mean ${entry.loadavg_during.mean}` : 'n/a'})\n`);
   }
   process.stdout.write(`\nwrote ${outDir}/{bench.json,summary.json,summary.md,*.svg} in ${Math.round((performance.now() - t0) / 1000)}s; service logs in ${logs}\n`);
   return failed > 0 ? 1 : 0;

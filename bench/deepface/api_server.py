@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Starts DeepFace's own REST API the way its Dockerfile and scripts/service.sh do: gunicorn, one
-sync worker, `app:create_app()` from deepface/api/src. Only the bind address differs (loopback, a
-port chosen by the harness). Weights are linked first, so nothing downloads.
+"""Starts DeepFace's own REST API the way its Dockerfile and scripts/service.sh do: gunicorn, sync
+workers, `app:create_app()` from deepface/api/src. Only the bind address differs (loopback, a port
+chosen by the harness), and the worker count when given: the Dockerfile runs one; on a 2-core machine a
+user would run one per core. Weights are linked first, so nothing downloads.
 
-    api_server.py PORT
+    api_server.py PORT [WORKERS]
 
 DEEPFACE_FACE_RECOGNITION_MODELS / DEEPFACE_FACE_DETECTION_MODELS (preloading at start, PR #1548)
 are passed through from the environment; the harness sets Dlib and opencv, DeepFace's recommended
@@ -24,6 +25,7 @@ def _help(gunicorn: Path) -> bytes:
 
 def main() -> None:
     port = sys.argv[1]
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     link_weights()
     import deepface  # only to locate the package; the app itself is imported by gunicorn
 
@@ -31,7 +33,7 @@ def main() -> None:
     gunicorn = Path(sys.executable).parent / "gunicorn"
     # gunicorn >= 23 opens a control socket at one fixed path; two instances would fight over it.
     extra = ["--no-control-socket"] if b"--no-control-socket" in _help(gunicorn) else []
-    os.execv(str(gunicorn), [str(gunicorn), "--workers=1", "--timeout=3600", f"--bind=127.0.0.1:{port}",
+    os.execv(str(gunicorn), [str(gunicorn), f"--workers={workers}", "--timeout=3600", f"--bind=127.0.0.1:{port}",
                              f"--chdir={api_dir}", *extra, "app:create_app()"])
 
 

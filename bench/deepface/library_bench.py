@@ -7,10 +7,11 @@ Two modes:
   one-shot (default): runs every detector in --detectors and prints one JSON object;
   --serve: a long-lived worker that reads one JSON command per stdin line and answers one JSON line,
            so the Node harness can interleave DeepFace's cells with ours (TensorFlow is imported once).
-           Commands: {"op": "represent"|"verify", "detector": d, "n": k, "max_s": s}
+           Commands: {"op": "represent"|"verify", "detector": d, "n": k, "max_s": s, "model": m}
                      (k runs, or fewer when s seconds have passed and at least 3 were timed)
-                     {"op": "sustained", "detector": d, "images": [names], "max_s": s}
+                     {"op": "sustained", "detector": d, "images": [names], "max_s": s, "model": m}
                      {"op": "rss"}
+           "model" is optional (default: --model); each model is built once, on first use.
 
 Offline tooling: run with the DeepFace venv (/work/venvs/deepface); weights are linked from
 ../shared/weights into $DEEPFACE_HOME (bench/deepface/weights.py), so nothing is downloaded.
@@ -54,18 +55,19 @@ class Runner:
         self.df.build_model(model)
         self.warmed = set()
 
-    def warm(self, detector):
-        # The first call per detector pays lazy detector construction; kept out of the timings.
-        if detector not in self.warmed:
+    def warm(self, detector, model=None):
+        # The first call per model and detector pays lazy construction; kept out of the timings.
+        model = model or self.model
+        if (model, detector) not in self.warmed:
             s = time.perf_counter()
-            self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
-            self.warmed.add(detector)
+            self.df.verify(self.img1, self.img2, model_name=model, detector_backend=detector)
+            self.warmed.add((model, detector))
             return time.perf_counter() - s
         return 0.0
 
-    def _latencies(self, detector, n, max_s, call):
+    def _latencies(self, detector, n, max_s, call, model=None):
         """Up to n timed calls (at least 3, then until max_s has passed), in ms, after a warm-up."""
-        self.warm(detector)
+        self.warm(detector, model)
         out = []
         t0 = time.perf_counter()
         for _ in range(n):
@@ -76,23 +78,26 @@ class Runner:
             out.append((time.perf_counter() - s) * 1000)
         return {"samples_ms": out, "p50": pct(out, 50), "p99": pct(out, 99), "n": len(out)}
 
-    def represent(self, detector, n, max_s=1e9):
-        return self._latencies(detector, n, max_s, lambda: self.df.represent(self.img1, model_name=self.model, detector_backend=detector))
+    def represent(self, detector, n, max_s=1e9, model=None):
+        m = model or self.model
+        return self._latencies(detector, n, max_s, lambda: self.df.represent(self.img1, model_name=m, detector_backend=detector), m)
 
-    def verify(self, detector, n, max_s=1e9):
+    def verify(self, detector, n, max_s=1e9, model=None):
+        m = model or self.model
         return self._latencies(
-            detector, n, max_s, lambda: self.df.verify(self.img1, self.img2, model_name=self.model, detector_backend=detector)
+            detector, n, max_s, lambda: self.df.verify(self.img1, self.img2, model_name=m, detector_backend=detector), m
         )
 
-    def sustained(self, detector, images, max_s):
-        self.warm(detector)
+    def sustained(self, detector, images, max_s, model=None):
+        model = model or self.model
+        self.warm(detector, model)
         s = time.perf_counter()
         done = failed = 0
         for name in images:
             if time.perf_counter() - s > max_s:
                 break
             try:
-                self.df.represent(str(DATA / name), model_name=self.model, detector_backend=detector, enforce_detection=False)
+                self.df.represent(str(DATA / name), model_name=model, detector_backend=detector, enforce_detection=False)
                 done += 1
             except Exception:  # noqa: BLE001 — counted, not fatal
                 failed += 1
@@ -130,12 +135,13 @@ def serve(runner: Runner) -> int:
         try:
             cmd = json.loads(line)
             op = cmd["op"]
+            model = cmd.get("model")
             if op == "represent":
-                res = runner.represent(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
+                res = runner.represent(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)), model)
             elif op == "verify":
-                res = runner.verify(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)))
+                res = runner.verify(cmd["detector"], int(cmd["n"]), float(cmd.get("max_s", 1e9)), model)
             elif op == "sustained":
-                res = runner.sustained(cmd["detector"], cmd["images"], float(cmd.get("max_s", 60)))
+                res = runner.sustained(cmd["detector"], cmd["images"], float(cmd.get("max_s", 60)), model)
             elif op == "haar":
                 res = {"images": haar(cmd["images"], int(cmd.get("n", 5)))}
             elif op == "rss":

