@@ -72,8 +72,28 @@ eachDatabase(t, async (t, tdb) => {
     c.advance(24 * 3600_000);
     for (let i = 0; i < free; i++) await rejectsCode(t, store.login(email, `next day ${i}`, ATTACKER), 'invalid_credentials');
 
+    // Migration 0003 removed the old per-email lock's table.
+    await t.rejects(store.db.selectFrom('login_failures' as any).selectAll().execute(), 'login_failures is gone');
     const rows = await store.db.selectFrom('login_throttle').selectAll().execute();
     t.notOk(JSON.stringify(rows).match(/owner-|example\.com|203\.0\.113|198\.51\.100/), 'emails and addresses are stored only hashed');
+  });
+
+  t.test('an attacker at one address cannot lock the owner out at another (the old lock did after 10)', async (t) => {
+    const c = clock();
+    const store = await tdb.open(undefined, { now: c.now });
+    t.teardown(() => store.close());
+    const email = `locked-${tdb.name}@example.com`;
+    await store.signup(email, PASSWORD);
+    const codes: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      codes.push(await store.login(email, `guess ${i} password`, ATTACKER).then(() => 'signed in', (e: { code: string }) => e.code));
+      c.advance(2000);
+    }
+    t.notOk(codes.includes('signed in'));
+    t.ok(codes.includes('rate_limited'), 'the attacker is slowed down');
+    const owner = await store.login(email, PASSWORD, OWNER);
+    t.equal(owner.account.email, email, 'the owner signs in at once from their own address');
+    await rejectsCode(t, store.login(email, PASSWORD, ATTACKER), 'rate_limited', undefined, 'while the attacker still waits');
   });
 
   t.test('unknown emails are throttled exactly as known ones (nothing tells which exist)', async (t) => {
