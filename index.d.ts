@@ -18,6 +18,11 @@ export declare class HaarDetector {
   static load(faceXml: string, eyeXml: string): HaarDetector
   /** Faces of the image, on the libuv pool. */
   detect(image: HaarImage): Promise<HaarFace[]>
+  /**
+   * `detect` with the face cascade's raw windows before grouping and the group each face
+   * averages: a debugging view (`facecompute debug haar-windows`), on the libuv pool.
+   */
+  trace(image: HaarImage): Promise<HaarTrace>
 }
 
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
@@ -177,6 +182,41 @@ export interface HaarImage {
   data: Buffer
   /** A black border included in width and height but not in data (see padded.rs). */
   pad?: Padding
+}
+
+/** `HaarDetector.trace`'s answer: the faces and the raw windows. */
+export interface HaarTrace {
+  faces: Array<HaarTracedFace>
+  windows: Array<HaarWindow>
+}
+
+/**
+ * A face of `HaarDetector.trace`: as `detect` gives it, with OpenCV's reject level and level
+ * weight, and the group of windows it averages.
+ */
+export interface HaarTracedFace {
+  x: number
+  y: number
+  w: number
+  h: number
+  confidence: number
+  leftEye?: Array<number>
+  rightEye?: Array<number>
+  rejectLevel: number
+  levelWeight: number
+  group: number
+}
+
+/** One window of the face cascade that passed every stage, before OpenCV's groupRectangles. */
+export interface HaarWindow {
+  x: number
+  y: number
+  w: number
+  h: number
+  /** The last stage's sum (OpenCV's levelWeights entry). */
+  weight: number
+  /** The group it joins (cv::partition's number, eps 0.2). */
+  group: number
 }
 
 export interface ImageProbe {

@@ -15,6 +15,8 @@ interface FixtureImage {
   width: number;
   height: number;
   faces: [number, number, number, number, number, number, [number, number] | null, [number, number] | null][];
+  /** OpenCV's windows before groupRectangles: [x, y, w, h, levelWeight]. */
+  windows?: [number, number, number, number, number][];
 }
 const fixture = JSON.parse(readFileSync(resolve(REPO_ROOT, 'test/fixtures/opencv_haar.json'), 'utf8')) as {
   images: FixtureImage[];
@@ -89,6 +91,39 @@ t.test('matches opencv-python exactly on the uncompressed fixture images', async
     faces += theirs.length;
   }
   t.ok(faces >= 1, 'at least one face compared');
+});
+
+t.test("trace: the raw windows are OpenCV's, in order, and each face is the mean of its group", async (t) => {
+  const entries = fixture.images.filter((i) => i.windows);
+  t.ok(entries.length >= 2, 'fixture has raw windows');
+  let windows = 0;
+  for (const entry of entries) {
+    const buf = readFileSync(resolve(SHARED_DATA_DIR, entry.path));
+    const img = addBorder(entry.path.endsWith('.pgm') ? readPgm(buf) : readBmp(buf));
+    const traced = await detector.trace(img);
+    const faces = await detector.detect(img);
+    t.same(traced.faces.map(({ rejectLevel: _l, levelWeight: _w, group: _g, ...f }) => f), faces, `${entry.path}: the faces of detect`);
+    // OpenCV returns its windows clipped to the image (minNeighbors=0 skips only the grouping).
+    const clip = (w: { x: number; y: number; w: number; h: number; weight: number }) => {
+      const x0 = Math.max(0, w.x), y0 = Math.max(0, w.y);
+      return [x0, y0, Math.min(img.width, w.x + w.w) - x0, Math.min(img.height, w.y + w.h) - y0, w.weight];
+    };
+    t.same(traced.windows.map(clip), entry.windows, `${entry.path}: raw windows`);
+    windows += traced.windows.length;
+    for (const f of traced.faces) {
+      const group = traced.windows.filter((w) => w.group === f.group);
+      // OpenCV: (float)sum * (1.f / n), rounded half to even; exact for these small sums.
+      const mean = (k: 'x' | 'y' | 'w' | 'h') => {
+        const v = Math.fround(Math.fround(group.reduce((s, w) => s + w[k], 0)) * Math.fround(1 / group.length));
+        const r = Math.round(v);
+        return Math.abs(v - Math.trunc(v)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+      };
+      t.same([f.x, f.y, f.w, f.h], [mean('x'), mean('y'), mean('w'), mean('h')], `${entry.path}: the face is its group's mean`);
+      t.equal(f.levelWeight, Math.max(...group.map((w) => w.weight)), "the level weight is the group's best");
+      t.equal(f.rejectLevel, 25);
+    }
+  }
+  t.ok(windows > 20, `${windows} windows compared`);
 });
 
 t.test('no face on a blank image; grey and BGRA inputs are accepted', async (t) => {

@@ -14,6 +14,7 @@ const USAGE = `usage: facecompute <command>
   model-server   the internal model server alone
   models         list | fetch <name> | convert <name> | verify [name]
   bench          run the benchmarks (see bench/)
+  debug          haar-windows <image> [--no-align]: the opencv detector's raw windows before grouping
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -31,6 +32,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('../model-server/main.js')).run(rest);
     case 'models':
       return (await import('../models/cli.js')).run(rest);
+    case 'debug':
+      return (await import('./debug.js')).run(rest);
     case 'bench': {
       // Development code, kept out of the service's bundle: the tsc build of bench/ when there is one,
       // else its sources (a checkout run through tsx). A computed path, so that esbuild leaves it alone.

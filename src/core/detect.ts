@@ -25,6 +25,31 @@ export interface HaarDetection {
   rightEye: Point | null;
 }
 
+/** A window of the face cascade that passed every stage, before OpenCV's groupRectangles. */
+export interface HaarWindow {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  /** The last stage's sum (OpenCV's levelWeights entry). */
+  weight: number;
+  /** The group it joins (cv::partition's number, eps 0.2). */
+  group: number;
+}
+
+/** A face as `detect` gives it, with OpenCV's reject level and level weight and its group of windows. */
+export interface HaarTracedFace extends HaarDetection {
+  rejectLevel: number;
+  levelWeight: number;
+  group: number;
+}
+
+/** `detect`'s faces with their groups, and the raw windows. */
+export interface HaarTrace {
+  faces: HaarTracedFace[];
+  windows: HaarWindow[];
+}
+
 export const HAAR_FACE_FILE = 'haarcascade_frontalface_default.xml';
 export const HAAR_EYE_FILE = 'haarcascade_eye.xml';
 
@@ -66,16 +91,30 @@ export class OpenCvDetector {
     } catch (err) {
       throw fromNative(err);
     }
-    return faces.map((f) => ({
-      x: f.x,
-      y: f.y,
-      w: f.w,
-      h: f.h,
-      confidence: f.confidence,
-      leftEye: point(f.leftEye),
-      rightEye: point(f.rightEye),
-    }));
+    return faces.map(toDetection);
   }
+
+  /**
+   * `detect`, with the face cascade's windows before groupRectangles (a debugging view: a box is
+   * the rounded mean of its group, so a box a pixel off OpenCV's is explained by the windows that
+   * differ from OpenCV's own, detectMultiScale3 with minNeighbors=0).
+   */
+  async trace(img: BgrImage): Promise<HaarTrace> {
+    let t;
+    try {
+      t = await this.inner.trace({ width: img.width, height: img.height, channels: img.channels, data: img.data, ...(img.pad ? { pad: img.pad } : {}) });
+    } catch (err) {
+      throw fromNative(err);
+    }
+    return {
+      faces: t.faces.map((f) => ({ ...toDetection(f), rejectLevel: f.rejectLevel, levelWeight: f.levelWeight, group: f.group })),
+      windows: t.windows,
+    };
+  }
+}
+
+function toDetection(f: { x: number; y: number; w: number; h: number; confidence: number; leftEye?: number[] | null; rightEye?: number[] | null }): HaarDetection {
+  return { x: f.x, y: f.y, w: f.w, h: f.h, confidence: f.confidence, leftEye: point(f.leftEye), rightEye: point(f.rightEye) };
 }
 
 /** The name the model server's adapters use for the `haar` engine. */

@@ -5,7 +5,7 @@
 //! OpenCV's decoded pixels, and every image whose pixels match is held to exact equality. Formats
 //! the core does not decode (PGM) are covered by the unit tests instead.
 
-use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector};
+use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector, OpenCvTrace};
 use facecompute_core::image::{decode, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::Image;
 use serde_json::Value;
@@ -43,6 +43,107 @@ fn add_border(img: &Image) -> Image {
     out
 }
 
+/// OpenCV's clipObjects on a raw window: what detectMultiScale3 with minNeighbors=0 returns.
+fn clip_window(r: facecompute_core::detect::haar::Rect, img: &Image, weight: f64) -> (i32, i32, i32, i32, f64) {
+    let (x0, y0) = (r.x.max(0), r.y.max(0));
+    let (x1, y1) = ((r.x + r.w).min(img.width as i32), (r.y + r.h).min(img.height as i32));
+    (x0, y0, x1 - x0, y1 - y0, weight)
+}
+
+/// The digest tools/reference/opencv_haar.py writes for one image's answer: sha256 of
+/// `x,y,w,h,rejectLevel,<levelWeight's IEEE-754 bits, hex>,lx,ly,rx,ry` per face ('-' for no eyes),
+/// joined by ';', first 16 hex digits.
+fn digest(t: &OpenCvTrace) -> String {
+    use sha2::{Digest, Sha256};
+    let parts: Vec<String> = t
+        .faces
+        .iter()
+        .map(|f| {
+            let eyes = match (f.face.left_eye, f.face.right_eye) {
+                (Some(l), Some(r)) => format!("{},{},{},{}", l.0, l.1, r.0, r.1),
+                _ => "-,-,-,-".to_string(),
+            };
+            format!("{},{},{},{},{},{:016x},{eyes}", f.face.x, f.face.y, f.face.w, f.face.h, f.reject_level, f.level_weight.to_bits())
+        })
+        .collect();
+    let hash = Sha256::digest(parts.join(";").as_bytes());
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cascade's grey (and `pixels::bgr_to_gray`) on every one of the 2^24 BGR colours, against the
+/// sha256 of cv2.cvtColor(COLOR_BGR2GRAY) over the same image (tools/reference/opencv_haar.py). A
+/// grey level off by one on a single colour moves the pyramid, and with it a window or a box.
+#[test]
+fn gray_equals_opencv_on_every_colour() {
+    use sha2::{Digest, Sha256};
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest().join("../../test/fixtures/opencv_haar.json")).unwrap())
+            .unwrap();
+    let mut bgr = Vec::with_capacity(3 << 24);
+    for i in 0u32..1 << 24 {
+        bgr.extend_from_slice(&[(i >> 16) as u8, (i >> 8) as u8, i as u8]);
+    }
+    let gray = facecompute_core::detect::haar::bgr_to_gray_cascade(&bgr, 4096, 4096, 3);
+    let hex = |g: &[u8]| Sha256::digest(g).iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(&gray), fixture["gray_every_bgr_colour_sha256"].as_str().unwrap(), "the cascade's grey");
+    let img = Image::from_raw(4096, 4096, 3, bgr).unwrap();
+    let shared = facecompute_core::pixels::bgr_to_gray(&img).unwrap();
+    assert_eq!(hex(&shared.data), fixture["gray_every_bgr_colour_sha256"].as_str().unwrap(), "pixels::bgr_to_gray");
+}
+
+/// Every LFW View 1 DevTrain image (3,443), against opencv-python's answer recorded as a digest by
+/// `tools/reference/opencv_haar.py --lfw` (test/fixtures/opencv_haar_lfw.json): boxes, reject
+/// levels, level weights (bit for bit) and eyes, in OpenCV's order. A mismatch names the image;
+/// `facecompute debug haar-windows <image> --against <opencv_haar.py --image output>` shows why.
+#[test]
+fn opencv_detector_matches_opencv_python_on_all_of_lfw_devtrain() {
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest().join("../../test/fixtures/opencv_haar_lfw.json")).unwrap())
+            .unwrap();
+    let face_xml = std::fs::read_to_string(weights_dir().join("haarcascade_frontalface_default.xml")).unwrap();
+    let eye_xml = std::fs::read_to_string(weights_dir().join("haarcascade_eye.xml")).unwrap();
+    let det = OpenCvDetector::from_xml(&face_xml, &eye_xml).unwrap();
+    let started = std::time::Instant::now();
+    let rows = fixture["images"].as_array().unwrap();
+    // One image: (face count, answer equals OpenCV's, decoded pixels equal OpenCV's, report line).
+    let check = |row: &Value| -> (usize, bool, bool, bool, String) {
+        let row = row.as_array().unwrap();
+        let name = row[0].as_str().unwrap();
+        let person = &name[..name.rfind('_').unwrap()];
+        let rel = format!("lfw-devtrain/{person}/{name}.jpg");
+        let img = decode_bgr(&data_dir().join(&rel)).unwrap_or_else(|| panic!("{rel} must decode"));
+        let pixels_match = sha1_smol::Sha1::from(&img.data).digest().to_string()[..8] == *row[1].as_str().unwrap();
+        let bordered = add_border(&img);
+        // Each scan runs on one thread (OpenCV's order); the images are spread over the cores.
+        let t = det.detect_traced(bordered.width, bordered.height, bordered.channels, &bordered.data, 1).unwrap();
+        let same_count = t.faces.len() as u64 == row[2].as_u64().unwrap();
+        let ok = digest(&t) == row[3].as_str().unwrap();
+        (t.faces.len(), same_count, ok, pixels_match, format!("{rel}: {} faces, opencv {}; pixels equal: {pixels_match}", t.faces.len(), row[2]))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = rows.len().div_ceil(threads);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = rows.chunks(chunk).map(|part| s.spawn(|| part.iter().map(check).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let faces: usize = results.iter().map(|r| r.0).sum();
+    let same_count = results.iter().filter(|r| r.1).count();
+    let exact = results.iter().filter(|r| r.2).count();
+    let same_pixels = results.iter().filter(|r| r.3).count();
+    let report: Vec<&String> = results.iter().filter(|r| !r.2).map(|r| &r.4).collect();
+    for line in &report {
+        eprintln!("  {line}");
+    }
+    eprintln!(
+        "opencv parity, LFW DevTrain: {} images, {faces} faces, {same_count} same face count, {exact} exactly equal, {same_pixels} with OpenCV's decoded pixels; {:.1} s on {threads} threads",
+        rows.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(rows.len(), 3443, "every DevTrain image is in the fixture");
+    assert_eq!(same_pixels, rows.len(), "the decoder gives OpenCV's pixels on every LFW image");
+    assert_eq!(exact, rows.len(), "every image's answer equals OpenCV's");
+}
+
 fn iou(a: (i32, i32, i32, i32), b: (i32, i32, i32, i32)) -> f64 {
     let x0 = a.0.max(b.0);
     let y0 = a.1.max(b.1);
@@ -70,6 +171,7 @@ fn opencv_detector_matches_opencv_python() {
     let (mut same_pixels, mut same_pixels_exact) = (0usize, 0usize);
     let mut ious = Vec::new();
     let mut max_conf_err = 0f64;
+    let mut windows_checked = 0usize;
     let mut report = Vec::new();
     for im in fixture["images"].as_array().unwrap() {
         let rel = im["path"].as_str().unwrap();
@@ -80,8 +182,25 @@ fn opencv_detector_matches_opencv_python() {
         images += 1;
         assert_eq!((img.width as u64, img.height as u64), (im["width"].as_u64().unwrap(), im["height"].as_u64().unwrap()), "{rel}");
         let pixels_match = sha1_smol::Sha1::from(&img.data).digest().to_string()[..16] == *im["bgr_sha1"].as_str().unwrap();
-        let ours: Vec<FaceDetection> = det.detect(&add_border(&img)).unwrap();
+        let bordered = add_border(&img);
+        let ours: Vec<FaceDetection> = det.detect(&bordered).unwrap();
         let theirs = im["faces"].as_array().unwrap();
+        if let Some(windows) = im["windows"].as_array() {
+            // OpenCV's windows before groupRectangles (minNeighbors=0), against our traced scan.
+            let t = det.detect_traced(bordered.width, bordered.height, bordered.channels, &bordered.data, 1).unwrap();
+            let mine: Vec<(i32, i32, i32, i32, f64)> = t.windows.iter().map(|w| clip_window(w.rect, &bordered, w.weight)).collect();
+            let opencv: Vec<(i32, i32, i32, i32, f64)> = windows
+                .iter()
+                .map(|w| {
+                    let w = w.as_array().unwrap();
+                    let i = |k: usize| w[k].as_i64().unwrap() as i32;
+                    (i(0), i(1), i(2), i(3), w[4].as_f64().unwrap())
+                })
+                .collect();
+            assert_eq!(mine, opencv, "{rel}: raw windows");
+            assert_eq!(t.faces.iter().map(|f| f.face.clone()).collect::<Vec<_>>(), ours, "{rel}: traced faces");
+            windows_checked += opencv.len();
+        }
         if ours.len() == theirs.len() {
             same_count += 1;
         } else {
@@ -155,7 +274,9 @@ fn opencv_detector_matches_opencv_python() {
     eprintln!("  faces exactly equal (box, confidence, eyes, order): {exact_faces}/{ref_faces} ({:.2}%)", pct(exact_faces, ref_faces));
     eprintln!("  max |confidence - opencv| on matched faces: {max_conf_err:e}");
     eprintln!("  images whose decoded pixels equal OpenCV's: {same_pixels}; of those exactly equal: {same_pixels_exact}");
-    assert!(images > 250, "the fixture and the shared data must be there");
+    eprintln!("  raw windows equal to OpenCV's (minNeighbors=0), in order: {windows_checked}");
+    assert!(images > 150, "the fixture and the shared data must be there");
+    assert!(windows_checked > 20, "the fixture has OpenCV's raw windows");
     assert!(pct(same_count, images) >= 98.0);
     assert!(pct(iou_ok, ref_faces) >= 98.0);
     assert!(pct(eyes_ok, ref_faces) >= 95.0);

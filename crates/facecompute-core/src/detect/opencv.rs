@@ -5,7 +5,7 @@
 use crate::error::{CoreError, CoreResult};
 use crate::pixels::Image;
 
-use super::haar::{bgr_to_gray_cascade, Cascade, DetectOptions, Gray, Rect};
+use super::haar::{bgr_to_gray_cascade, Cascade, DetectOptions, Detection, Gray, RawWindow, Rect};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaceDetection {
@@ -18,6 +18,35 @@ pub struct FaceDetection {
     /// The person's left eye (on the image's right), in input-image coordinates.
     pub left_eye: Option<(i32, i32)>,
     pub right_eye: Option<(i32, i32)>,
+}
+
+/// [`OpenCvDetector::detect_traced`]'s answer: the faces, each with what OpenCV reports for it and
+/// the group of raw windows it averages, and those windows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenCvTrace {
+    pub faces: Vec<TracedFace>,
+    pub windows: Vec<RawWindow>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TracedFace {
+    pub face: FaceDetection,
+    /// OpenCV's rejectLevels and levelWeights entries (`confidence` is derived from the weight).
+    pub reject_level: i32,
+    pub level_weight: f64,
+    /// The `RawWindow::group` this face averages.
+    pub group: usize,
+}
+
+fn gray_of(width: u32, height: u32, channels: u32, data: &[u8]) -> CoreResult<Vec<u8>> {
+    let (w, h, c) = (width as usize, height as usize, channels as usize);
+    if !matches!(c, 1 | 3 | 4) {
+        return Err(CoreError::invalid_image("the opencv detector needs 1, 3 or 4 channels"));
+    }
+    if w == 0 || h == 0 || w.checked_mul(h).and_then(|n| n.checked_mul(c)) != Some(data.len()) {
+        return Err(CoreError::invalid_image("image buffer does not match its size"));
+    }
+    Ok(bgr_to_gray_cascade(data, w, h, c))
 }
 
 #[derive(Clone, Debug)]
@@ -54,35 +83,35 @@ impl OpenCvDetector {
 
     /// As [`detect`](Self::detect) on borrowed pixels, so that a binding need not copy them.
     pub fn detect_raw(&self, width: u32, height: u32, channels: u32, data: &[u8], threads: usize) -> CoreResult<Vec<FaceDetection>> {
-        let (w, h, c) = (width as usize, height as usize, channels as usize);
-        if !matches!(c, 1 | 3 | 4) {
-            return Err(CoreError::invalid_image("the opencv detector needs 1, 3 or 4 channels"));
-        }
-        if w == 0 || h == 0 || w.checked_mul(h).and_then(|n| n.checked_mul(c)) != Some(data.len()) {
-            return Err(CoreError::invalid_image("image buffer does not match its size"));
-        }
-        let gray = bgr_to_gray_cascade(data, w, h, c);
-        let g = Gray { width: w, height: h, data: &gray };
+        let gray = gray_of(width, height, channels, data)?;
+        let g = Gray { width: width as usize, height: height as usize, data: &gray };
         let faces = self.face.detect_multi_scale3(g, &DetectOptions { threads, ..FACE_OPTS })?;
-        let mut out = Vec::with_capacity(faces.len());
+        faces.into_iter().map(|f| self.with_eyes(g, f)).collect()
+    }
+
+    /// As [`detect_raw`](Self::detect_raw), with the face cascade's raw windows before grouping and
+    /// the group each face averages (see `Cascade::detect_multi_scale3_traced`): the debugging view
+    /// behind `facecompute debug haar-windows`.
+    pub fn detect_traced(&self, width: u32, height: u32, channels: u32, data: &[u8], threads: usize) -> CoreResult<OpenCvTrace> {
+        let gray = gray_of(width, height, channels, data)?;
+        let g = Gray { width: width as usize, height: height as usize, data: &gray };
+        let trace = self.face.detect_multi_scale3_traced(g, &DetectOptions { threads, ..FACE_OPTS })?;
+        let faces = trace
+            .boxes
+            .into_iter()
+            .map(|(f, group)| Ok(TracedFace { face: self.with_eyes(g, f)?, reject_level: f.reject_level, level_weight: f.level_weight, group }))
+            .collect::<CoreResult<_>>()?;
+        Ok(OpenCvTrace { faces, windows: trace.windows })
+    }
+
+    fn with_eyes(&self, g: Gray, f: Detection) -> CoreResult<FaceDetection> {
+        let r = f.rect;
         let mut crop = Vec::new();
-        for f in faces {
-            let r = f.rect;
-            let (left_eye, right_eye) = match self.find_eyes(g, r, &mut crop)? {
-                Some((l, rt)) => (Some((r.x + l.0, r.y + l.1)), Some((r.x + rt.0, r.y + rt.1))),
-                None => (None, None),
-            };
-            out.push(FaceDetection {
-                x: r.x,
-                y: r.y,
-                w: r.w,
-                h: r.h,
-                confidence: (100.0 - f.level_weight) / 100.0,
-                left_eye,
-                right_eye,
-            });
-        }
-        Ok(out)
+        let (left_eye, right_eye) = match self.find_eyes(g, r, &mut crop)? {
+            Some((l, rt)) => (Some((r.x + l.0, r.y + l.1)), Some((r.x + rt.0, r.y + rt.1))),
+            None => (None, None),
+        };
+        Ok(FaceDetection { x: r.x, y: r.y, w: r.w, h: r.h, confidence: (100.0 - f.level_weight) / 100.0, left_eye, right_eye })
     }
 
     /// DeepFace's `find_eyes` on the face crop: the two largest eye boxes, the one more to the

@@ -6,7 +6,7 @@
 
 mod border;
 mod downscale;
-mod gray;
+pub(crate) mod gray;
 mod letterbox;
 mod resize;
 mod tensor;

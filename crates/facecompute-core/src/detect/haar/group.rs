@@ -21,7 +21,7 @@ fn find(parent: &mut [usize], mut i: usize) -> usize {
 
 /// Connected components of the similarity graph, numbered by their first member in input order,
 /// which is how cv::partition numbers them.
-fn partition(rects: &[Rect], eps: f64) -> (Vec<usize>, usize) {
+pub(super) fn partition(rects: &[Rect], eps: f64) -> (Vec<usize>, usize) {
     let n = rects.len();
     let mut parent: Vec<usize> = (0..n).collect();
     // Sorting by x lets the pair scan stop early: similar rectangles are at most `delta` apart in x,
@@ -79,6 +79,8 @@ fn round_f64(v: f64) -> i32 {
 
 pub struct Grouped {
     pub rect: Rect,
+    /// The class (group) it averages: `partition`'s number, or the input index without grouping.
+    pub class: usize,
     /// Reject level with levels, else the number of neighbours (OpenCV's `weights`).
     pub level: i32,
     pub level_weight: f64,
@@ -93,6 +95,7 @@ pub fn group_rectangles(rects: &[Rect], levels: Option<(&[i32], &[f64])>, thresh
             .enumerate()
             .map(|(i, r)| Grouped {
                 rect: *r,
+                class: i,
                 level: levels.map_or(1, |(l, _)| l[i]),
                 level_weight: levels.map_or(0.0, |(_, w)| w[i]),
             })
@@ -157,6 +160,7 @@ pub fn group_rectangles(rects: &[Rect], levels: Option<(&[i32], &[f64])>, thresh
         if !swallowed {
             out.push(Grouped {
                 rect: r1,
+                class: i,
                 level: if use_default { n1 } else { reject_levels[i] },
                 level_weight: reject_weights[i],
             });

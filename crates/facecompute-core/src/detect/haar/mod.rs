@@ -144,6 +144,23 @@ pub struct Detection {
     pub level_weight: f64,
 }
 
+/// One window that passed every stage (see [`Cascade::detect_multi_scale3_traced`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RawWindow {
+    pub rect: Rect,
+    /// The last stage's sum (OpenCV's `levelWeights` entry for this window).
+    pub weight: f64,
+    /// The group it joins, numbered by each group's first window in this order.
+    pub group: usize,
+}
+
+/// The grouped boxes, each with its group, and the raw windows they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaarTrace {
+    pub windows: Vec<RawWindow>,
+    pub boxes: Vec<(Detection, usize)>,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct DetectOptions {
     pub scale_factor: f64,
@@ -298,16 +315,36 @@ impl Cascade {
     /// outputRejectLevels=true)`, clipped to the image like OpenCV's public wrapper.
     pub fn detect_multi_scale3(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Detection>> {
         let cands = self.candidates(img, opts, Kernel::best())?;
+        Ok(self.group3(&cands, img, opts).into_iter().map(|(d, _)| d).collect())
+    }
+
+    /// [`detect_multi_scale3`](Self::detect_multi_scale3) with the windows it grouped: every window
+    /// that passed all stages, before `groupRectangles`, in OpenCV's single-threaded order, each
+    /// with the group it joined (`cv::partition`'s class number, eps 0.2) and its last-stage sum;
+    /// each box names its group. A debugging view: a box is the rounded mean of its group, so a box
+    /// one pixel off OpenCV's is diagnosed by comparing these windows with OpenCV's own
+    /// (detectMultiScale3 with minNeighbors=0, which returns them clipped to the image; these are
+    /// unclipped, as the grouping sees them).
+    pub fn detect_multi_scale3_traced(&self, img: Gray, opts: &DetectOptions) -> CoreResult<HaarTrace> {
+        let cands = self.candidates(img, opts, Kernel::best())?;
+        let boxes = self.group3(&cands, img, opts);
+        let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
+        let (labels, _) = group::partition(&rects, 0.2);
+        let windows = cands.into_iter().zip(labels).map(|((rect, weight), group)| RawWindow { rect, weight, group }).collect();
+        Ok(HaarTrace { windows, boxes })
+    }
+
+    fn group3(&self, cands: &[(Rect, f64)], img: Gray, opts: &DetectOptions) -> Vec<(Detection, usize)> {
         let rects: Vec<Rect> = cands.iter().map(|c| c.0).collect();
         let levels: Vec<i32> = vec![self.stages.len() as i32; cands.len()];
         let weights: Vec<f64> = cands.iter().map(|c| c.1).collect();
         let grouped = group::group_rectangles(&rects, Some((&levels, &weights)), opts.min_neighbors, 0.2);
-        Ok(grouped
+        grouped
             .into_iter()
             .filter_map(|g| {
-                clip(g.rect, img).map(|rect| Detection { rect, reject_level: g.level, level_weight: g.level_weight })
+                clip(g.rect, img).map(|rect| (Detection { rect, reject_level: g.level, level_weight: g.level_weight }, g.class))
             })
-            .collect())
+            .collect()
     }
 
     /// `CascadeClassifier::detectMultiScale(img, scaleFactor, minNeighbors, 0, minSize, maxSize)`.

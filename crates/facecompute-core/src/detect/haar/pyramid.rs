@@ -2,19 +2,18 @@
 //! equivalents: BGR to grey, the pyramid's INTER_LINEAR_EXACT resize and the integral images.
 //! Each reproduces OpenCV 4.x bit for bit; the parity fixture checks it end to end.
 
-/// cvtColor(COLOR_BGR2GRAY) on 8-bit data: OpenCV's fixed point with 14 fractional bits.
+/// cvtColor(COLOR_BGR2GRAY) (or BGRA2GRAY) on 8-bit data: OpenCV's fixed point with 15 fractional
+/// bits, the weights of `pixels::gray`.
 pub fn bgr_to_gray_cascade(bgr: &[u8], width: usize, height: usize, channels: usize) -> Vec<u8> {
-    const B2Y: u32 = 1868;
-    const G2Y: u32 = 9617;
-    const R2Y: u32 = 4899;
-    const HALF: u32 = 1 << 13;
+    use crate::pixels::gray::{B2Y, G2Y, R2Y, SHIFT};
+    const HALF: u32 = 1 << (SHIFT - 1);
     let n = width * height;
     if channels == 1 {
         return bgr[..n].to_vec();
     }
     let mut out = vec![0u8; n];
     for (o, px) in out.iter_mut().zip(bgr.chunks_exact(channels)) {
-        *o = ((px[0] as u32 * B2Y + px[1] as u32 * G2Y + px[2] as u32 * R2Y + HALF) >> 14) as u8;
+        *o = ((px[0] as u32 * B2Y + px[1] as u32 * G2Y + px[2] as u32 * R2Y + HALF) >> SHIFT) as u8;
     }
     out
 }
@@ -266,9 +265,10 @@ mod tests {
 
     #[test]
     fn gray_uses_opencv_fixed_point() {
-        // (b*1868 + g*9617 + r*4899 + 8192) >> 14; values checked against cv2.cvtColor.
-        let px = [10u8, 200, 30, 255, 255, 255, 0, 0, 0, 1, 2, 3];
-        assert_eq!(bgr_to_gray_cascade(&px, 4, 1, 3), vec![128, 255, 0, 2]);
+        // (b*3735 + g*19235 + r*9798 + 16384) >> 15; values from cv2.cvtColor (opencv-python 4.11).
+        // BGR (157, 188, 255) is 205 there; 14-bit weights would give 204.
+        let px = [10u8, 200, 30, 255, 255, 255, 0, 0, 0, 1, 2, 3, 157, 188, 255];
+        assert_eq!(bgr_to_gray_cascade(&px, 5, 1, 3), vec![128, 255, 0, 2, 205]);
     }
 
     #[test]

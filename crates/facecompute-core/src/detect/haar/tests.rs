@@ -220,3 +220,36 @@ fn dense_scan_finds_the_windows_of_the_scalar_scan_bit_for_bit() {
     // The inputs must exercise hits, not only rejections.
     assert!(windows > 20, "only {windows} windows passed every stage");
 }
+
+#[test]
+fn traced_detection_is_the_detection_and_each_box_the_mean_of_its_group() {
+    let face = load("haarcascade_frontalface_default.xml");
+    let (w, h, img) = att_face_bordered();
+    let g = Gray { width: w, height: h, data: &img };
+    let opts = DetectOptions { scale_factor: 1.1, min_neighbors: 10, threads: 1, ..Default::default() };
+    let t = face.detect_multi_scale3_traced(g, &opts).unwrap();
+    assert_eq!(t.boxes.iter().map(|b| b.0).collect::<Vec<_>>(), face.detect_multi_scale3(g, &opts).unwrap());
+    // The raw windows are every candidate of the scan, in its order, with their groups.
+    let cands = face.candidates(g, &opts, Kernel::Scalar).unwrap();
+    assert_eq!(t.windows.iter().map(|w| (w.rect, w.weight)).collect::<Vec<_>>(), cands);
+    assert!(t.windows.len() > 10, "{} windows", t.windows.len());
+    // Groups are numbered by their first window: the first window opens group 0, and a window's
+    // group never exceeds the number of groups opened before it.
+    let mut opened = 0;
+    for w in &t.windows {
+        assert!(w.group <= opened);
+        if w.group == opened {
+            opened += 1;
+        }
+    }
+    for (det, group) in &t.boxes {
+        let members: Vec<Rect> = t.windows.iter().filter(|w| w.group == *group).map(|w| w.rect).collect();
+        assert!(members.len() as i32 > opts.min_neighbors, "a box needs more than min_neighbors windows");
+        // OpenCV: (float)sum * (1.f / n), rounded half to even.
+        let mean = |f: fn(&Rect) -> i32| ((members.iter().map(f).sum::<i32>() as f32) * (1.0 / members.len() as f32)).round_ties_even() as i32;
+        assert_eq!(det.rect, Rect { x: mean(|r| r.x), y: mean(|r| r.y), w: mean(|r| r.w), h: mean(|r| r.h) });
+        // The level weight is the largest last-stage sum of the group.
+        let best = t.windows.iter().filter(|w| w.group == *group).map(|w| w.weight).fold(f64::MIN, f64::max);
+        assert_eq!(det.level_weight, best);
+    }
+}
