@@ -3,13 +3,13 @@
  * minimum-distance pair, reuse of identical images, and the thresholds/confidence wiring.
  */
 import t from 'tap';
-import { Pipeline } from '../src/model-server/pipeline.js';
+import { Pipeline, keepsFallbackFace, type FallbackRule } from '../src/model-server/pipeline.js';
 import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/ports.js';
 import type { PipelineOptions } from '../src/model-server/protocol.js';
 
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 
-function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0) {
+function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fallbackRule?: FallbackRule) {
   const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, letterbox: [] as string[], shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
   const image: ImageOps = {
     decode: async () => img(10, 10),
@@ -68,6 +68,7 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0) {
     recognizers: new Map([['Dlib', rec]]),
     fallbackDetector: 'retinaface',
     detectorMaxSide,
+    ...(fallbackRule ? { fallbackRule } : {}),
   });
   return { pipeline, calls };
 }
@@ -108,6 +109,44 @@ t.test('detector_fallback=false is DeepFace: no retry, so no_face_detected or th
   const other = fakes({ retinaface: [] });
   await t.rejects(other.pipeline.represent([img(40, 30)], { ...opts, detector_backend: 'retinaface', max_faces: null, l2_normalize: false }), { code: 'no_face_detected' });
   t.same(other.calls.detect, ['retinaface'], 'only opencv has a fallback');
+});
+
+t.test("the fallback rule: a fallback face must be large enough and central, opencv's faces are never filtered", async (t) => {
+  // 100×100 image; the fake border adds 50 on each side, so an area (x, y) is detected at (x+50, y+50).
+  const at = (x: number, y: number, w: number, conf = 0.99): Detection => ({ x: x + 50, y: y + 50, w, h: w, confidence: conf, leftEye: null, rightEye: null });
+  const central = at(35, 35, 30); // side 30 >= 0.2 × 100, centre (50, 50)
+  const small = at(45, 45, 10); // side 10 < 20
+  const edge = at(0, 0, 30); // centre (15, 15): 35 from the middle, beyond the middle half's 25
+  const rule = { minFaceSide: 0.2, centreSpan: 0.5 };
+  const run = (dets: Record<string, Detection[]>, o: Partial<PipelineOptions> = {}, r: FallbackRule = rule) =>
+    fakes(dets, 0, r).pipeline.represent([img(100, 100)], { ...opts, enforce_detection: false, max_faces: null, l2_normalize: false, ...o });
+
+  const kept = await run({ opencv: [], retinaface: [small, central, edge] });
+  t.same(kept[0]?.map((f) => [f.facial_area.x, f.facial_area.y, f.facial_area.w, f.facial_area.detector]), [[35, 35, 30, 'retinaface']], 'only the large central face');
+
+  // Every fallback face dropped: as if the fallback found none (whole image, or no_face_detected).
+  const none = await run({ opencv: [], retinaface: [small, edge] });
+  t.match(none[0], [{ facial_area: { x: 0, y: 0, w: 99, h: 99 }, face_confidence: 0, embedding: [0, 1] }]);
+  await t.rejects(run({ opencv: [], retinaface: [small, edge] }, { enforce_detection: true }), { code: 'no_face_detected' });
+
+  // opencv's own faces are DeepFace's: kept however small or off-centre, with the fallback on or off.
+  for (const detector_fallback of [true, false]) {
+    const own = await run({ opencv: [small, edge], retinaface: [central] }, { detector_fallback });
+    t.equal(own[0]?.length, 2, `opencv's faces kept (detector_fallback=${detector_fallback})`);
+  }
+  // A rule of 0 and 1 keeps every fallback face.
+  const all = await run({ opencv: [], retinaface: [small, central, edge] }, {}, { minFaceSide: 0, centreSpan: 1 });
+  t.equal(all[0]?.length, 3);
+});
+
+t.test('keepsFallbackFace: the bounds are inclusive', async (t) => {
+  const rule = { minFaceSide: 0.2, centreSpan: 0.5 };
+  t.ok(keepsFallbackFace(rule, { x: 40, y: 40, w: 20, h: 20 }, 100, 100), 'side exactly 20% of the shorter side');
+  t.notOk(keepsFallbackFace(rule, { x: 40, y: 40, w: 19, h: 30 }, 100, 100), 'the shorter side decides');
+  t.ok(keepsFallbackFace(rule, { x: 65, y: 40, w: 20, h: 20 }, 100, 100), 'centre at 75: on the middle half');
+  t.notOk(keepsFallbackFace(rule, { x: 66, y: 40, w: 20, h: 20 }, 100, 100), 'centre at 76: outside');
+  t.notOk(keepsFallbackFace(rule, { x: 140, y: 10, w: 40, h: 40 }, 200, 100), 'each axis on its own scale (y centre 30 of 100)');
+  t.ok(keepsFallbackFace(rule, { x: 180, y: 10, w: 40, h: 80 }, 400, 100), "the image's shorter side: 40 against 0.2 × 100, not × 400");
 });
 
 t.test('no face anywhere: no_face_detected, or the whole image when enforce_detection is off', async (t) => {

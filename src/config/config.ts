@@ -83,6 +83,8 @@ export interface Config {
     maxBatchImages: number;
     maxUpstreamResponseBytes: number;
     detectorMaxSide: number;
+    fallbackMinFaceSide: number;
+    fallbackCentreSpan: number;
   };
   capacity: {
     queueCapacity: number;
@@ -188,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBatchImages: v.FACECOMPUTE_MAX_BATCH_IMAGES,
       maxUpstreamResponseBytes: v.FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES,
       detectorMaxSide: v.FACECOMPUTE_DETECTOR_MAX_SIDE,
+      fallbackMinFaceSide: v.FACECOMPUTE_FALLBACK_MIN_FACE_SIDE,
+      fallbackCentreSpan: v.FACECOMPUTE_FALLBACK_CENTRE_SPAN,
     },
     capacity: {
       queueCapacity: v.FACECOMPUTE_QUEUE_CAPACITY,

@@ -66,6 +66,8 @@ export const VARS = [
   { name: 'FACECOMPUTE_MAX_BATCH_IMAGES', kind: 'int', default: '16', min: 1, doc: 'Most images in one /represent batch.' },
   { name: 'FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES', kind: 'int', default: '33554432', min: 1024, doc: 'Largest model-server response the gateway accepts (32 MiB).' },
   { name: 'FACECOMPUTE_DETECTOR_MAX_SIDE', kind: 'int', default: '0', min: 0, doc: 'Longest side an image is downscaled to before detection; boxes are mapped back and faces cropped at full resolution. 0 (the default) never downscales, which keeps DeepFace parity.' },
+  { name: 'FACECOMPUTE_FALLBACK_MIN_FACE_SIDE', kind: 'float', default: '0.2', min: 0, max: 1, doc: "A face that only the detector fallback found (retinaface after opencv found none, detector_fallback=true) is kept only if its shorter side is at least this fraction of the image's shorter side; 0 keeps every size. Measured on LFW DevTrain (README, Detector fallback)." },
+  { name: 'FACECOMPUTE_FALLBACK_CENTRE_SPAN', kind: 'float', default: '0.5', min: 0, max: 1, doc: "Such a face is kept only if its centre lies within this central fraction of the image on each axis (0.5: the middle half); 1 keeps every position. When no fallback face is kept, the image is answered as if the fallback found none." },
   // Capacity
   { name: 'FACECOMPUTE_QUEUE_CAPACITY', kind: 'int', default: '64', min: 0, doc: 'Compute requests that may wait for a slot in the gateway.' },
   { name: 'FACECOMPUTE_QUEUE_TIMEOUT_MS', kind: 'int', default: '30000', min: 1, doc: 'Longest wait for a compute slot before queue_timeout.' },

@@ -76,6 +76,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     recognizers: state.recognizers,
     fallbackDetector: 'retinaface',
     detectorMaxSide: config.limits.detectorMaxSide,
+    fallbackRule: { minFaceSide: config.limits.fallbackMinFaceSide, centreSpan: config.limits.fallbackCentreSpan },
   });
 
   app.addContentTypeParser(FRAME_CONTENT_TYPE, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));

@@ -19,6 +19,25 @@ export interface PipelineDeps {
    * what DeepFace does. Boxes are mapped back and faces are cropped from the full-resolution image.
    */
   detectorMaxSide?: number;
+  /** Which faces found only by the fallback are kept (FACECOMPUTE_FALLBACK_*); absent keeps all. */
+  fallbackRule?: FallbackRule;
+}
+
+/**
+ * A face the fallback found is kept when its shorter side is at least `minFaceSide` × the image's
+ * shorter side and its centre lies in the central `centreSpan` of each axis. The fallback exists for
+ * portraits opencv misses; a small face near the edge of such an image is usually someone else.
+ */
+export interface FallbackRule {
+  minFaceSide: number;
+  centreSpan: number;
+}
+
+export function keepsFallbackFace(rule: FallbackRule, area: { x: number; y: number; w: number; h: number }, width: number, height: number): boolean {
+  if (Math.min(area.w, area.h) < rule.minFaceSide * Math.min(width, height)) return false;
+  const cx = area.x + area.w / 2;
+  const cy = area.y + area.h / 2;
+  return Math.abs(cx - width / 2) <= (rule.centreSpan * width) / 2 && Math.abs(cy - height / 2) <= (rule.centreSpan * height) / 2;
 }
 
 export interface FoundFace {
@@ -176,8 +195,12 @@ export class Pipeline {
       originalWidth: img.width,
       originalHeight: img.height,
     });
+    const rule = this.deps.fallbackRule;
     const faces = extracted
       .filter((f) => f.face.width > 0 && f.face.height > 0)
+      // Only with detector_fallback on (`used` differs from the request only then), on the facial
+      // area in the original image's coordinates, as tools/parity/fallback-rule.ts measured it.
+      .filter((f) => used === requested || !rule || keepsFallbackFace(rule, f.area, img.width, img.height))
       .map((f) => ({ face: f.face, area: toArea(f.area, used), confidence: round2(f.confidence) }));
     if (faces.length === 0) {
       if (opts.enforce_detection) throw noFace(imgName);
