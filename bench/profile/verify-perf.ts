@@ -35,11 +35,20 @@ try {
   await load({ url: `${ours.gatewayUrl}/verify`, body, headers, connections, seconds: 3 });
   const data = join(mkdtempSync(join(tmpdir(), 'fc-perf-')), 'perf.data');
   const pids = processTree(ours.proc.pid).join(',');
-  const perf = spawn('perf', ['record', '-F', '499', '-o', data, '-p', pids, '--', 'sleep', String(seconds)], { stdio: 'ignore' });
-  const exited = new Promise((r) => perf.once('exit', r));
+  const perf = spawn('perf', ['record', '-F', '499', '-o', data, '-p', pids, '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let perfErr = '';
+  perf.stderr.on('data', (d: Buffer) => (perfErr += d.toString()));
+  // 'close', not 'exit': perf has written and closed its file and its stderr.
+  const closed = new Promise<number | null>((r) => perf.once('close', r));
   const run = await load({ url: `${ours.gatewayUrl}/verify`, body, headers, connections, seconds });
-  await exited;
-  const report = (sort: string) => spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout.split('\n').filter((l) => l.trim() && !l.startsWith('#')).join('\n');
+  const code = await closed;
+  if (code !== 0) throw new Error(`perf record exited ${code}: ${perfErr.trim().slice(0, 500)}`);
+  const report = (sort: string) => {
+    const r = spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const lines = r.stdout.split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+    if (lines.length === 0) throw new Error(`perf report gave nothing (exit ${r.status}): ${r.stderr.trim().slice(0, 500)}`);
+    return lines.join('\n');
+  };
   const bySymbol = report('dso,sym');
   const groups = groupPerf(bySymbol);
   const out = [
