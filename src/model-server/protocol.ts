@@ -7,6 +7,7 @@
  * Responses are JSON: a result, or an ErrorBody with the contract's status and code.
  */
 import type { ErrorBody } from '../errors/index.js';
+import type { CapabilitiesCalibration } from '../compute/calibration.js';
 
 export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
 
@@ -158,6 +159,11 @@ export interface CapabilitiesResponse {
   test_weight_models?: string[];
   /** Which file serves each model: its canonical file, or a registry carrier's (package and version). */
   model_sources?: Record<string, ModelSource>;
+  /**
+   * Thresholds beyond DeepFace's, measured on LFW View 1 DevTrain, for the served models (real
+   * weights) and detectors (models/calibration/lfw-devtrain.json, src/compute/calibration.ts).
+   */
+  calibration?: CapabilitiesCalibration;
 }
 
 /** Provenance of one served model (`/capabilities.model_sources`). */

@@ -13,6 +13,7 @@ import { describeFailure, readFetchLog } from '../models/fetch-log.js';
 import type { ResolvedWeight } from '../models/weights.js';
 import { DISTANCE_METRICS } from '../compute/distance.js';
 import { findThreshold } from '../compute/decision.js';
+import { loadCalibration, servedCalibration, type CalibrationFile, type CapabilitiesCalibration } from '../compute/calibration.js';
 import type { CapabilitiesResponse, DistanceMetric, ModelSource, WeightProvenance } from './protocol.js';
 import type { FaceDetector, NativeImage, Recognizer } from './ports.js';
 import { Warmup } from './warmup.js';
@@ -252,5 +253,36 @@ export function capabilities(cfg: Config, state: RegistryState, manifest: Manife
   const testModels = Object.entries(state.modelWeights).filter(([, w]) => w === 'test');
   if (testModels.length > 0) caps.test_weight_models = testModels.map(([m]) => m);
   caps.model_sources = Object.fromEntries(allowed.filter((m) => state.modelSources[m]).map((m) => [m, state.modelSources[m] as ModelSource]));
+  const cal = calibrationFor(state);
+  if (cal) caps.calibration = cal;
   return caps;
+}
+
+let calibrationFile: CalibrationFile | null | undefined;
+
+function cachedCalibration(): CalibrationFile | null {
+  if (calibrationFile === undefined) {
+    try {
+      calibrationFile = loadCalibration();
+    } catch {
+      // A missing or broken data file is a packaging fault: the field is additive, so it is left out.
+      calibrationFile = null;
+    }
+  }
+  return calibrationFile;
+}
+
+/**
+ * The calibration of what this server serves: models with real weights only (test weights are other
+ * networks), and `retinaface` only when its variant is the one measured.
+ */
+export function calibrationFor(
+  state: Pick<RegistryState, 'servable' | 'modelWeights' | 'retinafaceVariant'>,
+  file: CalibrationFile | null = cachedCalibration(),
+): CapabilitiesCalibration | null {
+  if (!file) return null;
+  const measured = file.settings['retinaface'];
+  const models = state.servable.models.filter((m) => state.modelWeights[m] !== 'test');
+  const detectors = state.servable.detectors.filter((d) => d !== 'retinaface' || state.retinafaceVariant === measured);
+  return servedCalibration(file, models, detectors);
 }

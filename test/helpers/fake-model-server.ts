@@ -12,6 +12,7 @@ import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/mode
 import { probeImage } from '../../src/core/image.js';
 import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/compute/decision.js';
 import type { Metric } from '../../src/core/compare.js';
+import { loadCalibration, servedCalibration } from '../../src/compute/calibration.js';
 
 const MODELS = ['Facenet', 'Facenet512', 'SFace'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];
@@ -133,6 +134,8 @@ const server = createServer(async (req, res) => {
       allowed_models: MODELS, default_model: 'Facenet', allowed_detectors: DETECTORS, default_detector: 'opencv',
       distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine',
       embedding_dims: Object.fromEntries(MODELS.map((m) => [m, embeddingDims[m]])), thresholds, limits: { batch_max: 32 }, input_modes: [], version: 'v1',
+      // As the real model server: the committed calibration of what it serves.
+      calibration: servedCalibration(loadCalibration(), MODELS, DETECTORS),
     });
   }
   if (url.startsWith('/internal/') && req.method === 'POST') {
