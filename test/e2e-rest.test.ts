@@ -12,7 +12,7 @@ import { createAccountsStore, type AccountsStore } from '../src/accounts/index.j
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
 import { distance } from '../src/compute/distance.js';
-import { deepfaceImage, ROBUSTNESS_DIR } from './helpers/shared.js';
+import { deepfaceImage, REPO_ROOT, ROBUSTNESS_DIR, SHARED_DATA_DIR } from './helpers/shared.js';
 import { startRealModelServer, stackConfig, type RealModelServer } from './helpers/real-stack.js';
 
 let ms: RealModelServer;
@@ -133,4 +133,45 @@ for (const [label, m] of [['Dlib', { model_name: 'Dlib' }], ['Facenet, the defau
   t.notMatch(JSON.stringify(truncated.body), /\/work|\.rs\b|node_modules|\n\s+at /, 'no paths or stack traces');
   const ok = await post('/represent', { img: bytes('img5.jpg').toString('base64'), ...m });
   t.equal(ok.status, 200, 'still answering');
+});
+
+// Issue 14 item 5, through the live service: LFW DevTrain images where `opencv` finds no face.
+// DeepFace's answer (tools/reference/deepface_lfw_images.py --fixture) is the whole image; with
+// detector_fallback=false ours must be the same, and with the default the fallback's faces under the
+// size/centrality rule (FACECOMPUTE_FALLBACK_MIN_FACE_SIDE=0.2, FACECOMPUTE_FALLBACK_CENTRE_SPAN=0.5).
+t.test('detector_fallback over HTTP: false is DeepFace (the whole image); the default keeps only large central fallback faces', async (t) => {
+  type Face = { facial_area: { x: number; y: number; w: number; h: number; detector?: string }; face_confidence: number; embedding: number[] };
+  const fixture = JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/deepface/lfw-no-face-dlib.json'), 'utf8')) as { images: Record<string, Face[]> };
+  const cos = (a: number[], b: number[]) => 1 - distance(a, b, 'cosine');
+  // What retinaface finds there, and what the rule keeps (tools/parity/fallback-rule.ts lists them).
+  const kept: Record<string, Array<[number, number, number, number]>> = {
+    'Micky_Ward/Micky_Ward_0001.jpg': [[103, 78, 66, 96]], // 40x52 high in the frame and 34x53 at the edge dropped
+    'Richard_Krajicek/Richard_Krajicek_0003.jpg': [[83, 64, 70, 114]], // 107x143 off-centre dropped
+    'Allan_Houston/Allan_Houston_0001.jpg': [[89, 77, 56, 82]],
+    'Andy_Wisecarver/Andy_Wisecarver_0001.jpg': [], // retinaface finds none either
+  };
+  t.same(Object.keys(fixture.images).sort(), Object.keys(kept).sort());
+  for (const [rel, theirs] of Object.entries(fixture.images)) {
+    const img = readFileSync(join(SHARED_DATA_DIR, 'lfw-devtrain', rel)).toString('base64');
+    const off = await post('/represent', { img, model_name: 'Dlib', enforce_detection: false, detector_fallback: false });
+    t.equal(off.status, 200, rel);
+    const faces = off.body.results as Face[];
+    t.equal(faces.length, 1, `${rel}: one face, as DeepFace`);
+    t.same(faces[0]!.facial_area, { ...theirs[0]!.facial_area, detector: 'opencv' }, `${rel}: the whole image`);
+    t.equal(faces[0]!.face_confidence, theirs[0]!.face_confidence);
+    t.ok(cos(faces[0]!.embedding, theirs[0]!.embedding) >= 0.99999, `${rel}: DeepFace's embedding (cosine ${cos(faces[0]!.embedding, theirs[0]!.embedding)})`);
+
+    const on = await post('/represent', { img, model_name: 'Dlib', enforce_detection: false });
+    t.equal(on.status, 200, rel);
+    const got = on.body.results as Face[];
+    if (kept[rel]!.length === 0) {
+      t.same(got.map((f) => [f.facial_area.x, f.facial_area.y, f.facial_area.w, f.facial_area.h]), [[0, 0, theirs[0]!.facial_area.w, theirs[0]!.facial_area.h]], `${rel}: nothing found, the whole image`);
+    } else {
+      t.same(got.map((f) => [f.facial_area.x, f.facial_area.y, f.facial_area.w, f.facial_area.h]), kept[rel], `${rel}: the fallback faces the rule keeps`);
+      t.ok(got.every((f) => f.facial_area.detector === 'retinaface'), `${rel}: found by the fallback`);
+    }
+    const strict = await post('/represent', { img, model_name: 'Dlib', detector_fallback: false });
+    t.equal(strict.status, 422, `${rel}: enforce_detection with no fallback: no_face_detected, as DeepFace`);
+    t.equal(strict.body.error, 'no_face_detected');
+  }
 });
