@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { EXIT_LISTEN_FAILED, isListenError } from './listen.js';
 
 const USAGE = `usage: facecompute <command>
 
@@ -54,13 +55,15 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A failed command exits at once: listeners that did bind, database pools or a child's pipes would
+// otherwise keep a half-started process alive (each command has closed what it could already).
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code !== 0) process.exitCode = code;
+    if (code !== 0) process.exit(code);
   },
   (err: unknown) => {
-    // ConfigError and the like carry a message meant for the operator; anything else is a bug.
+    // ConfigError, ListenError and the like carry a message meant for the operator; anything else is a bug.
     process.stderr.write(`facecompute: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    process.exit(isListenError(err) ? EXIT_LISTEN_FAILED : 1);
   },
 );

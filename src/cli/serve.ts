@@ -2,27 +2,89 @@
  * `facecompute serve`: every surface of contract §1 with embedded defaults. The gateway, the MCP
  * endpoint and the console run in this process and share one accounts store (SQLite under the data
  * directory unless FACECOMPUTE_DATABASE_URL says otherwise), one per-account limiter (so REST and
- * MCP count against the same limits) and one model-server client. The model server runs as a child
- * process on 127.0.0.1, unless FACECOMPUTE_MODEL_SERVER_URLS points at running ones.
+ * MCP count against the same limits) and one model-server client. The model server runs as a
+ * supervised child process on 127.0.0.1 (restarted with backoff when it dies; src/cli/supervisor.ts),
+ * unless FACECOMPUTE_MODEL_SERVER_URLS points at running ones.
+ *
+ * Start-up is all or nothing: a listener that cannot bind, here or in the child, stops the command
+ * with EXIT_LISTEN_FAILED after what had started is closed (src/cli/listen.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
-import { loadConfig } from '../config/index.js';
-import { createLogger } from '../logging/logger.js';
+import { loadConfig, type Config } from '../config/index.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { INTERNAL_PATHS } from '../model-server/protocol.js';
+import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
+import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 
-function startModelServer(log: ReturnType<typeof createLogger>): ChildProcess {
-  const child = spawn(process.execPath, [BIN, 'model-server'], { stdio: ['ignore', 'inherit', 'inherit'], env: process.env });
-  child.on('exit', (code, signal) => log.warn({ code, signal }, 'model-server child exited'));
-  return child;
+/**
+ * Lowers the CPU priority of every thread of `pid` by `by` below this process's own (Linux niceness
+ * is per thread; a thread inherits its creator's, so threads started later follow). Best effort: a
+ * thread may end meanwhile.
+ */
+function deprioritize(pid: number | undefined, by: number): void {
+  if (pid === undefined || by === 0) return;
+  const nice = Math.min(19, getPriority() + by);
+  let tids: number[] = [pid];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`).map(Number);
+  } catch {
+    // no /proc: the main thread only
+  }
+  for (const tid of tids) {
+    try {
+      setPriority(tid, nice);
+    } catch {
+      // gone, or not ours to change
+    }
+  }
+}
+
+/** The model-server child, supervised; its readiness probe is its own internal route. */
+function superviseModelServer(config: Config, logger: Logger, onFatal: (code: number) => void): Supervisor {
+  const url = `http://127.0.0.1:${config.ports.modelServer}${INTERNAL_PATHS.readiness}`;
+  const probe = async (): Promise<ProbeResult> => {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    const body = (await res.json()) as { status?: string };
+    // Ready, or settled in its own warmup error, which its readiness reports truthfully.
+    return body.status === 'ready' || body.status === 'error' ? 'up' : 'not_yet';
+  };
+  return createSupervisor({
+    name: 'model-server',
+    // An IPC channel, unused for messages: the child sees it close if this process dies, and exits.
+    spawn: (): ChildProcess => {
+      const child = spawn(process.execPath, [BIN, 'model-server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: process.env });
+      // At once (threads it starts from now on inherit it), and again once ready (threads Node
+      // started before): inference yields the CPU to the front door, never the other way round.
+      deprioritize(child.pid, config.supervisor.modelServerNice);
+      return child;
+    },
+    onUp: (child) => deprioritize(child.pid, config.supervisor.modelServerNice),
+    probe,
+    logger,
+    backoffMs: config.supervisor.backoffMs,
+    backoffMaxMs: config.supervisor.backoffMaxMs,
+    crashloopRestarts: config.supervisor.crashloopRestarts,
+    crashloopWindowMs: config.supervisor.crashloopWindowMs,
+    fatalExitCodes: [EXIT_LISTEN_FAILED],
+    onFatal,
+  });
 }
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
   const logger = createLogger('serve', config.logLevel);
-  const localChild = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] ? null : startModelServer(logger);
+  let fatalCode: number | null = null;
+  let onFatal: (code: number) => void = (code) => {
+    fatalCode = code;
+  };
+  const supervisor = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] ? null : superviseModelServer(config, logger, (code) => onFatal(code));
+  supervisor?.start();
   // Imported only now: loading the gateway, MCP and accounts modules is the longest part of a start
   // (about 0.2 s bundled, 0.45 s unbundled), and the model-server child, whose warmup decides
   // readiness, loads its models meanwhile.
@@ -34,15 +96,38 @@ export async function run(_args: string[]): Promise<number> {
     import('../mcp/main.js'),
   ]);
 
-  const store = await createAccountsStore(config);
-  const gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }) });
-  const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, logger: logger.child({ surface: 'mcp' }) });
-  const consoleApp = await buildConsole({ config, store, logger: logger.child({ surface: 'console' }) });
+  // Closers of what has started, run in reverse order when start-up fails or the process stops.
+  const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch((err: unknown) => logger.error({ err }, 'error while closing'));
+    await supervisor?.stop();
+  };
+  let gw: Awaited<ReturnType<typeof buildGateway>>;
+  /** Set once the gateway has drained (SIGTERM), so closing it again is a no-op. */
+  let gatewayClosed: Promise<void> | null = null;
+  try {
+    const store = await createAccountsStore(config);
+    closers.push(() => store.close());
+    gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }), ...(supervisor ? { supervision: supervisor } : {}) });
+    const gateway = gw;
+    closers.push(() => gatewayClosed ?? gateway.close(0));
+    const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, logger: logger.child({ surface: 'mcp' }) });
+    closers.push(() => mcp.app.close());
+    const consoleApp = await buildConsole({ config, store, logger: logger.child({ surface: 'console' }) });
+    closers.push(() => consoleApp.close());
 
-  await gw.app.listen({ host: config.host, port: config.ports.gateway });
-  await mcp.app.listen({ host: config.host, port: config.ports.mcp });
-  await consoleApp.listen({ host: config.host, port: config.ports.console });
-  const metrics = config.ports.metrics > 0 ? await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost) : null;
+    await listenSurface('gateway', gw.app, config.host, config.ports.gateway);
+    await listenSurface('MCP endpoint', mcp.app, config.host, config.ports.mcp);
+    await listenSurface('console', consoleApp, config.host, config.ports.console);
+    if (config.ports.metrics > 0) {
+      const metrics = await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost);
+      closers.push(() => new Promise((r) => metrics.close(r)));
+    }
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed; stopping');
+    await closeAll();
+    throw err;
+  }
   logger.info(
     {
       gateway: `http://${config.host}:${config.ports.gateway}`,
@@ -61,18 +146,20 @@ export async function run(_args: string[]): Promise<number> {
       logger.info({ signal }, 'draining');
       gw.startDraining();
       void (async () => {
-        await gw.close(config.capacity.drainTimeoutMs).catch((err: unknown) => logger.error({ err }, 'gateway close'));
-        await mcp.app.close().catch(() => undefined);
-        await consoleApp.close().catch(() => undefined);
-        metrics?.close();
-        await store.close().catch(() => undefined);
-        if (localChild && localChild.exitCode === null) {
-          localChild.kill('SIGTERM');
-          await new Promise((r) => localChild.once('exit', r));
-        }
+        // The gateway drains first (in-flight requests may still need the model server).
+        gatewayClosed = gw.close(config.capacity.drainTimeoutMs).catch((err: unknown) => logger.error({ err }, 'gateway close'));
+        await gatewayClosed;
+        await closeAll();
         resolveExit(0);
       })();
     };
+    onFatal = (code) => {
+      if (stopping) return;
+      stopping = true;
+      logger.fatal({ code }, 'the model-server child cannot run; stopping');
+      void closeAll().then(() => resolveExit(code));
+    };
+    if (fatalCode !== null) onFatal(fatalCode);
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });

@@ -96,7 +96,10 @@ export interface Config {
     rateLimitRequests: number;
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
+    readinessTimeoutMs: number;
   };
+  /** Supervision of `serve`'s model-server child. */
+  supervisor: { backoffMs: number; backoffMaxMs: number; crashloopRestarts: number; crashloopWindowMs: number; modelServerNice: number };
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
@@ -203,6 +206,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
+      readinessTimeoutMs: v.FACECOMPUTE_READINESS_TIMEOUT_MS,
+    },
+    supervisor: {
+      backoffMs: v.FACECOMPUTE_RESTART_BACKOFF_MS,
+      backoffMaxMs: v.FACECOMPUTE_RESTART_BACKOFF_MAX_MS,
+      crashloopRestarts: v.FACECOMPUTE_CRASHLOOP_RESTARTS,
+      crashloopWindowMs: v.FACECOMPUTE_CRASHLOOP_WINDOW_MS,
+      modelServerNice: v.FACECOMPUTE_MODEL_SERVER_NICE,
     },
     accounts: {
       freeCalls: {

@@ -78,6 +78,13 @@ export const VARS = [
   { name: 'FACECOMPUTE_RATE_LIMIT_REQUESTS', kind: 'int', default: '120', min: 1, doc: 'Requests per account per window.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_WINDOW_MS', kind: 'int', default: '60000', min: 1, doc: 'Rate-limit window.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_CONCURRENT', kind: 'int', default: '8', min: 1, doc: 'Concurrent in-flight compute requests per account.' },
+  { name: 'FACECOMPUTE_READINESS_TIMEOUT_MS', kind: 'int', default: '800', min: 50, max: 30000, doc: 'Longest time /readiness waits for the model server and Redis; a dependency that has not answered by then is reported unavailable (503).' },
+  // Supervision of serve's model-server child
+  { name: 'FACECOMPUTE_RESTART_BACKOFF_MS', kind: 'int', default: '100', min: 0, doc: 'Delay before the first restart of a crashed model-server child of `serve`; doubled for each further crash within FACECOMPUTE_CRASHLOOP_WINDOW_MS.' },
+  { name: 'FACECOMPUTE_RESTART_BACKOFF_MAX_MS', kind: 'int', default: '10000', min: 0, doc: 'Cap on the restart delay.' },
+  { name: 'FACECOMPUTE_CRASHLOOP_RESTARTS', kind: 'int', default: '5', min: 1, doc: 'Crashes within FACECOMPUTE_CRASHLOOP_WINDOW_MS after which /readiness reports `error` `model_server_crashloop` (restarts go on at the capped delay).' },
+  { name: 'FACECOMPUTE_MODEL_SERVER_NICE', kind: 'int', default: '5', min: 0, max: 19, doc: "Niceness `serve` adds to its own for its model-server child (every thread; at most 19 in all), so that the gateway, MCP and console keep answering (admission refusals, readiness) while inference saturates the cores. 0 keeps the parent's priority." },
+  { name: 'FACECOMPUTE_CRASHLOOP_WINDOW_MS', kind: 'int', default: '60000', min: 1000, doc: 'Window in which crashes are counted for the backoff and the crash-loop state.' },
   // Accounts (contract §7)
   { name: 'FACECOMPUTE_FREE_CALLS_ANONYMOUS', kind: 'int', default: '10', min: 0, doc: 'Free calls of an anonymous agent account.' },
   { name: 'FACECOMPUTE_FREE_CALLS_ACCOUNT', kind: 'int', default: '50', min: 0, doc: 'Free calls in total of a real account.' },

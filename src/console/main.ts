@@ -3,6 +3,7 @@ import { loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildConsole } from './app.js';
+import { listenSurface } from '../cli/listen.js';
 
 export { buildConsole, type ConsoleDeps } from './app.js';
 
@@ -15,7 +16,14 @@ export async function run(args: string[]): Promise<number> {
   const logger = createLogger('console', config.logLevel);
   const store = await createAccountsStore(config);
   const app = await buildConsole({ config, store, logger });
-  await app.listen({ host: config.host, port: config.ports.console });
+  try {
+    await listenSurface('console', app, config.host, config.ports.console);
+  } catch (err) {
+    logger.fatal({ err }, 'start-up failed; stopping');
+    await app.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw err;
+  }
   await new Promise<void>((done) => {
     const stop = () => done();
     process.once('SIGTERM', stop);

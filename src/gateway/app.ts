@@ -17,6 +17,7 @@ import { registerErrorHandling, sendError } from './errors.js';
 import * as S from './schemas.js';
 import { createComputeService, type ComputeService, type GatewayLimits } from './compute/service.js';
 import { createUpstream, type Upstream } from './upstream/client.js';
+import { superviseUpstream, type UpstreamSupervision } from './upstream/supervised.js';
 import { ImageResolver, type InputSettings } from './inputs/resolve.js';
 import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from './inputs/remote-fetch.js';
 import { createQueue, type ComputeQueue } from './queue.js';
@@ -42,6 +43,8 @@ export interface GatewayDeps {
   queue?: ComputeQueue;
   /** Overrides for the remote fetcher (tests inject a fake DNS resolver here). */
   remoteFetch?: Partial<RemoteFetchOptions>;
+  /** The model server is a supervised child (`serve`): restarts answer 503 service_warming, not 502. */
+  supervision?: UpstreamSupervision;
 }
 
 export interface Gateway {
@@ -181,7 +184,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const limiter = deps.limiter ?? (await createConfiguredLimiter(cfg));
   const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
   const metrics = createMetrics(() => queue.stats());
-  const upstream = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
+  const direct = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
+  const upstream = deps.supervision ? superviseUpstream(direct, deps.supervision) : direct;
   const { compute, fetcher } = createConfiguredCompute(cfg, {
     upstream,
     queue,
@@ -334,22 +338,27 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   app.get('/health', { schema: { response: { 200: S.healthResponse } } }, async () => ({ status: 'ok', version: VERSION }));
 
+  // Readiness answers within FACECOMPUTE_READINESS_TIMEOUT_MS whatever its dependencies do: a frozen
+  // model server (kill -STOP) or Redis is a 503 once that time has passed, not a hang for the upstream
+  // timeout. Both checks run at once, under one deadline.
   app.get('/readiness', async (req, reply) => {
     const notReady = (error: string) => ({ status: 'error' as const, ready: false, warming: false, warmed_models: [], warmed_detectors: [], error });
-    if (limiter.kind === 'redis') {
-      try {
-        await limiter.ping();
-      } catch {
-        return reply.code(503).header('retry-after', '5').send(notReady('limiter_unavailable'));
-      }
-    }
-    try {
-      const r = await upstream.readiness({ requestId: req.id });
-      if (r.status !== 200) reply.header('retry-after', '5');
-      return reply.code(r.status === 200 ? 200 : 503).send(r.body);
-    } catch {
-      return reply.code(503).header('retry-after', '5').send(notReady('model_server_unreachable'));
-    }
+    const deadline = AbortSignal.timeout(cfg.capacity.readinessTimeoutMs);
+    const late = new Promise<'late'>((resolve) => deadline.addEventListener('abort', () => resolve('late'), { once: true }));
+    const limiterCheck = limiter.kind === 'redis' ? Promise.race([limiter.ping().then(() => 'ok' as const, () => 'down' as const), late]) : Promise.resolve('ok' as const);
+    const upstreamCheck = Promise.race([
+      upstream.readiness({ requestId: req.id, signal: deadline }).then(
+        (r) => r,
+        () => (deadline.aborted ? ('late' as const) : ('down' as const)),
+      ),
+      late,
+    ]);
+    const [lim, up] = await Promise.all([limiterCheck, upstreamCheck]);
+    if (lim !== 'ok') return reply.code(503).header('retry-after', '5').send(notReady('limiter_unavailable'));
+    if (up === 'late') return reply.code(503).header('retry-after', '5').send(notReady('model_server_unavailable'));
+    if (up === 'down') return reply.code(503).header('retry-after', '5').send(notReady('model_server_unreachable'));
+    if (up.status !== 200) reply.header('retry-after', '5');
+    return reply.code(up.status === 200 ? 200 : 503).send(up.body);
   });
 
   app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));

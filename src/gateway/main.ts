@@ -9,6 +9,7 @@ import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { startMetricsServer } from './metrics.js';
+import { listenSurface } from '../cli/listen.js';
 
 export { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 
@@ -24,11 +25,18 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
   const logger = opts.logger ?? createLogger('gateway', config.logLevel);
   const accounts = opts.accounts ?? (await createAccountsStore(config));
   const gw = await buildGateway({ ...opts, config, logger, accounts });
-  await gw.app.listen({ host: config.host, port: config.ports.gateway });
-  const addr = gw.app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : config.ports.gateway;
+  let port: number;
   let metricsServer: Server | null = null;
-  if (config.ports.metrics > 0) metricsServer = await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost);
+  try {
+    port = await listenSurface('gateway', gw.app, config.host, config.ports.gateway);
+    if (config.ports.metrics > 0) metricsServer = await startMetricsServer(gw.metrics, config.ports.metrics, config.metricsHost);
+  } catch (err) {
+    // All or nothing: close what started, then src/cli/main.ts exits with EXIT_LISTEN_FAILED.
+    logger.fatal({ err }, 'start-up failed; stopping');
+    await gw.close(0).catch(() => undefined);
+    if (!opts.accounts) await accounts.close().catch(() => undefined);
+    throw err;
+  }
   logger.info({ host: config.host, port, metrics: config.ports.metrics || 'off', limiter: gw.limiter.kind, model_servers: config.modelServerUrls.length }, 'gateway listening');
   opts.onListening?.(port, gw);
   return new Promise<number>((resolveExit) => {

@@ -2,6 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueStats } from './queue.js';
+import { listenHttp } from '../cli/listen.js';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -34,6 +35,6 @@ export async function startMetricsServer(m: GatewayMetrics, port: number, host =
       );
     } else res.writeHead(404).end();
   });
-  await new Promise<void>((r) => server.listen(port, host, r));
+  await listenHttp('metrics listener', server, host, port);
   return server;
 }

@@ -13,6 +13,7 @@ import type { Limiter } from '../gateway/limits/limiter.js';
 import type { Upstream } from '../gateway/upstream/client.js';
 import type { RemoteFetchOptions } from '../gateway/inputs/remote-fetch.js';
 import { buildMcp } from './server.js';
+import { listenSurface } from '../cli/listen.js';
 
 export interface McpRunOptions {
   config?: Config;
@@ -60,7 +61,16 @@ export async function createMcp(opts: McpRunOptions = {}) {
 
 export async function run(_args: string[]): Promise<number> {
   const mcp = await createMcp();
-  await mcp.app.listen({ host: mcp.config.host, port: mcp.config.ports.mcp });
+  try {
+    await listenSurface('MCP endpoint', mcp.app, mcp.config.host, mcp.config.ports.mcp);
+  } catch (err) {
+    mcp.logger.fatal({ err }, 'start-up failed; stopping');
+    await mcp.app.close().catch(() => undefined);
+    await mcp.accounts.close().catch(() => undefined);
+    await mcp.limiter.close().catch(() => undefined);
+    await mcp.upstream.close().catch(() => undefined);
+    throw err;
+  }
   mcp.logger.info({ host: mcp.config.host, port: mcp.config.ports.mcp, path: '/mcp' }, 'MCP endpoint listening');
   await new Promise<void>((done) => {
     process.once('SIGTERM', () => done());
