@@ -96,6 +96,7 @@ export interface Config {
     rateLimitRequests: number;
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
+    admission: 'deadline' | 'capacity';
     readinessTimeoutMs: number;
   };
   /** Supervision of `serve`'s model-server child. */
@@ -206,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
+      admission: v.FACECOMPUTE_QUEUE_ADMISSION,
       readinessTimeoutMs: v.FACECOMPUTE_READINESS_TIMEOUT_MS,
     },
     supervisor: {

@@ -70,7 +70,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_FALLBACK_CENTRE_SPAN', kind: 'float', default: '0.5', min: 0, max: 1, doc: "Such a face is kept only if its centre lies within this central fraction of the image on each axis (0.5: the middle half); 1 keeps every position. When no fallback face is kept, the image is answered as if the fallback found none." },
   // Capacity
   { name: 'FACECOMPUTE_QUEUE_CAPACITY', kind: 'int', default: '64', min: 0, doc: 'Compute requests that may wait for a slot in the gateway.' },
-  { name: 'FACECOMPUTE_QUEUE_TIMEOUT_MS', kind: 'int', default: '30000', min: 1, doc: 'Longest wait for a compute slot before queue_timeout.' },
+  { name: 'FACECOMPUTE_QUEUE_TIMEOUT_MS', kind: 'int', default: '10000', min: 1, doc: 'Longest wait for a compute slot: the deadline of admission (a request that could not start within it is refused at once) and the wait after which a queued request gets queue_timeout.' },
   { name: 'FACECOMPUTE_UPSTREAM_CONCURRENCY', kind: 'int', default: '8', min: 1, doc: 'Compute requests in flight to the model servers at once.' },
   { name: 'FACECOMPUTE_UPSTREAM_TIMEOUT_MS', kind: 'int', default: '60000', min: 1, doc: 'Model-server response timeout (upstream_timeout).' },
   { name: 'FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS', kind: 'int', default: '30000', min: 100, max: 600000, doc: 'Longest time a client may take to send a whole request, headers and body, on every surface (gateway, MCP, console); a slower or incomplete one gets 408 request_timeout within this time plus at most 1 s. Compute time after the body has arrived does not count.' },
@@ -78,6 +78,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_RATE_LIMIT_REQUESTS', kind: 'int', default: '120', min: 1, doc: 'Requests per account per window.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_WINDOW_MS', kind: 'int', default: '60000', min: 1, doc: 'Rate-limit window.' },
   { name: 'FACECOMPUTE_RATE_LIMIT_CONCURRENT', kind: 'int', default: '8', min: 1, doc: 'Concurrent in-flight compute requests per account.' },
+  { name: 'FACECOMPUTE_QUEUE_ADMISSION', kind: 'enum', default: 'deadline', values: ['deadline', 'capacity'], doc: 'Compute admission: `deadline` refuses a request at once (503 queue_full, Retry-After from the estimate) when the wait estimated from recent service times would pass FACECOMPUTE_QUEUE_TIMEOUT_MS; `capacity` refuses only when FACECOMPUTE_QUEUE_CAPACITY requests already wait.' },
   { name: 'FACECOMPUTE_READINESS_TIMEOUT_MS', kind: 'int', default: '800', min: 50, max: 30000, doc: 'Longest time /readiness waits for the model server and Redis; a dependency that has not answered by then is reported unavailable (503).' },
   // Supervision of serve's model-server child
   { name: 'FACECOMPUTE_RESTART_BACKOFF_MS', kind: 'int', default: '100', min: 0, doc: 'Delay before the first restart of a crashed model-server child of `serve`; doubled for each further crash within FACECOMPUTE_CRASHLOOP_WINDOW_MS.' },

@@ -20,7 +20,7 @@ import { createUpstream, type Upstream } from './upstream/client.js';
 import { superviseUpstream, type UpstreamSupervision } from './upstream/supervised.js';
 import { ImageResolver, type InputSettings } from './inputs/resolve.js';
 import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from './inputs/remote-fetch.js';
-import { createQueue, type ComputeQueue } from './queue.js';
+import { createQueue, type AdmissionTicket, type ComputeQueue } from './queue.js';
 import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
@@ -84,6 +84,8 @@ interface RequestState {
   /** The error code of the answer, when it is an error. */
   error: ErrorCode | null;
   finished: boolean;
+  /** The compute queue's place reserved at admission (src/gateway/queue.ts), until the job queues. */
+  ticket?: AdmissionTicket;
 }
 
 /**
@@ -182,7 +184,7 @@ export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) =
 export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config: cfg, accounts, logger } = deps;
   const limiter = deps.limiter ?? (await createConfiguredLimiter(cfg));
-  const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs);
+  const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs, cfg.capacity.admission);
   const metrics = createMetrics(() => queue.stats());
   const direct = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
   const upstream = deps.supervision ? superviseUpstream(direct, deps.supervision) : direct;
@@ -297,7 +299,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${cfg.capacity.rateLimitConcurrent}`);
     reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
     if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
-    if (req.url === '/verify' || req.url === '/represent') queue.assertRoom();
+    if (req.url === '/verify' || req.url === '/represent') {
+      // Deadline-aware admission before the body is read; the place is held until the job queues.
+      const ticket = queue.admit();
+      req.fc!.ticket = ticket;
+      reply.raw.once('close', () => ticket.release());
+    }
     const c = await limiter.acquire(req.auth.accountId);
     if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
     req.fc!.slot = true;
@@ -331,7 +338,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       await accounts.consume(req.auth!.accountId);
       req.fc!.consumed = true;
     };
-    return { requestId: req.id, uploads: req.uploads, authenticated: req.auth !== undefined, signal: ac.signal, reserve, ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}) };
+    return {
+      requestId: req.id,
+      uploads: req.uploads,
+      authenticated: req.auth !== undefined,
+      signal: ac.signal,
+      reserve,
+      ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}),
+      ...(req.fc?.ticket ? { admission: req.fc.ticket } : {}),
+    };
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };
   app.addSchema(S.errorResponse);

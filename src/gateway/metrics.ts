@@ -22,6 +22,8 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   const upstreamErrors = new Counter({ name: 'facecompute_gateway_upstream_errors_total', help: 'Model-server errors by kind.', labelNames: ['kind'] as const, registers: [registry] });
   const limiterRejections = new Counter({ name: 'facecompute_gateway_limiter_rejections_total', help: 'Requests refused by the rate limiter or the queue.', labelNames: ['reason'] as const, registers: [registry] });
   new Gauge({ name: 'facecompute_gateway_queue_depth', help: 'Compute requests waiting for a slot.', registers: [registry], collect() { this.set(queueStats().waiting); } });
+  new Gauge({ name: 'facecompute_gateway_queue_service_seconds', help: 'Moving average of the time a compute job holds its slot (the admission estimate uses it).', registers: [registry], collect() { this.set((queueStats().serviceMs ?? 0) / 1000); } });
+  new Gauge({ name: 'facecompute_gateway_queue_wait_factor', help: 'Calibration of the admission estimate: actual ÷ estimated queue waits (mean + 2 SD).', registers: [registry], collect() { this.set(queueStats().waitFactor); } });
   new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
   return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
 }

@@ -1,45 +1,202 @@
 /**
- * Bounded compute queue: at most `slots` jobs run at once (the cap on in-flight upstream requests);
- * at most `capacity` wait, each at most `timeoutMs` (queue_full / queue_timeout, 503 + Retry-After).
+ * Bounded compute queue with deadline-aware admission. At most `slots` jobs run at once (the cap on
+ * in-flight upstream requests); at most `capacity` wait, each at most `timeoutMs` (queue_timeout).
+ *
+ * Admission (`deadline`, the default): the wait a newcomer faces is estimated from recent service
+ * times. With every slot busy it starts after d more jobs finish (d = jobs ahead − slots + 1),
+ * which takes d × S / slots on average, S being the moving average of how long a job holds its
+ * slot. Departures are not spread evenly, though: jobs that started together (a burst) finish
+ * together, and the next slot may free only after a whole S. So the estimate is also worked out on
+ * the slots' schedule (each running job ends at its start + S; each job ahead takes the slot that
+ * frees first and holds it S), and the larger of the two is taken. That estimate is then calibrated by what admitted requests met: each waiter's actual wait is compared
+ * with the estimate it entered with, and the estimate is scaled by the moving mean of that ratio
+ * plus two of its moving standard deviations (clamped to 0.5–5), and at least by how far the head
+ * of the queue has already overrun its own estimate. So a machine whose capacity drifts (a shared
+ * host, a model server slowing down) tightens admission as soon as waits overrun, and a request
+ * admitted near the limit rarely times out after all.
+ * A request whose estimate passes `timeoutMs` could not start in time: it is refused at once
+ * (503 queue_full) with Retry-After saying when the backlog will have drained enough to take it,
+ * instead of waiting `timeoutMs` to be told queue_timeout. `capacity` admission keeps only the
+ * bound on waiters.
+ *
+ * The gateway admits a request from its headers (`admit()`), before its body is read, and the
+ * ticket holds its place: requests admitted but still reading their bodies count as ahead of the
+ * next one, so a burst cannot all pass the check before any of them has queued.
  */
 import { ServiceError } from '../errors/index.js';
+
+export type AdmissionPolicy = 'deadline' | 'capacity';
 
 export interface QueueStats {
   running: number;
   waiting: number;
+  /** Admitted from headers, not yet queued (reading the body, resolving inputs). */
+  reserved: number;
+  /** Moving average of a job's slot time, ms; null before the first job finished. */
+  serviceMs: number | null;
+  /** Calibration of the estimate: moving mean + 2 SD of actual ÷ estimated waits (1 until known). */
+  waitFactor: number;
+}
+
+/** A place held from admission until the request's job is queued (or the request ends). */
+export interface AdmissionTicket {
+  /** Gives the place back; no-op once used or released. */
+  release(): void;
 }
 
 export interface ComputeQueue {
-  run<T>(job: () => Promise<T>, onWait?: (ms: number) => void): Promise<T>;
+  run<T>(job: () => Promise<T>, onWait?: (ms: number) => void, ticket?: AdmissionTicket): Promise<T>;
   stats(): QueueStats;
-  /** Throws queue_full when a new job could neither run nor wait (cheap early refusal). */
-  assertRoom(): void;
+  /** Admission from the headers: throws queue_full, or reserves a place (release it if unused). */
+  admit(): AdmissionTicket;
+  /** Estimated wait of a request arriving now, ms (0 when a slot is free; null without history). */
+  estimateWaitMs(): number | null;
 }
 
-export function createQueue(slots: number, capacity: number, timeoutMs: number): ComputeQueue {
+/** Weight of the newest sample in the moving averages (≈ the last 10 samples matter). */
+const ALPHA = 0.2;
+/** Standard deviations of the wait ratio added to its mean: admitted requests start in time ~97% of the time when the ratio is stable. */
+const Z = 2;
+const FACTOR_MIN = 0.5;
+const FACTOR_MAX = 5;
+
+/** Exponentially weighted mean and variance (West's update); `mean` is null before the first sample. */
+class Moving {
+  mean: number | null;
+  variance = 0;
+  constructor(initial: number | null = null) {
+    this.mean = initial;
+  }
+  add(x: number): void {
+    if (this.mean === null) {
+      this.mean = x;
+      return;
+    }
+    const diff = x - this.mean;
+    this.mean += ALPHA * diff;
+    this.variance = (1 - ALPHA) * (this.variance + ALPHA * diff * diff);
+  }
+  get sd(): number {
+    return Math.sqrt(this.variance);
+  }
+}
+
+interface Waiter {
+  resolve: () => void;
+  timer: NodeJS.Timeout;
+  since: number;
+  /** The uncalibrated estimate it entered with, ms (null without service history). */
+  estimate: number | null;
+}
+
+export function createQueue(
+  slots: number,
+  capacity: number,
+  timeoutMs: number,
+  admission: AdmissionPolicy = 'deadline',
+  /** Clock of the service-time measurements, ms (tests drive it). */
+  now: () => number = () => performance.now(),
+): ComputeQueue {
   let running = 0;
-  const waiters: Array<{ resolve: () => void; timer: NodeJS.Timeout }> = [];
-  const retryAfter = String(Math.max(1, Math.min(30, Math.ceil(timeoutMs / 1000))));
+  /** Start times of the running jobs (their expected ends are start + S). */
+  const starts: number[] = [];
+  let reserved = 0;
+  const service = new Moving();
+  /** Actual ÷ estimated wait of the requests that waited. */
+  const ratio = new Moving(1);
+  const waiters: Waiter[] = [];
+  const timeoutRetryAfter = String(Math.max(1, Math.min(30, Math.ceil(timeoutMs / 1000))));
+
+  function learn(w: Waiter, waitedMs: number): void {
+    if (w.estimate !== null && w.estimate > 0) ratio.add(Math.min(20, waitedMs / w.estimate));
+  }
+
   function next(): void {
     const w = waiters.shift();
     if (w) {
       clearTimeout(w.timer);
+      learn(w, now() - w.since);
       w.resolve();
     } else running--;
   }
+
+  /** Uncalibrated estimate: `ahead` jobs hold or are owed a slot before the newcomer. */
+  function rawWait(ahead: number): number | null {
+    const departures = ahead - slots + 1;
+    if (departures <= 0) return 0;
+    const S = service.mean;
+    if (S === null) return null;
+    const fluid = (departures * S) / slots;
+    // The slots' schedule: when each frees (a free slot now, a running job at its start + S, or
+    // now if it has overrun: the fluid estimate covers that case), then the jobs ahead in turn.
+    const t = now();
+    const free: number[] = [];
+    for (let i = 0; i < slots; i++) free.push(i < starts.length ? Math.max(t, starts[i]! + S) : t);
+    for (let queued = Math.max(0, ahead - starts.length); queued > 0; queued--) {
+      let k = 0;
+      for (let i = 1; i < slots; i++) if (free[i]! < free[k]!) k = i;
+      free[k] = free[k]! + S;
+    }
+    return Math.max(fluid, Math.min(...free) - t);
+  }
+
+  /**
+   * The calibration factor. The head of the queue is also a live sample: having waited longer than
+   * its estimate already, its ratio is at least age ÷ estimate, known now rather than once it runs,
+   * so a sudden loss of capacity tightens admission at once.
+   */
+  function factor(): number {
+    let f = (ratio.mean ?? 1) + Z * ratio.sd;
+    const head = waiters[0];
+    if (head && head.estimate !== null && head.estimate > 0) f = Math.max(f, (now() - head.since) / head.estimate);
+    return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, f));
+  }
+
+  /** Calibrated estimate of the wait, ms. */
+  function waitFor(ahead: number): number | null {
+    const raw = rawWait(ahead);
+    return raw === null ? null : raw * factor();
+  }
+
+  function full(detail: string, retryAfterS: number): ServiceError {
+    return new ServiceError('queue_full', detail, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterS))) } });
+  }
+
+  /** Throws queue_full when a request with `ahead` jobs before it may not enter. */
+  function check(ahead: number): void {
+    if (ahead >= slots + capacity) {
+      // One place frees when one job finishes: S / slots on average.
+      throw full('the compute queue is full; retry later', service.mean === null ? 1 : service.mean / slots / 1000);
+    }
+    if (admission !== 'deadline') return;
+    const est = waitFor(ahead);
+    if (est !== null && est > timeoutMs) {
+      throw full(
+        `the compute queue is too long to start this request within ${timeoutMs} ms (estimated wait ${Math.round(est)} ms); retry later`,
+        (est - timeoutMs) / 1000,
+      );
+    }
+  }
+
   return {
-    async run<T>(job: () => Promise<T>, onWait?: (ms: number) => void): Promise<T> {
+    async run<T>(job: () => Promise<T>, onWait?: (ms: number) => void, ticket?: AdmissionTicket): Promise<T> {
+      ticket?.release();
       const t0 = Date.now();
       if (running < slots) running++;
       else {
-        if (waiters.length >= capacity) throw new ServiceError('queue_full', 'the compute queue is full; retry later', { headers: { 'retry-after': '1' } });
+        // FIFO: the requests already waiting are ahead; those still reading their bodies are not.
+        check(running + waiters.length);
         await new Promise<void>((resolve, reject) => {
-          const entry = {
+          const entry: Waiter = {
             resolve,
+            since: now(),
+            estimate: rawWait(running + waiters.length),
             timer: setTimeout(() => {
               const i = waiters.indexOf(entry);
               if (i >= 0) waiters.splice(i, 1);
-              reject(new ServiceError('queue_timeout', `no compute slot became free within ${timeoutMs} ms; retry later`, { headers: { 'retry-after': retryAfter } }));
+              // It waited at least this long: a lower bound of its ratio, still worth learning.
+              learn(entry, timeoutMs);
+              reject(new ServiceError('queue_timeout', `no compute slot became free within ${timeoutMs} ms; retry later`, { headers: { 'retry-after': timeoutRetryAfter } }));
             }, timeoutMs),
           };
           waiters.push(entry);
@@ -47,15 +204,29 @@ export function createQueue(slots: number, capacity: number, timeoutMs: number):
         // the slot was handed over by next(): running stays the same
       }
       onWait?.(Date.now() - t0);
+      const started = now();
+      starts.push(started);
       try {
         return await job();
       } finally {
+        starts.splice(starts.indexOf(started), 1);
+        service.add(now() - started);
         next();
       }
     },
-    stats: () => ({ running, waiting: waiters.length }),
-    assertRoom() {
-      if (running >= slots && waiters.length >= capacity) throw new ServiceError('queue_full', 'the compute queue is full; retry later', { headers: { 'retry-after': '1' } });
+    stats: () => ({ running, waiting: waiters.length, reserved, serviceMs: service.mean, waitFactor: factor() }),
+    admit() {
+      check(running + waiters.length + reserved);
+      reserved++;
+      let held = true;
+      return {
+        release() {
+          if (!held) return;
+          held = false;
+          reserved--;
+        },
+      };
     },
+    estimateWaitMs: () => waitFor(running + waiters.length + reserved),
   };
 }

@@ -12,7 +12,7 @@ import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, Pip
 import type { Upstream } from '../upstream/client.js';
 import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
 import { inputModes } from '../inputs/resolve.js';
-import type { ComputeQueue } from '../queue.js';
+import type { AdmissionTicket, ComputeQueue } from '../queue.js';
 
 export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
 
@@ -63,6 +63,8 @@ export interface ComputeContext extends InputContext {
    * Requests refused earlier never touch the allowance.
    */
   reserve?: () => Promise<void>;
+  /** The place the gateway's admission reserved for this request (src/gateway/queue.ts). */
+  admission?: AdmissionTicket;
 }
 
 export interface GatewayLimits {
@@ -260,11 +262,15 @@ export function createComputeService(d: ComputeDeps): ComputeService {
   }
 
   /** Runs an upstream job in the compute queue; skipped when the client has gone away meanwhile. */
-  const upstreamRun = <T>(job: () => Promise<T>, signal?: AbortSignal) =>
-    d.queue.run(() => {
-      if (signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
-      return job();
-    }, d.onQueueWait);
+  const upstreamRun = <T>(job: () => Promise<T>, signal?: AbortSignal, ticket?: AdmissionTicket) =>
+    d.queue.run(
+      () => {
+        if (signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
+        return job();
+      },
+      d.onQueueWait,
+      ticket,
+    );
 
   return {
     async capabilities(ctx) {
@@ -310,7 +316,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       await ctx.reserve?.();
       return upstreamRun(() =>
         d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
-      ctx.signal);
+      ctx.signal, ctx.admission);
     },
 
     async represent(b, ctx) {
@@ -325,7 +331,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       await ctx.reserve?.();
       const r = await upstreamRun(() =>
         d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
-      ctx.signal);
+      ctx.signal, ctx.admission);
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
@@ -366,7 +372,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
         images.map(async (img, i) => {
           if (img === null) return;
           const what = many ? `source[${i}]` : 'source';
-          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal);
+          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal, ctx.admission);
           vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
           infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
         }),
