@@ -3,8 +3,9 @@
  * endpoint and the console run in this process and share one accounts store (SQLite under the data
  * directory unless FACECOMPUTE_DATABASE_URL says otherwise), one per-account limiter (so REST and
  * MCP count against the same limits) and one model-server client. The model server runs as a
- * supervised child process on 127.0.0.1 (restarted with backoff when it dies; src/cli/supervisor.ts),
- * unless FACECOMPUTE_MODEL_SERVER_URLS points at running ones.
+ * supervised child process on FACECOMPUTE_MODEL_SERVER_HOST (127.0.0.1), restarted with backoff when
+ * it dies (src/cli/supervisor.ts), unless FACECOMPUTE_MODEL_SERVER_URLS or FACECOMPUTE_MODEL_SERVER_DNS
+ * point at running ones.
  *
  * Start-up is all or nothing: a listener that cannot bind, here or in the child, stops the command
  * with EXIT_LISTEN_FAILED after what had started is closed (src/cli/listen.ts).
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
-import { INTERNAL_PATHS } from '../model-server/protocol.js';
+import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-server/protocol.js';
 import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 
@@ -49,7 +50,8 @@ function deprioritize(pid: number | undefined, by: number): void {
 function superviseModelServer(config: Config, logger: Logger, onFatal: (code: number) => void): Supervisor {
   const url = `http://127.0.0.1:${config.ports.modelServer}${INTERNAL_PATHS.readiness}`;
   const probe = async (): Promise<ProbeResult> => {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    const headers: Record<string, string> = config.modelServer.internalToken ? { [INTERNAL_TOKEN_HEADER]: config.modelServer.internalToken } : {};
+    const res = await fetch(url, { headers, signal: AbortSignal.timeout(1000) });
     const body = (await res.json()) as { status?: string };
     // Ready, or settled in its own warmup error, which its readiness reports truthfully.
     return body.status === 'ready' || body.status === 'error' ? 'up' : 'not_yet';
@@ -83,7 +85,7 @@ export async function run(_args: string[]): Promise<number> {
   let onFatal: (code: number) => void = (code) => {
     fatalCode = code;
   };
-  const supervisor = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] ? null : superviseModelServer(config, logger, (code) => onFatal(code));
+  const supervisor = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] || config.modelServer.dns ? null : superviseModelServer(config, logger, (code) => onFatal(code));
   supervisor?.start();
   // Imported only now: loading the gateway, MCP and accounts modules is the longest part of a start
   // (about 0.2 s bundled, 0.45 s unbundled), and the model-server child, whose warmup decides

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { homedir } from 'node:os';
+import { isIP } from 'node:net';
 import { VARS, type VarSpec, type VarName } from './spec.js';
 import { SOURCE_KINDS, type SourceKind } from '../models/sources.js';
 
@@ -44,7 +45,16 @@ export interface Config {
   ports: { gateway: number; mcp: number; console: number; modelServer: number; metrics: number };
   /** FACECOMPUTE_METRICS_HOST: where the admin listener (ports.metrics) binds. */
   metricsHost: string;
+  /** Static model-server replicas; the local child's URL when neither these nor DNS are configured. */
   modelServerUrls: string[];
+  modelServer: {
+    /** Bind address of `facecompute model-server`. */
+    host: string;
+    /** The shared internal token ('' = none); checked by model servers, sent by gateway and MCP. */
+    internalToken: string;
+    /** Replicas discovered from a host name's A/AAAA records (null = off). */
+    dns: { url: string; intervalMs: number; servers: string[] } | null;
+  };
   dataDir: string;
   databaseUrl: string;
   redisUrl: string;
@@ -153,6 +163,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     metricsHost: v.FACECOMPUTE_METRICS_HOST,
     modelServerUrls: v.FACECOMPUTE_MODEL_SERVER_URLS,
+    modelServer: {
+      host: v.FACECOMPUTE_MODEL_SERVER_HOST,
+      internalToken: v.FACECOMPUTE_INTERNAL_TOKEN,
+      dns: v.FACECOMPUTE_MODEL_SERVER_DNS
+        ? { url: v.FACECOMPUTE_MODEL_SERVER_DNS, intervalMs: v.FACECOMPUTE_MODEL_SERVER_DNS_INTERVAL_MS, servers: v.FACECOMPUTE_MODEL_SERVER_DNS_SERVERS }
+        : null,
+    },
     dataDir: resolve(v.FACECOMPUTE_DATA_DIR),
     databaseUrl: v.FACECOMPUTE_DATABASE_URL,
     redisUrl: v.FACECOMPUTE_REDIS_URL,
@@ -254,8 +271,59 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (badSource !== undefined || cfg.models.weightSources.length === 0) {
     throw new ConfigError(`FACECOMPUTE_WEIGHT_SOURCES must list one or more of ${SOURCE_KINDS.join(', ')}${badSource !== undefined ? `, got ${JSON.stringify(badSource)}` : ''}`);
   }
-  if (cfg.modelServerUrls.length === 0) cfg.modelServerUrls = [`http://127.0.0.1:${cfg.ports.modelServer}`];
+  checkModelServerLink(cfg);
+  if (cfg.modelServerUrls.length === 0 && !cfg.modelServer.dns) {
+    // The local child (`serve`), reached where it binds; a wildcard bind is reached on loopback.
+    const h = cfg.modelServer.host.replace(/^\[(.*)\]$/, '$1');
+    const at = h === '0.0.0.0' || h === '::' || h === 'localhost' ? '127.0.0.1' : isIP(h) === 6 ? `[${h}]` : h;
+    cfg.modelServerUrls = [`http://${at}:${cfg.ports.modelServer}`];
+  }
   return cfg;
+}
+
+/** At least 32 visible ASCII characters: it travels in a header, and a short secret can be guessed. */
+const TOKEN_RE = /^[\x21-\x7e]{32,}$/;
+
+/** Validates the model-server URLs, the discovery name and the internal token (never echoing it). */
+function checkModelServerLink(cfg: Config): void {
+  const { internalToken, dns, host } = cfg.modelServer;
+  if (internalToken !== '' && !TOKEN_RE.test(internalToken)) {
+    throw new ConfigError('FACECOMPUTE_INTERNAL_TOKEN must be at least 32 visible ASCII characters without spaces (e.g. `openssl rand -hex 32`)');
+  }
+  if (host.trim() === '') throw new ConfigError('FACECOMPUTE_MODEL_SERVER_HOST must not be empty');
+  for (const u of cfg.modelServerUrls) {
+    let url: URL;
+    try {
+      url = new URL(u);
+    } catch {
+      throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_URLS: ${JSON.stringify(u)} is not a URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_URLS: ${JSON.stringify(u)} must be http:// or https://`);
+    if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '') {
+      throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_URLS: ${JSON.stringify(u)} must be a base URL (scheme, host and port only)`);
+    }
+  }
+  if (dns) {
+    let url: URL;
+    try {
+      url = new URL(dns.url);
+    } catch {
+      throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_DNS: ${JSON.stringify(dns.url)} is not a URL`);
+    }
+    // Replicas are reached at their addresses, so TLS could not verify the name: plain HTTP inside
+    // the cluster, protected by the internal token and the NetworkPolicy.
+    if (url.protocol !== 'http:') throw new ConfigError('FACECOMPUTE_MODEL_SERVER_DNS must be an http:// URL');
+    if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '' || url.hostname === '') {
+      throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_DNS: ${JSON.stringify(dns.url)} must be http://<host name>[:port]`);
+    }
+    for (const s of dns.servers) {
+      const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(s) ?? /^([^:]+)(?::(\d+))?$/.exec(s) ?? [s, s, undefined];
+      const port = m[2] === undefined ? 53 : Number(m[2]);
+      if (isIP(m[1] ?? '') === 0 || !(port >= 1 && port <= 65535)) {
+        throw new ConfigError(`FACECOMPUTE_MODEL_SERVER_DNS_SERVERS: ${JSON.stringify(s)} must be an IP address, ip:port or [ipv6]:port`);
+      }
+    }
+  }
 }
 
 /** Markdown table of every variable and its default, for the README. */

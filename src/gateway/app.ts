@@ -23,7 +23,7 @@ import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from
 import { createQueue, type AdmissionTicket, type ComputeQueue } from './queue.js';
 import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
-import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
 import { BufferPool } from './buffer-pool.js';
 import { compareJson } from './compute/compare-result.js';
@@ -170,14 +170,17 @@ export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
   return createRedisLimiter(cfg.redisUrl, s);
 }
 
-/** The model-server client the configuration asks for (several URLs are balanced). */
-export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) => void): Upstream {
+/** The model-server client the configuration asks for: its replicas (URLs, DNS) and the internal token. */
+export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) => void, logger?: Logger): Upstream {
   return createUpstream({
     urls: cfg.modelServerUrls,
+    dns: cfg.modelServer.dns,
+    internalToken: cfg.modelServer.internalToken,
     timeoutMs: cfg.capacity.upstreamTimeoutMs,
     maxResponseBytes: cfg.limits.maxUpstreamResponseBytes,
     connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
     ...(onError ? { onError } : {}),
+    ...(logger ? { logger } : {}),
   });
 }
 
@@ -186,7 +189,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const limiter = deps.limiter ?? (await createConfiguredLimiter(cfg));
   const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs, cfg.capacity.admission);
   const metrics = createMetrics(() => queue.stats());
-  const direct = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }));
+  const direct = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }), logger.child({ component: 'upstream' }));
+  if (direct.replicas) registerReplicaMetrics(metrics.registry, direct.replicas.bind(direct));
   const upstream = deps.supervision ? superviseUpstream(direct, deps.supervision) : direct;
   const { compute, fetcher } = createConfiguredCompute(cfg, {
     upstream,

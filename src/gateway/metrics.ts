@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueStats } from './queue.js';
 import { listenHttp } from '../cli/listen.js';
+import type { ReplicaSnapshot } from './upstream/replicas.js';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -26,6 +27,31 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   new Gauge({ name: 'facecompute_gateway_queue_wait_factor', help: 'Calibration of the admission estimate: actual ÷ estimated queue waits (mean + 2 SD).', registers: [registry], collect() { this.set(queueStats().waitFactor); } });
   new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
   return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
+}
+
+/** The model-server replicas as this process sees them (src/gateway/upstream/replicas.ts). */
+export function registerReplicaMetrics(registry: Registry, snapshot: () => ReplicaSnapshot[]): void {
+  new Gauge({
+    name: 'facecompute_gateway_model_server_replicas',
+    help: 'Model-server replicas known, by state (up: in rotation; down: ejected, probed until ready).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const s = snapshot();
+      this.set({ state: 'up' }, s.filter((r) => r.state === 'up').length);
+      this.set({ state: 'down' }, s.filter((r) => r.state === 'down').length);
+    },
+  });
+  new Gauge({
+    name: 'facecompute_gateway_model_server_replica_requests',
+    help: 'Requests sent to each current replica since it joined (retries and probes included).',
+    labelNames: ['replica', 'state'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of snapshot()) this.set({ replica: r.origin, state: r.state }, r.requests);
+    },
+  });
 }
 
 export async function startMetricsServer(m: GatewayMetrics, port: number, host = '127.0.0.1'): Promise<Server> {

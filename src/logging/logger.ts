@@ -8,6 +8,7 @@ export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers.cookie',
+  'req.headers["x-facecompute-internal-token"]',
   'res.headers["set-cookie"]',
   'password',
   'key',

@@ -38,7 +38,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
   const logger = opts.logger ?? createLogger('mcp', config.logLevel);
   const accounts = opts.accounts ?? (await createAccountsStore(config));
   const limiter = opts.limiter ?? (await createConfiguredLimiter(config));
-  const upstream = opts.upstream ?? createConfiguredUpstream(config);
+  const upstream = opts.upstream ?? createConfiguredUpstream(config, undefined, logger.child({ component: 'upstream' }));
   const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs, config.capacity.admission);
   const { compute } = createConfiguredCompute(config, {
     upstream,

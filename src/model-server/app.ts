@@ -1,7 +1,8 @@
 /**
- * The model server's internal HTTP API (protocol.ts), on loopback only. It trusts the gateway for
+ * The model server's internal HTTP API (protocol.ts). It trusts the gateway for the callers'
  * authentication and request validation but still checks every frame: a malformed one is a 400,
- * never a crash.
+ * never a crash. With FACECOMPUTE_INTERNAL_TOKEN set, /internal/ requires the token
+ * (internal-auth.ts); `/health` and `/readiness` are the kubelet's probes and say only up/ready.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +24,7 @@ import {
 import type { ImageOps, NativeImage } from './ports.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
+import { requireInternalToken } from './internal-auth.js';
 
 const NORMALIZATIONS = new Set(['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace']);
 
@@ -92,6 +94,15 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
   });
   app.setNotFoundHandler((_req, reply) => {
     void reply.status(404).send(new ServiceError('not_found', 'no such internal route').toBody());
+  });
+
+  if (config.modelServer.internalToken) requireInternalToken(app, config.modelServer.internalToken);
+
+  // Probes without the token: up, and ready or not, nothing else.
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/readiness', async (_req, reply) => {
+    const body = readiness(state);
+    return reply.status(body.ready ? 200 : 503).send({ status: body.status, ready: body.ready });
   });
 
   app.get(INTERNAL_PATHS.readiness, async (_req, reply) => {

@@ -1,24 +1,32 @@
-/** `facecompute model-server`: the internal inference process, always on 127.0.0.1. */
+/**
+ * `facecompute model-server`: the internal inference process. It binds FACECOMPUTE_MODEL_SERVER_HOST
+ * (loopback by default); any other address needs FACECOMPUTE_INTERNAL_TOKEN, checked before a model
+ * is loaded, so a misconfigured pod fails at once instead of serving unauthenticated inference.
+ */
 import { loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { buildModelServer } from './app.js';
 import { engines, imageOps } from './adapters.js';
+import { assertSafeBind } from './internal-auth.js';
 import { startRegistry } from './registry.js';
 import { listenSurface } from '../cli/listen.js';
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
+  const { host, internalToken } = config.modelServer;
+  assertSafeBind(host, internalToken);
   const logger = createLogger('model-server', config.logLevel);
   const state = await startRegistry(config, logger, engines(config));
   const app = await buildModelServer({ config, logger, state, image: imageOps(config) });
-  // Inference is internal only: never bind anything but loopback. A port that cannot be bound ends
-  // the process (src/cli/main.ts exits with EXIT_LISTEN_FAILED, which `serve` does not retry).
+  // A port that cannot be bound ends the process (src/cli/main.ts exits with EXIT_LISTEN_FAILED,
+  // which `serve` does not retry).
   try {
-    await listenSurface('model server', app, '127.0.0.1', config.ports.modelServer);
+    await listenSurface('model server', app, host, config.ports.modelServer);
   } catch (err) {
     logger.fatal({ err }, 'start-up failed; stopping');
     throw err;
   }
+  logger.info({ host, port: config.ports.modelServer, internal_token: internalToken ? 'required' : 'off' }, 'model server listening');
   const stop = async (reason: string) => {
     logger.info({ reason }, 'model server stopping');
     await app.close();

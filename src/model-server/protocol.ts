@@ -11,6 +11,9 @@ import type { CapabilitiesCalibration } from '../compute/calibration.js';
 
 export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
 
+/** Carries FACECOMPUTE_INTERNAL_TOKEN on every request to a model server (src/model-server/internal-auth.ts). */
+export const INTERNAL_TOKEN_HEADER = 'x-facecompute-internal-token';
+
 export const INTERNAL_PATHS = {
   readiness: '/internal/readiness',
   capabilities: '/internal/capabilities',

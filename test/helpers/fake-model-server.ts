@@ -2,9 +2,10 @@
  * Fake model server (a real process): implements src/model-server/protocol.ts with deterministic fake
  * embeddings derived from the image bytes (sha256-expanded), so the same image sent by upload, base64,
  * data URI or URL gives the same embedding. Faults are switched at run time with
- *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage", "delay_ms": n}
+ *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage|wrongshape", "delay_ms": n}
  * and GET /__stats returns counters. Run: node --import tsx test/helpers/fake-model-server.ts
- * It prints "LISTENING <port>" on stdout. PORT env (default 0).
+ * It prints "LISTENING <port>" on stdout. PORT env (default 0), HOST env (default 127.0.0.1);
+ * INTERNAL_TOKEN env makes /internal/ answer 401 to requests without that x-facecompute-internal-token.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
@@ -18,7 +19,8 @@ const MODELS = ['Facenet', 'Facenet512', 'SFace'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];
 let mode = 'none';
 let delayMs = 0;
-const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, requestIds: [] as string[] };
+const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, unauthorized: 0, requestIds: [] as string[] };
+const token = process.env['INTERNAL_TOKEN'] ?? '';
 
 function embedding(bytes: Buffer, dims: number): number[] {
   const out: number[] = [];
@@ -119,6 +121,10 @@ const server = createServer(async (req, res) => {
     return send(res, 200, { mode, delayMs });
   }
   if (url === '/__stats') return send(res, 200, stats);
+  if (token && url.startsWith('/internal/') && req.headers['x-facecompute-internal-token'] !== token) {
+    stats.unauthorized++;
+    return send(res, 401, { error: 'unauthorized', detail: 'the internal token is required' });
+  }
   const rid = req.headers['x-request-id'];
   if (typeof rid === 'string') { stats.requestIds.push(rid); if (stats.requestIds.length > 1000) stats.requestIds.shift(); }
   if (url === '/internal/readiness') {
@@ -148,6 +154,7 @@ const server = createServer(async (req, res) => {
       case 'warming': res.setHeader('retry-after', '7'); return send(res, 503, { error: 'service_warming', detail: 'the model server is warming up' });
       case '5xx': return send(res, 500, { error: 'internal_error', detail: 'Traceback (most recent call last): File "/srv/secret/path.py"' });
       case 'garbage': res.writeHead(200, { 'content-type': 'application/json' }); return res.end('<html>not json /etc/passwd</html>');
+      case 'wrongshape': return send(res, 200, { hello: 'world' });
       case 'oversize': {
         res.writeHead(200, { 'content-type': 'application/json' });
         const chunk = Buffer.alloc(1 << 20, 0x20);
@@ -164,7 +171,7 @@ const server = createServer(async (req, res) => {
 });
 
 server.on('connection', () => stats.connections++);
-server.listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
+server.listen(Number(process.env['PORT'] ?? 0), process.env['HOST'] ?? '127.0.0.1', () => {
   const a = server.address();
   process.stdout.write(`LISTENING ${typeof a === 'object' && a ? a.port : 0}\n`);
 });

@@ -1,15 +1,28 @@
 /**
- * Client of the internal model servers (src/model-server/protocol.ts). Several URLs are balanced
- * with undici's BalancedPool. Failures map to the contract: connection errors and 5xx →
- * upstream_failed (502), timeouts → upstream_timeout (504), an answer over the cap →
- * upstream_response_too_large (502). A 4xx ErrorBody with a code the contract lets through (e.g.
- * no_face_detected) is passed on; upstream bodies are never copied into a detail otherwise.
+ * Client of the internal model servers (src/model-server/protocol.ts), used by the gateway and the
+ * MCP endpoint. Replicas come from FACECOMPUTE_MODEL_SERVER_URLS and/or FACECOMPUTE_MODEL_SERVER_DNS
+ * (dns-discovery.ts) and are balanced by least outstanding requests with passive health
+ * (replicas.ts); every request carries the internal token when one is configured.
+ *
+ * Retries: compute is idempotent, so a request is sent once more, to another replica when there is
+ * one, when its connection failed before any response headers (refused, reset, closed: the replica
+ * died or restarted under it), or when a replica refused it before doing any work (503
+ * service_warming, 401 on a token mismatch). Never after a timeout or a partial answer.
+ *
+ * Failures map to the contract: connection errors and 5xx → upstream_failed (502), timeouts →
+ * upstream_timeout (504), an answer over the cap → upstream_response_too_large (502). A 4xx ErrorBody
+ * with a code the contract lets through (e.g. no_face_detected) is passed on; upstream bodies are
+ * never copied into a detail otherwise. An answer that is not the protocol's (not JSON, or not the
+ * shape of the route's result) is garbage: upstream_failed, and it counts against the replica like
+ * a dead connection.
  */
-import { BalancedPool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ServiceError, isErrorCode, type ErrorCode } from '../../errors/index.js';
+import type { Logger } from '../../logging/logger.js';
 import {
   FRAME_CONTENT_TYPE,
   INTERNAL_PATHS,
+  INTERNAL_TOKEN_HEADER,
   encodeFrame,
   type CapabilitiesResponse,
   type EmbedHeader,
@@ -20,6 +33,8 @@ import {
   type RepresentResponse,
   type VerifyResponse,
 } from '../../model-server/protocol.js';
+import { ReplicaSet, type HealthOptions, type Replica, type ReplicaSnapshot } from './replicas.js';
+import { systemResolver, watchDns, type DnsResolver, type DnsWatch } from './dns-discovery.js';
 
 /** Codes a model server may answer that reach the caller unchanged. */
 const PASS_THROUGH: ReadonlySet<ErrorCode> = new Set([
@@ -31,11 +46,21 @@ const PASS_THROUGH: ReadonlySet<ErrorCode> = new Set([
 const SAFE_DETAIL = /^[\w\s.,:;'"()\-=<>[\]{}+*%!?#]{1,300}$/;
 
 export interface UpstreamOptions {
+  /** Static replicas (base URLs). */
   urls: string[];
+  /** Replicas from a host name's A/AAAA records. */
+  dns?: { url: string; intervalMs: number; servers?: string[]; resolver?: DnsResolver } | null;
+  /** Sent on every request (FACECOMPUTE_INTERNAL_TOKEN); '' or absent sends none. */
+  internalToken?: string;
   timeoutMs: number;
   maxResponseBytes: number;
+  /** Connections per replica. */
   connections?: number;
+  health?: Partial<HealthOptions>;
+  /** Timeout of the readiness probe of an ejected replica. */
+  probeTimeoutMs?: number;
   onError?: (kind: string) => void;
+  logger?: Logger;
 }
 
 export interface UpstreamCallContext {
@@ -49,6 +74,8 @@ export interface Upstream {
   verify(h: VerifyHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<VerifyResponse>;
   represent(h: RepresentHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<RepresentResponse>;
   embed(h: EmbedHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<EmbedResponse>;
+  /** The replicas and their state (metrics, tests). */
+  replicas?(): ReplicaSnapshot[];
   close(): Promise<void>;
 }
 
@@ -56,48 +83,117 @@ function isTimeout(err: unknown): boolean {
   return (
     err instanceof undiciErrors.HeadersTimeoutError ||
     err instanceof undiciErrors.BodyTimeoutError ||
-    err instanceof undiciErrors.ConnectTimeoutError ||
     (err instanceof Error && (err.name === 'TimeoutError' || (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT'))
   );
 }
 
-export function createUpstream(opts: UpstreamOptions): Upstream {
-  const pool = new BalancedPool(opts.urls, {
-    connections: opts.connections ?? 16,
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-    keepAliveTimeout: 4000,
-  });
-  const note = (k: string) => opts.onError?.(k);
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-  async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200]): Promise<{ status: number; json: unknown }> {
-    // Timeouts are the pool's headersTimeout/bodyTimeout (cheap); a per-call AbortSignal.timeout costs
-    // a timer and a GC-tracked signal per request.
-    const timeout = { aborted: false };
+/** The minimal shape of each route's success: enough to tell an answer from garbage. */
+const SHAPES: Record<string, (v: unknown) => boolean> = {
+  [INTERNAL_PATHS.readiness]: (v) => isObj(v) && typeof v['status'] === 'string' && typeof v['ready'] === 'boolean',
+  [INTERNAL_PATHS.capabilities]: (v) => isObj(v) && Array.isArray(v['allowed_models']) && typeof v['default_model'] === 'string' && isObj(v['embedding_dims']),
+  [INTERNAL_PATHS.verify]: (v) => isObj(v) && typeof v['verified'] === 'boolean' && typeof v['distance'] === 'number' && isObj(v['facial_areas']),
+  [INTERNAL_PATHS.represent]: (v) => isObj(v) && Array.isArray(v['results']) && v['results'].every((r) => Array.isArray(r)),
+  [INTERNAL_PATHS.embed]: (v) => isObj(v) && Array.isArray(v['embedding']) && isObj(v['facial_area']),
+};
+
+/**
+ * How one attempt on one replica ended, when it did not end in an answer for the caller:
+ * `retry` says whether the request may be sent again (nothing was computed), `blame` whether it
+ * counts against the replica's health ('failure'), takes it out until ready ('not_ready'), or not.
+ */
+class AttemptError extends Error {
+  constructor(
+    readonly error: ServiceError,
+    readonly kind: string,
+    readonly retry: 'another' | 'any' | 'no',
+    readonly blame: 'failure' | 'not_ready' | 'none',
+  ) {
+    super(error.message);
+  }
+}
+
+interface Answer {
+  status: number;
+  json: unknown;
+}
+
+export function createUpstream(opts: UpstreamOptions): Upstream {
+  const note = (k: string) => opts.onError?.(k);
+  const log = opts.logger;
+  const baseHeaders: Record<string, string> = { accept: 'application/json', ...(opts.internalToken ? { [INTERNAL_TOKEN_HEADER]: opts.internalToken } : {}) };
+  const probeTimeoutMs = opts.probeTimeoutMs ?? 2000;
+  let warnedToken = false;
+
+  const set: ReplicaSet<Pool> = new ReplicaSet<Pool>({
+    ...(opts.health ? { health: opts.health } : {}),
+    ...(log ? { logger: log } : {}),
+    connect: (origin) =>
+      new Pool(origin, { connections: opts.connections ?? 16, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, keepAliveTimeout: 4000 }),
+    disconnect: (pool) => pool.close(),
+    probe: async (r) => {
+      try {
+        const a = await attempt(r, 'GET', INTERNAL_PATHS.readiness, undefined, { requestId: 'probe', signal: AbortSignal.timeout(probeTimeoutMs) }, [200, 503]);
+        return a.status === 200 && (a.json as ReadinessResponse).ready === true;
+      } catch {
+        return false;
+      }
+    },
+  });
+  if (opts.urls.length > 0) set.update('urls', opts.urls.map((u) => new URL(u).origin));
+  let dns: DnsWatch | null = null;
+  if (opts.dns) {
+    dns = watchDns({
+      url: opts.dns.url,
+      intervalMs: opts.dns.intervalMs,
+      resolver: opts.dns.resolver ?? systemResolver(opts.dns.servers ?? [], Math.min(2000, opts.dns.intervalMs)),
+      onChange: (origins) => set.update('dns', origins),
+      ...(log ? { logger: log } : {}),
+    });
+  }
+  /** The first DNS lookup decides the first replicas: requests that arrive before it wait for it. */
+  const discovered = dns ? dns.first : Promise.resolve();
+
+  /** One request to one replica: its answer, or an AttemptError saying what failed. */
+  async function attempt(r: Replica<Pool>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[]): Promise<Answer> {
     const signal = ctx.signal;
     let res: Dispatcher.ResponseData;
+    r.requests++;
     try {
-      res = await pool.request({
+      res = await r.conn.request({
         method,
         path,
         body,
         ...(signal ? { signal } : {}),
-        headers: { 'x-request-id': ctx.requestId, ...(body ? { 'content-type': FRAME_CONTENT_TYPE } : {}), accept: 'application/json' },
+        headers: { ...baseHeaders, 'x-request-id': ctx.requestId, ...(body ? { 'content-type': FRAME_CONTENT_TYPE } : {}) },
       });
     } catch (err) {
-      if (isTimeout(err) || timeout.aborted) {
-        note('timeout');
-        throw new ServiceError('upstream_timeout', 'the model server did not answer in time', { cause: err });
+      if (signal?.aborted) {
+        // The caller's deadline or departure: says nothing about the replica.
+        const timedOut = (signal.reason as { name?: string } | undefined)?.name === 'TimeoutError';
+        throw new AttemptError(
+          timedOut ? new ServiceError('upstream_timeout', 'the model server did not answer in time', { cause: err }) : new ServiceError('upstream_failed', 'the request was abandoned', { cause: err }),
+          timedOut ? 'timeout' : 'aborted',
+          'no',
+          'none',
+        );
       }
-      note('connect');
-      throw new ServiceError('upstream_failed', 'the model server could not be reached', { cause: err });
+      if (isTimeout(err)) throw new AttemptError(new ServiceError('upstream_timeout', 'the model server did not answer in time', { cause: err }), 'timeout', 'no', 'failure');
+      if (err instanceof undiciErrors.HTTPParserError) {
+        throw new AttemptError(new ServiceError('upstream_failed', 'the model server sent a malformed answer', { cause: err }), 'malformed', 'no', 'failure');
+      }
+      // Refused, reset or closed before any response headers: nothing reached the caller, and
+      // compute is idempotent, so another replica may take it.
+      throw new AttemptError(new ServiceError('upstream_failed', 'the model server could not be reached', { cause: err }), 'connect', 'any', 'failure');
     }
     res.body.on('error', () => undefined);
     const declared = Number(res.headers['content-length'] ?? NaN);
+    const tooLarge = () => new AttemptError(new ServiceError('upstream_response_too_large', `the model server answered more than ${opts.maxResponseBytes} bytes`), 'too_large', 'no', 'failure');
     if (Number.isFinite(declared) && declared > opts.maxResponseBytes) {
       res.body.destroy();
-      note('too_large');
-      throw new ServiceError('upstream_response_too_large', `the model server answered more than ${opts.maxResponseBytes} bytes`);
+      throw tooLarge();
     }
     const chunks: Buffer[] = [];
     let total = 0;
@@ -106,39 +202,86 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
         total += (c as Buffer).length;
         if (total > opts.maxResponseBytes) {
           res.body.destroy();
-          note('too_large');
-          throw new ServiceError('upstream_response_too_large', `the model server answered more than ${opts.maxResponseBytes} bytes`);
+          throw tooLarge();
         }
         chunks.push(c as Buffer);
       }
     } catch (err) {
-      if (err instanceof ServiceError) throw err;
-      if (isTimeout(err) || timeout.aborted) {
-        note('timeout');
-        throw new ServiceError('upstream_timeout', 'the model server did not answer in time', { cause: err });
-      }
-      note('body');
-      throw new ServiceError('upstream_failed', 'the model server connection failed mid-response', { cause: err });
+      if (err instanceof AttemptError) throw err;
+      if (signal?.aborted) throw new AttemptError(new ServiceError('upstream_failed', 'the request was abandoned', { cause: err }), 'aborted', 'no', 'none');
+      if (isTimeout(err)) throw new AttemptError(new ServiceError('upstream_timeout', 'the model server did not answer in time', { cause: err }), 'timeout', 'no', 'failure');
+      throw new AttemptError(new ServiceError('upstream_failed', 'the model server connection failed mid-response', { cause: err }), 'body', 'no', 'failure');
     }
+    const garbage = (cause?: unknown) =>
+      new AttemptError(new ServiceError('upstream_failed', 'the model server sent a malformed answer', cause === undefined ? {} : { cause }), 'malformed', 'no', 'failure');
     let json: unknown;
     try {
       json = JSON.parse(Buffer.concat(chunks, total).toString('utf8'));
     } catch (err) {
-      note('malformed');
-      throw new ServiceError('upstream_failed', 'the model server sent a malformed answer', { cause: err });
+      throw garbage(err);
     }
-    if (okStatuses.includes(res.statusCode)) return { status: res.statusCode, json };
-    const e = json as { error?: unknown; detail?: unknown };
-    if (res.statusCode >= 400 && res.statusCode < 500 || res.statusCode === 503) {
-      if (isErrorCode(e?.error) && PASS_THROUGH.has(e.error)) {
-        const detail = typeof e.detail === 'string' && SAFE_DETAIL.test(e.detail) && !e.detail.includes('Traceback') ? e.detail : e.error.replace(/_/g, ' ');
-        const headers: Record<string, string> = {};
-        if (e.error === 'service_warming') headers['retry-after'] = String(res.headers['retry-after'] ?? '5');
-        throw new ServiceError(e.error, detail, { headers });
+    const status = res.statusCode;
+    if (okStatuses.includes(status)) {
+      const shape = SHAPES[path];
+      if (shape && !shape(json)) throw garbage();
+      return { status, json };
+    }
+    const e = isObj(json) ? json : {};
+    const code = e['error'];
+    if (status === 401) {
+      if (!warnedToken) log?.error({ replica: r.origin }, 'a model server refused the internal token: FACECOMPUTE_INTERNAL_TOKEN must be the same on the gateway, the MCP endpoint and every model server');
+      warnedToken = true;
+      throw new AttemptError(new ServiceError('upstream_failed', 'the model server refused this gateway (internal token)'), 'status_401', 'another', 'failure');
+    }
+    if (isErrorCode(code) && PASS_THROUGH.has(code) && ((status >= 400 && status < 500) || status === 503)) {
+      const d = e['detail'];
+      const detail = typeof d === 'string' && SAFE_DETAIL.test(d) && !d.includes('Traceback') ? d : code.replace(/_/g, ' ');
+      const headers: Record<string, string> = {};
+      if (code === 'service_warming') {
+        headers['retry-after'] = String(res.headers['retry-after'] ?? '5');
+        throw new AttemptError(new ServiceError(code, detail, { headers }), 'warming', 'another', 'not_ready');
+      }
+      // A sane refusal of the request itself: the replica is fine.
+      set.succeeded(r);
+      throw new AttemptError(new ServiceError(code, detail, { headers }), 'passed', 'no', 'none');
+    }
+    // A 5xx, or a status that is not the protocol's (e.g. 404 from something else on that port).
+    const blame = status >= 500 || status === 404 ? 'failure' : 'none';
+    throw new AttemptError(new ServiceError('upstream_failed', `the model server failed (HTTP ${status})`), `status_${status}`, 'no', blame);
+  }
+
+  /** Counts an attempt's failure against its replica, as the attempt says. */
+  function account(r: Replica<Pool>, err: AttemptError): void {
+    if (err.blame === 'failure') set.failed(r, err.kind);
+    else if (err.blame === 'not_ready') set.notReady(r, 'answered service_warming');
+    if (err.kind !== 'passed' && err.kind !== 'aborted') note(err.kind);
+  }
+
+  const noReplica = () => new ServiceError('upstream_failed', 'no model server replica is known');
+
+  /** Runs a request on the best replica, and once more when `attempt` says it may. */
+  async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200]): Promise<Answer> {
+    await discovered;
+    let previous: { replica: Replica<Pool>; err: AttemptError } | null = null;
+    for (;;) {
+      // The retry goes to another replica; after a connection failure, to the same one when it is
+      // the only one (a keep-alive socket the server had just closed).
+      const r: Replica<Pool> | null = previous ? (set.pick(previous.replica) ?? (previous.err.retry === 'any' && !previous.replica.removed ? previous.replica : null)) : set.pick();
+      if (!r) throw previous?.err.error ?? noReplica();
+      r.outstanding++;
+      try {
+        const a = await attempt(r, method, path, body, ctx, okStatuses);
+        set.succeeded(r);
+        return a;
+      } catch (err) {
+        if (!(err instanceof AttemptError)) throw err;
+        account(r, err);
+        if (previous || err.retry === 'no' || ctx.signal?.aborted) throw err.error;
+        previous = { replica: r, err };
+      } finally {
+        r.outstanding--;
       }
     }
-    note(`status_${res.statusCode}`);
-    throw new ServiceError('upstream_failed', `the model server failed (HTTP ${res.statusCode})`);
   }
 
   async function compute<T>(path: string, h: VerifyHeader | RepresentHeader | EmbedHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<T> {
@@ -146,9 +289,46 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   }
 
   return {
+    /**
+     * Ready when any replica is: the up replicas are asked at once and the first ready answer wins,
+     * so one frozen replica cannot hold the answer. Replicas that say they are warming are taken out
+     * of rotation; an ejected one that answers ready is readmitted.
+     */
     async readiness(ctx) {
-      const r = await call('GET', INTERNAL_PATHS.readiness, undefined, ctx, [200, 503]);
-      return { status: r.status, body: r.json as ReadinessResponse };
+      await discovered;
+      const replicas = set.candidates();
+      if (replicas.length === 0) throw noReplica();
+      return new Promise((resolve, reject) => {
+        let pending = replicas.length;
+        let notReady: { status: number; body: ReadinessResponse } | null = null;
+        let firstError: ServiceError | null = null;
+        for (const r of replicas) {
+          r.outstanding++;
+          attempt(r, 'GET', INTERNAL_PATHS.readiness, undefined, ctx, [200, 503])
+            .then((a) => {
+              const body = a.json as ReadinessResponse;
+              if (a.status === 200 && body.ready) {
+                set.readmit(r);
+                resolve({ status: 200, body });
+              } else {
+                set.notReady(r, `readiness ${body.status}`);
+                notReady ??= { status: 503, body };
+              }
+            })
+            .catch((err: unknown) => {
+              if (err instanceof AttemptError) {
+                if (err.blame === 'failure') set.failed(r, err.kind);
+                firstError ??= err.error;
+              } else firstError ??= new ServiceError('upstream_failed', 'the model server could not be reached', { cause: err });
+            })
+            .finally(() => {
+              r.outstanding--;
+              if (--pending > 0) return;
+              if (notReady) resolve(notReady);
+              else reject(firstError ?? noReplica());
+            });
+        }
+      });
     },
     async capabilities(ctx) {
       return (await call('GET', INTERNAL_PATHS.capabilities, undefined, ctx)).json as CapabilitiesResponse;
@@ -156,6 +336,10 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
     verify: (h, images, ctx) => compute<VerifyResponse>(INTERNAL_PATHS.verify, h, images, ctx),
     represent: (h, images, ctx) => compute<RepresentResponse>(INTERNAL_PATHS.represent, h, images, ctx),
     embed: (h, images, ctx) => compute<EmbedResponse>(INTERNAL_PATHS.embed, h, images, ctx),
-    close: () => pool.close(),
+    replicas: () => set.snapshot(),
+    async close() {
+      dns?.stop();
+      await set.close();
+    },
   };
 }
