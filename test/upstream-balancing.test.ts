@@ -93,6 +93,20 @@ t.test('a connection that fails before any response byte is retried once, on ano
   t.ok((await stats(a!)).compute >= 5, 'and it takes traffic again');
 });
 
+t.test('no retry once response bytes came: a connection that drops mid-answer fails the request', async (t) => {
+  const [a, b] = await fakes(2);
+  const c = client([a!, b!]);
+  await setFault(a!.port, 'midbody');
+  await setFault(b!.port, 'midbody');
+  await t.rejects(c.represent(HEADER, [IMG], ctx()), { code: 'upstream_failed', detail: /mid-response/ });
+  t.equal((await stats(a!)).compute + (await stats(b!)).compute, 1, 'sent once: the answer had begun, so nothing is resent');
+  // Against the same pair with the connection dropped before any byte, the request is resent.
+  await setFault(a!.port, 'die');
+  await setFault(b!.port, 'die');
+  await t.rejects(c.represent(HEADER, [IMG], ctx()), { code: 'upstream_failed', detail: /could not be reached/ });
+  t.equal((await stats(a!)).compute + (await stats(b!)).compute, 3, 'sent twice: once on each replica');
+});
+
 t.test('a replica killed outright: no request fails, and it is ejected', async (t) => {
   const [a, b] = await fakes(2);
   const c = client([a!, b!]);

@@ -2,7 +2,7 @@
  * Fake model server (a real process): implements src/model-server/protocol.ts with deterministic fake
  * embeddings derived from the image bytes (sha256-expanded), so the same image sent by upload, base64,
  * data URI or URL gives the same embedding. Faults are switched at run time with
- *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage|wrongshape", "delay_ms": n}
+ *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage|wrongshape|midbody", "delay_ms": n}
  * and GET /__stats returns counters. Run: node --import tsx test/helpers/fake-model-server.ts
  * It prints "LISTENING <port>" on stdout. PORT env (default 0), HOST env (default 127.0.0.1);
  * INTERNAL_TOKEN env makes /internal/ answer 401 to requests without that x-facecompute-internal-token.
@@ -155,6 +155,13 @@ const server = createServer(async (req, res) => {
       case '5xx': return send(res, 500, { error: 'internal_error', detail: 'Traceback (most recent call last): File "/srv/secret/path.py"' });
       case 'garbage': res.writeHead(200, { 'content-type': 'application/json' }); return res.end('<html>not json /etc/passwd</html>');
       case 'wrongshape': return send(res, 200, { hello: 'world' });
+      case 'midbody': {
+        // Headers and the first bytes of an answer, then the connection drops.
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '4096' });
+        res.write('{"results": [[{"embedding": [0.1, ');
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
+      }
       case 'oversize': {
         res.writeHead(200, { 'content-type': 'application/json' });
         const chunk = Buffer.alloc(1 << 20, 0x20);
