@@ -23,7 +23,8 @@ fi
 
 # ---- system packages (Debian) -------------------------------------------------------------------
 # cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
-APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium curl jq)
+# haproxy stands in for the Kubernetes Service in front of the gateways in `npm run test:topology`.
+APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium curl jq haproxy)
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -108,6 +109,11 @@ case "$MODE" in
     set +e
     npx tap 2>&1 | tee "$LOGS/tap.log"
     tap_rc=${PIPESTATUS[0]}
+    # The chart's topology as real processes (two gateways behind HAProxy, two model servers, MCP,
+    # console, PostgreSQL, Redis): about 2-4 minutes on 2 busy cores, bounded by tap's --timeout=900.
+    log "test:topology"
+    npm run test:topology --silent 2>&1 | tee "$LOGS/topology.log"
+    topo_rc=${PIPESTATUS[0]}
     set -e
     tap_line=$(grep -E "^# \{ total: [0-9]+" "$LOGS/tap.log" | tail -n 1)
     tap_pass=$(echo "$tap_line" | grep -oE "pass: [0-9]+" | grep -oE "[0-9]+" || echo 0)
@@ -116,9 +122,15 @@ case "$MODE" in
     [ -n "$tap_fail" ] || tap_fail=0
     # tap counts assertions; a file that crashed or timed out fails the run even with few failed asserts.
     [ $tap_rc -eq 0 ] || [ "$tap_fail" -gt 0 ] || tap_fail=1
+    topo_line=$(grep -E "^# \{ total: [0-9]+" "$LOGS/topology.log" | tail -n 1)
+    topo_pass=$(echo "$topo_line" | grep -oE "pass: [0-9]+" | grep -oE "[0-9]+" || echo 0)
+    topo_fail=$(echo "$topo_line" | grep -oE "fail: [0-9]+" | grep -oE "[0-9]+" || echo 0)
+    [ -n "$topo_pass" ] || topo_pass=0
+    [ -n "$topo_fail" ] || topo_fail=0
+    [ $topo_rc -eq 0 ] || [ "$topo_fail" -gt 0 ] || topo_fail=1
     echo
-    echo "$((cargo_pass + tap_pass)) passed, $((cargo_fail + tap_fail)) failed"
-    [ $cargo_rc -eq 0 ] && [ $tap_rc -eq 0 ]
+    echo "$((cargo_pass + tap_pass + topo_pass)) passed, $((cargo_fail + tap_fail + topo_fail)) failed"
+    [ $cargo_rc -eq 0 ] && [ $tap_rc -eq 0 ] && [ $topo_rc -eq 0 ]
     ;;
   *)
     echo "usage: bash scripts/bootstrap.sh serve|test" >&2
