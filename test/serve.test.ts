@@ -39,6 +39,10 @@ for (const entry of ENTRIES) test(`serve ${entry.name} starts every surface, bec
     FACECOMPUTE_MCP_PORT: String(mcp),
     FACECOMPUTE_CONSOLE_PORT: String(consolePort),
     FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'facecompute-serve-')),
+    // The sources run with the internal token set: the child then refuses /internal/ requests
+    // without it, so this run is ready and computes only if serve's gateway, MCP endpoint and
+    // console all work with a token-protected child.
+    ...(entry.defaults ? {} : { FACECOMPUTE_INTERNAL_TOKEN: 'serve-test-internal-token-0123456789abcdef' }),
   });
   const logs: string[] = [];
   const proc = spawn(process.execPath, entry.argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
