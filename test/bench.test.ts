@@ -148,6 +148,8 @@ t.test('summary.md prints the goals per model with met / not met, where we lose 
   // Where Facenet's CPU goes: 250 ms per request; Haar 80 (32%), network 80 (32%), the rest 90.
   t.match(md, '- Where our CPU goes, Facenet: 250 CPU ms per /verify at c16 (DeepFace 1000). In-process, the Haar scan of the two images takes 80 CPU ms (32%), the Facenet network 80 ms (32%); the remaining 90 ms (36%)');
   t.match(md, /Machines: the suites ran on different machines \(Intel Xeon; AMD EPYC\)/);
+  // The stage causes use CPU time (20 of 20 + 5 CPU ms on img5), not wall time.
+  t.match(md, '- Cause: with opencv the Haar cascade is 80% of our in-process CPU on img5.jpg (20 CPU ms, 20 ms wall; OpenCV\'s own cascade on the same bordered image: 60 ms wall).');
   t.match(md, '| memory | 2026-11-24 12:00 | abc1234 | AMD EPYC, 2 cores | 9 → 11 | 8–14 (10.5) | 10 |');
 });
 
