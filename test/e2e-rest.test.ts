@@ -14,6 +14,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { distance } from '../src/compute/distance.js';
 import { deepfaceImage, REPO_ROOT, ROBUSTNESS_DIR, SHARED_DATA_DIR } from './helpers/shared.js';
 import { startRealModelServer, stackConfig, type RealModelServer } from './helpers/real-stack.js';
+import { makeUniformPng } from './helpers/images.js';
 
 let ms: RealModelServer;
 let store: AccountsStore;
@@ -116,6 +117,17 @@ for (const [label, m, served, threshold] of [
     t.equal(one.body.results.length, 1, 'max_faces=1 keeps one');
   });
 }
+
+t.test('a uniform image under normalization=Facenet has a finite embedding (found by the OpenAPI fuzz: NaN, then a 500 from the serializer)', async (t) => {
+  const img = makeUniformPng(64, 64, 128).toString('base64');
+  for (const model_name of ['Dlib', 'Facenet']) {
+    const r = await post('/represent', { img, model_name, detector_backend: 'skip', normalization: 'Facenet' });
+    t.equal(r.status, 200, `${model_name}: ${JSON.stringify(r.body).slice(0, 200)}`);
+    const emb: unknown[] = r.body.results?.[0]?.embedding ?? [];
+    t.equal(emb.length, 128);
+    t.ok(emb.every((v) => typeof v === 'number' && Number.isFinite(v)), `${model_name}: every value finite`);
+  }
+});
 
 for (const [label, m] of [['Dlib', { model_name: 'Dlib' }], ['Facenet, the default', {}]] as const) t.test(`${label}: bad images fail with stable codes and the service keeps answering`, async (t) => {
   const noFace = readFileSync(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png')).toString('base64');

@@ -36,6 +36,19 @@ export function makePng(w: number, h: number, seed = 1): Buffer {
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
 }
 
+/** An RGB PNG whose every pixel is (value, value, value): a face with no deviation at all. */
+export function makeUniformPng(w: number, h: number, value = 128): Buffer {
+  const row = Buffer.alloc(1 + w * 3, value);
+  row[0] = 0;
+  const raw = Buffer.concat(Array.from({ length: h }, () => row));
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 2;
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
 /** A decompression bomb: a PNG header claiming huge dimensions with a tiny body. */
 export function makeBombPng(w = 100000, h = 100000): Buffer {
   const ihdr = Buffer.alloc(13);

@@ -92,7 +92,11 @@ pub fn normalize_input(x: &mut [f32], mode: Normalization) {
             let n = x.len().max(1) as f64;
             let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
             let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
-            let (mean, std) = (mean as f32, var.sqrt() as f32);
+            // A constant face has no deviation: numpy divides 0 by 0 and DeepFace's model answers a
+            // NaN embedding. The floor TensorFlow's per_image_standardization uses (1/sqrt(N)) keeps
+            // the input finite (zeros for a constant face) and changes nothing for a real face.
+            let std = var.sqrt().max(1.0 / n.sqrt());
+            let (mean, std) = (mean as f32, std as f32);
             for v in x.iter_mut() {
                 *v = (*v - mean) / std;
             }
@@ -185,4 +189,44 @@ pub fn faces_to_tensor(faces: &[Image], spec: &TensorSpec) -> CoreResult<Vec<f32
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Found by the OpenAPI fuzz: /represent of a uniform image with normalization=Facenet gave NaN
+    // embeddings, which the response serializer refused (500).
+    #[test]
+    fn facenet_normalization_of_a_constant_face_is_finite() {
+        let mut x = vec![0.5f32; 12];
+        normalize_input(&mut x, Normalization::Facenet);
+        assert!(x.iter().all(|v| *v == 0.0), "{x:?}");
+        // A real face keeps the plain standardization.
+        let mut y: Vec<f32> = (0..12).map(|i| i as f32 / 11.0).collect();
+        let (n, mean) = (12.0f64, (0..12).map(|i| i as f64 / 11.0 * 255.0).sum::<f64>() / 12.0);
+        let std = ((0..12).map(|i| (i as f64 / 11.0 * 255.0 - mean).powi(2)).sum::<f64>() / n).sqrt();
+        normalize_input(&mut y, Normalization::Facenet);
+        assert!((y[11] as f64 - (255.0 - mean) / std).abs() < 1e-5, "{}", y[11]);
+    }
+
+    // Found by the `pixels` fuzz target: a constant face under Facenet's normalization divided by a
+    // zero deviation; a model fed integers must get integers in [0, 255], never NaN.
+    #[test]
+    fn uint8_truncation_never_yields_nan() {
+        let face = Image::from_raw(4, 4, 3, vec![128; 48]).unwrap();
+        for letterbox in [Letterbox::Float, Letterbox::Uint8] {
+            let spec = TensorSpec {
+                width: 4,
+                height: 4,
+                layout: Layout::Nchw,
+                channel_order: ChannelOrder::Rgb,
+                preprocess: Preprocess::Uint8Truncate,
+                normalization: Normalization::Facenet,
+                letterbox,
+            };
+            let t = faces_to_tensor(&[face.clone()], &spec).unwrap();
+            assert!(t.iter().all(|v| (0.0..=255.0).contains(v) && v.fract() == 0.0), "{letterbox:?}: {:?}", &t[..4]);
+        }
+    }
 }
