@@ -246,6 +246,31 @@ t.test('input modes give identical embeddings', async (t) => {
   t.equal(cr.json.results[0].distance, 0);
 });
 
+t.test('multipart: a part typed as an image is a file even without a filename (RFC 7578; found by the OpenAPI fuzz)', async (t) => {
+  const boundary = 'fcBoundary7578';
+  const part = (headers: string, body: Buffer | string) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), Buffer.isBuffer(body) ? body : Buffer.from(body), Buffer.from('\r\n')]);
+  const send = (path: string, parts: Buffer[]) =>
+    req('POST', path, undefined, { raw: new Uint8Array(Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)])), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+  const viaB64 = await req('POST', '/represent', { img: B64 });
+  t.equal(viaB64.status, 200, viaB64.text);
+  // Before: busboy read the part as UTF-8 text, so the PNG was corrupted into 'not a supported image input'.
+  const noName = await send('/represent', [part('Content-Disposition: form-data; name="img"\r\nContent-Type: image/png', PNG)]);
+  t.equal(noName.status, 200, noName.text);
+  t.same(noName.json.results[0].embedding, viaB64.json.results[0].embedding, 'the same bytes reach the model as base64 in JSON');
+  // Text parts stay text, typed or not: an explicit text/plain, and a JSON source typed application/json.
+  const text = await send('/represent', [part('Content-Disposition: form-data; name="img"\r\nContent-Type: text/plain', B64)]);
+  t.equal(text.status, 200, text.text);
+  const json = await send('/compare', [
+    part('Content-Disposition: form-data; name="source"\r\nContent-Type: application/json', JSON.stringify({ embedding: Array(128).fill(0.1) })),
+    part('Content-Disposition: form-data; name="targets"', JSON.stringify([Array(128).fill(0.1), Array(128).fill(-0.1)])),
+  ]);
+  t.equal(json.status, 200, json.text);
+  t.equal(json.json.results.length, 2);
+  const badJson = await send('/compare', [part('Content-Disposition: form-data; name="source"\r\nContent-Type: application/json', '{"embedding": [1,')]);
+  isError(t, badJson, 400, 'invalid_request', 'a part typed application/json that is not JSON');
+  t.match(badJson.json.detail, /application\/json/);
+});
+
 t.test('remote URL and local file refusals', async (t) => {
   isError(t, await req('POST', '/represent', { img: 'http://127.0.0.1:1/x.png' }), 400, 'url_not_allowed');
   isError(t, await req('POST', '/represent', { img: 'http://private.example.com/face.png' }), 400, 'url_not_allowed');

@@ -108,6 +108,8 @@ export function toServiceError(err: FastifyError & { validation?: AjvError[] }, 
       return new ServiceError('invalid_request', 'the JSON body is empty', { cause: err });
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ServiceError('invalid_request', 'the body is not valid JSON', { cause: err });
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return new ServiceError('invalid_request', 'a multipart text part typed application/json does not hold valid JSON', { cause: err });
     case 'FST_PROTO_VIOLATION':
       return new ServiceError('invalid_request', 'the JSON body uses a forbidden key (__proto__ or constructor)', { cause: err });
   }
@@ -127,13 +129,19 @@ export function sendError(reply: FastifyReply, e: ServiceError): FastifyReply {
   return reply.send(JSON.stringify(e.toBody()));
 }
 
+function notFound(req: FastifyRequest): ServiceError {
+  return new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}; see GET /capabilities and the OpenAPI document`);
+}
+
 export function registerErrorHandling(app: FastifyInstance, onError?: (req: FastifyRequest, e: ServiceError) => void): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
+    // A route that does not exist has no body to parse: Fastify's 404 route still runs the content-type
+    // and body checks of body-bearing methods (QUERY without Content-Type was a 400), the contract says 404.
+    const e = req.is404 ? notFound(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
     if (e.status >= 500) req.log.error({ err, code: e.code }, 'request failed');
     else req.log.info({ code: e.code, detail: e.detail }, 'request refused');
     onError?.(req, e);
     return sendError(reply, e);
   });
-  app.setNotFoundHandler((req, reply) => sendError(reply, new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}; see GET /capabilities and the OpenAPI document`)));
+  app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req)));
 }

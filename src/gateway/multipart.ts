@@ -54,6 +54,19 @@ export function malformedMultipart(err: unknown): unknown {
   return new ServiceError('invalid_request', detail, { cause: err });
 }
 
+/**
+ * Which parts are files. RFC 7578 makes the filename optional, and clients that follow the OpenAPI
+ * document's `encoding` (an image content type per image part) often send none; busboy's default
+ * would read such a part as UTF-8 text and corrupt the image. A part is a file when it has a filename
+ * or a content type other than text/* and application/json (busboy reports text/plain where the
+ * header is absent; `source` and `targets` may be JSON text parts typed as such).
+ */
+export function isPartAFile(_name: string | undefined, contentType: string | undefined, filename: string | undefined): boolean {
+  if (filename !== undefined) return true;
+  const type = (contentType ?? 'text/plain').toLowerCase();
+  return !type.startsWith('text/') && type !== 'application/json';
+}
+
 async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
   const body: Record<string, unknown> = {};
   const uploads = new Map<string, Buffer>();
@@ -70,7 +83,7 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
   };
   // File parts are counted as they stream (readFilePart), so the busboy cap only has to stay out of
   // the way: the targets part may be as large as the whole request.
-  for await (const part of req.parts({ limits: { fileSize: Math.max(maxImageBytes, maxRequestBytes) + 1, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
+  for await (const part of req.parts({ isPartAFile, limits: { fileSize: Math.max(maxImageBytes, maxRequestBytes) + 1, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
     const name = part.fieldname;
     if (name === '__proto__' || name === 'constructor' || name === 'prototype') throw new ServiceError('invalid_request', `field '${name}' is not allowed`);
     if (part.type === 'file' && name === 'targets') {
@@ -96,7 +109,9 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
       add(name, mark, name === 'img');
       continue;
     }
-    const raw = String(part.value ?? '');
+    // @fastify/multipart has already parsed a part typed application/json; the field kinds below
+    // decide what each field holds, from its text, whatever the part's type.
+    const raw = typeof part.value === 'string' ? part.value : part.value === undefined ? '' : JSON.stringify(part.value);
     total += raw.length;
     if (total > maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
     const kind = MULTIPART_FIELD_KIND[name];

@@ -105,15 +105,18 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
 
   const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
 
+  const notFound = () => new ServiceError('not_found', 'the MCP endpoint is at /mcp');
   app.setErrorHandler((err, req, reply) => {
     const status = (err as { statusCode?: number }).statusCode;
+    // An unknown route is not_found whatever its body (Fastify's 404 route still parses it).
+    if (req.is404) return send(reply, notFound());
     if (isServiceError(err)) return send(reply, err);
     if (status === 413) return send(reply, new ServiceError('request_too_large', `MCP requests are limited to ${deps.maxBodyBytes} bytes`));
     if (status !== undefined && status < 500) return send(reply, new ServiceError('invalid_request', 'malformed request'));
     req.log.error({ err }, 'mcp endpoint error');
     return send(reply, new ServiceError('internal_error', 'internal error'));
   });
-  app.setNotFoundHandler((_req, reply) => send(reply, new ServiceError('not_found', 'the MCP endpoint is at /mcp')));
+  app.setNotFoundHandler((_req, reply) => send(reply, notFound()));
 
   // DNS-rebinding protection: a browser page may only call us from an allowed origin.
   app.addHook('onRequest', async (req) => {

@@ -35,6 +35,10 @@ export function toServiceError(err: FastifyError | ServiceError | Error): Servic
       return new ServiceError('invalid_request', 'the body is not valid JSON');
   }
   if (e.statusCode === 400 && err instanceof SyntaxError) return new ServiceError('invalid_request', 'the body is not valid JSON');
+  // Fastify's other refusals of the request itself (a body-bearing method without Content-Type, …)
+  // are the client's: a 4xx with a stable code, not an internal_error (the OpenAPI fuzz sent QUERY).
+  if (e.statusCode === 413) return new ServiceError('request_too_large', 'the request body is too large', { cause: err });
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return new ServiceError('invalid_request', 'the request could not be parsed', { cause: err });
   return new ServiceError('internal_error', 'internal error', { cause: err });
 }
 
@@ -60,13 +64,15 @@ function sendError(req: FastifyRequest, reply: FastifyReply, se: ServiceError): 
 }
 
 async function errors(app: FastifyInstance): Promise<void> {
+  const notFound = (req: FastifyRequest) => new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`);
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const se = toServiceError(err);
+    // An unknown route is not_found whatever its body (Fastify's 404 route still parses it).
+    const se = req.is404 ? notFound(req) : toServiceError(err);
     if (se.code === 'internal_error') req.log.error({ err }, 'unhandled console error');
     sendError(req, reply, se);
   });
   app.setNotFoundHandler((req, reply) => {
-    sendError(req, reply, new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`));
+    sendError(req, reply, notFound(req));
   });
 }
 
