@@ -60,19 +60,23 @@ t.test('/llms.txt and /skill.md give the configured free-call numbers', async (t
   for (const doc of [llms, skill]) t.notMatch(doc, /\b(10|50|100) (free calls|in total)|Anonymous: 10\b|email: 50|card: 100|"total":10\b/, 'no default number left');
 });
 
-t.test('/openapi.json serves the file as it is, or not_found when absent', async (t) => {
+t.test('/openapi.json serves the installed document with servers set to this deployment\'s gateway, or not_found when absent', async (t) => {
   const file = join(dir, 'openapi.json');
-  const doc = JSON.stringify({ openapi: '3.1.0', info: { title: 'facecompute', version: 'v1' }, paths: { '/verify': {} } }, null, 2);
-  writeFileSync(file, doc);
+  const doc = { openapi: '3.1.0', info: { title: 'facecompute', version: 'v1' }, servers: [{ url: 'http://127.0.0.1:8080' }], paths: { '/verify': {} } };
+  writeFileSync(file, JSON.stringify(doc, null, 2));
   const store = await createAccountsStore(config);
   const app = await buildConsole({ config, store, openapiPath: file });
   const missing = await buildConsole({ config, store, openapiPath: join(dir, 'nope.json') });
   const repo = await buildConsole({ config, store });
-  t.teardown(async () => { await app.close(); await missing.close(); await repo.close(); await store.close(); });
+  // Without FACECOMPUTE_PUBLIC_BASE_URL the server is http://HOST:GATEWAY_PORT.
+  const portConfig = loadConfig({ FACECOMPUTE_DATA_DIR: dir, FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_GATEWAY_PORT: '20417' });
+  const byPort = await buildConsole({ config: portConfig, store, openapiPath: file });
+  t.teardown(async () => { await app.close(); await missing.close(); await repo.close(); await byPort.close(); await store.close(); });
   const res = await app.inject({ url: '/openapi.json' });
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-type'], /^application\/json/);
-  t.equal(res.body, doc);
+  t.same(res.json(), { ...doc, servers: [{ url: 'https://api.facecompute.example', description: "this deployment's REST gateway" }] }, 'servers from FACECOMPUTE_PUBLIC_BASE_URL, the rest as installed');
+  t.same((await byPort.inject({ url: '/openapi.json' })).json().servers.map((s: { url: string }) => s.url), ['http://127.0.0.1:20417'], 'servers from HOST and GATEWAY_PORT');
   const no = await missing.inject({ url: '/openapi.json' });
   t.equal(no.statusCode, 404);
   t.same(no.json().error, 'not_found');
@@ -80,6 +84,9 @@ t.test('/openapi.json serves the file as it is, or not_found when absent', async
   // The gateway's author commits openapi.json at the repository root; by default that is what is served.
   const repoFile = resolve(REPO_ROOT, 'openapi.json');
   const r = await repo.inject({ url: '/openapi.json' });
-  if (existsSync(repoFile)) t.equal(r.body, readFileSync(repoFile, 'utf8'));
-  else t.equal(r.statusCode, 404);
+  if (existsSync(repoFile)) {
+    const { servers: _s, ...served } = r.json();
+    const { servers: _c, ...committed } = JSON.parse(readFileSync(repoFile, 'utf8'));
+    t.same(served, committed);
+  } else t.equal(r.statusCode, 404);
 });

@@ -13,8 +13,39 @@ function strip<T extends object>(s: T): Omit<T, '$id'> {
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
-/** Request schemas whose multipart form swaps a JSON field for a binary part. */
-const MULTIPART_BASE: Record<string, { $id: string; properties: Record<string, unknown> }> = { CompareRequest: S.compareBody };
+type Schema = Record<string, unknown> & { properties: Record<string, unknown> };
+
+/** Standard base64, padded or not: what the targets_b64 decoder accepts (it also refuses stray bits). */
+const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$';
+
+/** anti_spoofing: the service offers none, so only the false spellings are accepted (true is 400 unsupported_option). */
+const falseOnly = {
+  description: 'Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).',
+  anyOf: [{ type: 'boolean', const: false }, { type: 'string', enum: ['false', '0'] }, { type: 'integer', const: 0 }],
+};
+
+/**
+ * The document states what the server accepts, tighter than the schemas the routes validate with,
+ * where a rule is checked in code with a more precise error code (the routes' schemas stay the first,
+ * coarse gate): exactly one targets form, non-empty base64 targets, anti_spoofing false only.
+ */
+function documented(name: string, schema: Schema): Schema {
+  const props: Record<string, unknown> = { ...schema.properties };
+  if ('anti_spoofing' in props) props['anti_spoofing'] = falseOnly;
+  if (name === 'CompareRequest') {
+    props['targets'] = { ...(props['targets'] as object), minItems: 1 };
+    props['targets_b64'] = { ...(props['targets_b64'] as object), minLength: 1, pattern: BASE64_PATTERN };
+    return { ...schema, properties: props, oneOf: [{ required: ['targets'] }, { required: ['targets_b64'] }] };
+  }
+  return { ...schema, properties: props };
+}
+
+const REQUESTS: Record<string, Schema> = {
+  VerifyRequest: documented('VerifyRequest', strip(S.verifyBody) as unknown as Schema),
+  RepresentRequest: documented('RepresentRequest', strip(S.representBody) as unknown as Schema),
+  CompareRequest: documented('CompareRequest', strip(S.compareBody) as unknown as Schema),
+};
+
 
 const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'internal_error', 'upstream_failed', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout', 'request_timeout', 'expectation_failed', 'headers_too_large'] as const;
 
@@ -45,21 +76,24 @@ const rateHeaders = {
   'x-api-version': { $ref: '#/components/headers/x-api-version' },
 };
 
+/** An image sent as a file part: its bytes, typed with the image's content type (a filename is optional). */
+// `format: binary` as well as OAS 3.1's contentMediaType: generators and validators that predate 3.1 read it.
+const imagePart = { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description: 'The image file itself (JPEG, PNG, WebP, GIF or BMP bytes).' };
+
+/**
+ * The multipart form of a request, restated rather than referenced: image fields may also be file
+ * parts, and a binary part may replace a JSON field of the same name (allOf would demand both at once).
+ * Text parts carry numbers and booleans as text and `source`/`targets` as JSON.
+ */
 function multipartOf(schemaName: string, files: string[], binary: Record<string, string> = {}): unknown {
-  const images = Object.fromEntries(files.map((f) => [f, { contentType: 'image/jpeg, image/png, image/webp, image/gif, image/bmp' }]));
+  const base = REQUESTS[schemaName]!;
+  const images = Object.fromEntries(files.map((f) => [f, { contentType: `image/jpeg, image/png, image/webp, image/gif, image/bmp, text/plain${f === 'source' ? ', application/json' : ''}` }]));
   const raw = Object.fromEntries(Object.keys(binary).map((f) => [f, { contentType: 'application/octet-stream' }]));
-  // A binary part replaces the JSON field of the same name, so the request schema is restated
-  // with that property swapped rather than referenced (allOf would demand both types at once).
-  const schema = Object.keys(binary).length
-    ? {
-        ...strip(MULTIPART_BASE[schemaName]!),
-        properties: {
-          ...MULTIPART_BASE[schemaName]!.properties,
-          ...Object.fromEntries(Object.entries(binary).map(([f, description]) => [f, { type: 'string', contentMediaType: 'application/octet-stream', description }])),
-        },
-      }
-    : { allOf: [ref(schemaName)] };
-  return { schema, encoding: { ...images, ...raw } };
+  const json = Object.fromEntries(['source', 'targets'].filter((f) => f in base.properties && !(f in binary) && !files.includes(f)).map((f) => [f, { contentType: 'application/json' }]));
+  const properties: Record<string, unknown> = { ...base.properties };
+  for (const f of files) properties[f] = { anyOf: [imagePart, properties[f]] };
+  for (const [f, description] of Object.entries(binary)) properties[f] = { anyOf: [{ type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description }, properties[f]] };
+  return { schema: { ...base, properties }, encoding: { ...images, ...raw, ...json } };
 }
 
 function computeOp(summary: string, description: string, req: string, res: string, files: string[], binary: Record<string, string> = {}): unknown {
@@ -74,6 +108,17 @@ function computeOp(summary: string, description: string, req: string, res: strin
     },
     responses: { '200': { description: 'Result', headers: rateHeaders, content: { 'application/json': { schema: ref(res) } } }, ...errorResponses(COMPUTE_ERRORS) },
   };
+}
+
+/** The gateway's address when nothing is configured (FACECOMPUTE_HOST and FACECOMPUTE_GATEWAY_PORT's defaults). */
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:8080';
+
+/**
+ * The document with `servers` set to where this deployment's gateway answers: the configured
+ * FACECOMPUTE_PUBLIC_BASE_URL, else http://HOST:GATEWAY_PORT (config.accounts.publicBaseUrl).
+ */
+export function withServer(doc: Record<string, unknown>, url: string): Record<string, unknown> {
+  return { ...doc, servers: [{ url: url.replace(/\/+$/, ''), description: 'this deployment\'s REST gateway' }] };
 }
 
 export function buildOpenApi(version: string): Record<string, unknown> {
@@ -91,7 +136,8 @@ export function buildOpenApi(version: string): Record<string, unknown> {
         'A remote image body larger than max_image_bytes is `413 image_too_large`. The allowed models, detectors and limits change over time: read GET /capabilities.',
       license: { name: 'MIT' },
     },
-    servers: [{ url: 'http://127.0.0.1:8080', description: 'default local gateway' }],
+    // The committed file names the default address; a running console serves its own (withServer).
+    servers: [{ url: DEFAULT_SERVER_URL, description: 'default local gateway' }],
     paths: {
       '/health': { get: { summary: 'Liveness of the gateway process', responses: { '200': { description: 'Alive', content: { 'application/json': { schema: S.healthResponse } } } } } },
       '/readiness': {
@@ -121,9 +167,7 @@ export function buildOpenApi(version: string): Record<string, unknown> {
     },
     components: {
       schemas: {
-        VerifyRequest: strip(S.verifyBody),
-        RepresentRequest: strip(S.representBody),
-        CompareRequest: strip(S.compareBody),
+        ...REQUESTS,
         VerifyResponse: strip(S.verifyResponse),
         RepresentResponse: strip(S.representResponse),
         CompareResponse: strip(S.compareResponse),
@@ -136,7 +180,8 @@ export function buildOpenApi(version: string): Record<string, unknown> {
         apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
       },
       parameters: {
-        'x-request-id': { name: 'x-request-id', in: 'header', required: false, schema: { type: 'string', format: 'uuid' }, description: 'Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line.' },
+        // Any value is accepted (a non-UUID is replaced), so the parameter is a plain string; the answer's header is a UUID.
+        'x-request-id': { name: 'x-request-id', in: 'header', required: false, schema: { type: 'string' }, description: 'Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line.' },
       },
       headers: {
         'x-request-id': { schema: { type: 'string', format: 'uuid' } },

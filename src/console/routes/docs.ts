@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { ServiceError } from '../../errors/index.js';
 import { llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
 import type { FreeCallLimits } from '../../accounts/index.js';
+import { withServer } from '../../gateway/openapi.js';
 
 export interface DocsOptions {
   freeCalls: FreeCallLimits;
@@ -27,6 +28,14 @@ export default async function docsRoutes(app: FastifyInstance, opts: DocsOptions
     } catch (err) {
       throw new ServiceError('not_found', 'the OpenAPI document is not installed on this server', { cause: err });
     }
-    return reply.type('application/json; charset=utf-8').send(text);
+    let doc: Record<string, unknown>;
+    try {
+      doc = JSON.parse(text) as Record<string, unknown>;
+    } catch (err) {
+      throw new ServiceError('internal_error', 'the installed OpenAPI document is not valid JSON', { cause: err });
+    }
+    // `servers` is this deployment's gateway, so that a client (or a fuzzer) generated from the
+    // document calls the right address: FACECOMPUTE_PUBLIC_BASE_URL, else HOST:GATEWAY_PORT.
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(withServer(doc, opts.publicBaseUrl), null, 2) + '\n');
   });
 }
