@@ -3,7 +3,7 @@
 //! Any panic, abort, leak or allocation beyond -rss_limit_mb is a bug.
 //!
 //! The minimized corpus is committed (corpus/decode); it was grown from the shared robustness set and
-//! the decode fixtures. Run (nightly, cargo-fuzz; see crates/facecompute-core/fuzz/README.md):
+//! the decode fixtures. Run (nightly, cargo-fuzz; README.md, "Fuzzing"):
 //!   nice -n 10 cargo +nightly fuzz run decode -O corpus/decode -- -max_total_time=1800 -rss_limit_mb=2048 -max_len=32768
 #![no_main]
 
