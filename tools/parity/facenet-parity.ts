@@ -53,6 +53,8 @@ interface OurImage {
   represent: Array<{ embedding: number[]; facial_area: FacialArea }> | null;
   /** The embeddings /verify uses for this image (Pipeline.verify: extractFaces, then embedFaces). */
   verify: Float32Array[] | null;
+  /** The facial areas of `verify`'s faces, in order (the verify path only). */
+  verifyAreas?: FacialArea[];
 }
 
 /**
@@ -66,12 +68,15 @@ export async function ourImage(p: Pipeline, bytes: Buffer, detector: string, enf
     const verifyPath = async () => {
       const { faces } = await p.extractFaces(img, opts(detector, enforce), 'img1');
       const [emb] = await p.embedFaces(MODEL, 'base', [faces]);
-      return (emb ?? []).map((e) => e.embedding);
+      return emb ?? [];
     };
-    if (paths === 'verify') return { represent: null, verify: await verifyPath() };
+    if (paths === 'verify') {
+      const faces = await verifyPath();
+      return { represent: null, verify: faces.map((e) => e.embedding), verifyAreas: faces.map((e) => e.area) };
+    }
     const [rep] = await p.represent([img], { ...opts(detector, enforce), max_faces: null, l2_normalize: false });
     const represent = (rep ?? []).map((f) => ({ embedding: f.embedding, facial_area: f.facial_area as FacialArea }));
-    return { represent, verify: detector === 'skip' ? await verifyPath() : represent.map((f) => Float32Array.from(f.embedding)) };
+    return { represent, verify: detector === 'skip' ? (await verifyPath()).map((e) => e.embedding) : represent.map((f) => Float32Array.from(f.embedding)) };
   } catch (err) {
     if ((err as { code?: string }).code === 'no_face_detected') return { represent: null, verify: null };
     throw err;
@@ -184,47 +189,114 @@ export async function facenetParity(p: Pipeline) {
   return report;
 }
 
-export async function lfwFacenetParity(p: Pipeline) {
+type LfwFacesRef = { detectors: Record<string, Record<string, Array<{ facial_area: RefArea; face_confidence: number; verify_embedding: number[] }>>> };
+
+/** One LFW image as our verify path sees it (enforce_detection=false): its faces' embeddings and areas. */
+type LfwImage = { embeddings: Float32Array[]; areas: FacialArea[] };
+
+const box = (a: { x: number; y: number; w: number; h: number }) => `${a.x},${a.y},${a.w},${a.h}`;
+
+/**
+ * LFW View 1 DevTrain against DeepFace's recorded distances (lfw-facenet.json), per detector and metric:
+ * our accuracy, DeepFace's, the same-decision count, and each pair decided differently with both
+ * distances and our faces; where lfw-facenet-faces.json has DeepFace's faces for those images, the
+ * face counts, boxes and embedding cosines side by side. `only` limits the pairs (indexes into the
+ * fixture's list), for the bounded CI check.
+ */
+export async function lfwFacenetParity(p: Pipeline, only?: number[], preloaded: Record<string, Record<string, { embeddings: number[][]; areas: FacialArea[] }>> = {}) {
   const path = join(REPO, 'test/fixtures/deepface/lfw-facenet.json');
   if (!existsSync(path)) return { note: 'no DeepFace LFW fixture; run tools/reference/deepface_reference.py --model Facenet' };
   const ref = fixture<LfwRef>('lfw-facenet.json');
+  const facesRef = existsSync(join(REPO, 'test/fixtures/deepface/lfw-facenet-faces.json')) ? fixture<LfwFacesRef>('lfw-facenet-faces.json') : null;
+  const indexes = only ?? ref.pairs.map((_, i) => i);
   const out: Record<string, unknown> = {};
   for (const [det, r] of Object.entries(ref.detectors)) {
-    const cache = new Map<string, Float32Array[]>();
-    const emb = async (rel: string) => {
-      if (!cache.has(rel)) cache.set(rel, (await ourImage(p, readFileSync(join(SHARED, 'lfw-devtrain', rel)), det, false, 'verify')).verify ?? []);
-      return cache.get(rel) as Float32Array[];
+    const cache = new Map<string, LfwImage>(Object.entries(preloaded[det] ?? {}).map(([rel, v]) => [rel, { embeddings: v.embeddings.map((e) => Float32Array.from(e)), areas: v.areas }]));
+    const img = async (rel: string): Promise<LfwImage> => {
+      if (!cache.has(rel)) {
+        const o = await ourImage(p, readFileSync(join(SHARED, 'lfw-devtrain', rel)), det, false, 'verify');
+        cache.set(rel, { embeddings: o.verify ?? [], areas: o.verifyAreas ?? [] });
+      }
+      return cache.get(rel) as LfwImage;
+    };
+    const describe = (rel: string) => {
+      const ours = cache.get(rel) as LfwImage;
+      const theirs = facesRef?.detectors[det]?.[rel];
+      const d: Record<string, unknown> = { image: rel, our_faces: ours.areas.map(box) };
+      if (theirs) {
+        d['deepface_faces'] = theirs.map((f) => box(f.facial_area));
+        d['cosine_to_deepface'] = theirs.map((f, k) => (ours.embeddings[k] ? Number((1 - cosineDistance(Array.from(ours.embeddings[k] as Float32Array), f.verify_embedding)).toFixed(8)) : null));
+      }
+      return d;
     };
     const started = performance.now();
     const byMetric: Record<string, unknown> = {};
     const ours: Record<Metric, Array<number | null>> = { cosine: [], euclidean: [], euclidean_l2: [] };
-    for (const [a, b] of ref.pairs) {
-      const [ea, eb] = [await emb(a), await emb(b)];
+    for (const i of indexes) {
+      const [a, b] = ref.pairs[i] as [string, string, number];
+      const [ea, eb] = [(await img(a)).embeddings, (await img(b)).embeddings];
       for (const m of METRICS) ours[m].push(verifyDistance(ea, eb, m));
     }
     for (const m of METRICS) {
       const threshold = findThreshold(MODEL, m);
-      let correct = 0, same = 0;
-      const differing: string[] = [];
-      for (const [i, [a, b, label]] of ref.pairs.entries()) {
-        const d = ours[m][i] ?? null;
+      let correct = 0, theirsCorrect = 0, same = 0, maxDiff = 0;
+      const distanceDiffers: number[] = [];
+      const differing: Array<Record<string, unknown>> = [];
+      for (const [k, i] of indexes.entries()) {
+        const [a, b, label] = ref.pairs[i] as [string, string, number];
+        const d = ours[m][k] ?? null;
         const v = d !== null && d <= threshold;
         if (v === (label === 1)) correct++;
         const theirs = r.distances[m][i];
-        if (v === (theirs !== null && theirs !== undefined && theirs <= threshold)) same++;
-        else differing.push(`${a}-${b} (${label === 1 ? 'same' : 'different'} person): ours ${d}, deepface ${theirs}`);
+        const tv = theirs !== null && theirs !== undefined && theirs <= threshold;
+        if (tv === (label === 1)) theirsCorrect++;
+        const diff = d !== null && theirs !== null && theirs !== undefined ? Math.abs(d - theirs) : (d === null) === (theirs === null || theirs === undefined) ? 0 : Infinity;
+        maxDiff = Math.max(maxDiff, diff);
+        if (diff > 1e-4) distanceDiffers.push(i);
+        if (v === tv) same++;
+        else differing.push({ pair: i, same_person: label === 1, ours: d, deepface: theirs, threshold, right: v === (label === 1) ? 'ours' : 'deepface', img1: describe(a), img2: describe(b) });
       }
-      byMetric[m] = { threshold, pairs: ref.pairs.length, ours_accuracy: correct / ref.pairs.length, deepface_accuracy: r.accuracy[m], same_decision: same, differing };
+      byMetric[m] = { threshold, pairs: indexes.length, ours_accuracy: correct / indexes.length, deepface_accuracy: theirsCorrect / indexes.length, same_decision: same, max_abs_distance_difference: maxDiff, distance_differs_above_1e4: distanceDiffers, differing };
     }
     out[det] = { ...byMetric, images: cache.size, seconds: Math.round((performance.now() - started) / 1000), deepface_seconds: r.seconds };
   }
   return out;
 }
 
+/** The images of LFW View 1 DevTrain's pairs, as pairsDevTrain.txt lists them. */
+function lfwImages(): string[] {
+  const rel = (name: string, n: string) => `${name}/${name}_${n.padStart(4, '0')}.jpg`;
+  const lines = readFileSync(join(SHARED, 'lfw-devtrain', 'pairsDevTrain.txt'), 'utf8').trim().split('\n').slice(1);
+  return [...new Set(lines.flatMap((l) => { const f = l.trim().split('\t'); return f.length === 3 ? [rel(f[0]!, f[1]!), rel(f[0]!, f[2]!)] : [rel(f[0]!, f[1]!), rel(f[2]!, f[3]!)]; }))];
+}
+
 async function main() {
   const { pipeline, close } = await createPipeline(MODEL);
+  // --lfw-ours FILE [--detectors a,b]: only our embeddings of every LFW DevTrain image (enforce_detection
+  // false, verify's path), for a later --lfw --our-cache FILE while DeepFace's own run is still going.
+  const oursAt = process.argv.indexOf('--lfw-ours');
+  if (oursAt > 0) {
+    const dets = (process.argv[process.argv.indexOf('--detectors') + 1] ?? 'opencv,skip,yunet').split(',');
+    const out: Record<string, Record<string, { embeddings: number[][]; areas: FacialArea[] }>> = {};
+    for (const det of dets) {
+      const started = performance.now();
+      out[det] = {};
+      for (const rel of lfwImages()) {
+        const o = await ourImage(pipeline, readFileSync(join(SHARED, 'lfw-devtrain', rel)), det, false, 'verify');
+        (out[det] as Record<string, unknown>)[rel] = { embeddings: (o.verify ?? []).map((e) => Array.from(e)), areas: o.verifyAreas ?? [] };
+      }
+      console.log(`${det}: ${Object.keys(out[det] as object).length} images in ${Math.round((performance.now() - started) / 1000)} s`);
+    }
+    writeFileSync(process.argv[oursAt + 1] as string, JSON.stringify(out));
+    await close();
+    return;
+  }
   const report: Record<string, unknown> = { deepface_images: await facenetParity(pipeline) };
-  if (process.argv.includes('--lfw')) report['lfw_devtrain'] = await lfwFacenetParity(pipeline);
+  // --our-cache FILE: our LFW embeddings computed earlier (tools/parity/facenet-parity.ts --lfw-ours FILE), to
+  // compare without recomputing them.
+  const cacheAt = process.argv.indexOf('--our-cache');
+  const preloaded = cacheAt > 0 ? JSON.parse(readFileSync(process.argv[cacheAt + 1] as string, 'utf8')) : {};
+  if (process.argv.includes('--lfw')) report['lfw_devtrain'] = await lfwFacenetParity(pipeline, undefined, preloaded);
   await close();
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });
   writeFileSync(join(REPO, 'bench/results/parity-facenet.json'), JSON.stringify(report, null, 2));
@@ -238,6 +310,13 @@ async function main() {
     );
   }
   if (report['lfw_devtrain']) console.log(JSON.stringify(report['lfw_devtrain'], (k, v) => (k === 'differing' ? v.length : v)));
+  // The images of the pairs decided differently, for tools/reference/deepface_reference.py --lfw-faces.
+  const lfw = report['lfw_devtrain'] as Record<string, Record<string, { differing?: Array<{ img1: { image: string }; img2: { image: string } }> }>> | undefined;
+  if (lfw && !('note' in lfw)) {
+    const wanted = Object.fromEntries(Object.entries(lfw).map(([det, r]) => [det, [...new Set(METRICS.flatMap((m) => (r[m]?.differing ?? []).flatMap((d) => [d.img1.image, d.img2.image])))]]));
+    mkdirSync(join(REPO, 'bench/results/quick'), { recursive: true });
+    writeFileSync(join(REPO, 'bench/results/quick/lfw-facenet-differing-images.json'), JSON.stringify(wanted));
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

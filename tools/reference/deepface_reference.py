@@ -26,6 +26,8 @@ Outputs (committed, small):
   test/fixtures/deepface/lfw-<model>.json        per LFW pairsDevTrain pair and detector: DeepFace's
                                                 distance(s) and its accuracy (Dlib: cosine; Facenet: the
                                                 three metrics, on verify's embedding path)
+  test/fixtures/deepface/lfw-<model>-faces.json  (--lfw-faces) for the LFW images of the pairs decided
+                                                differently: DeepFace's faces and verify's embeddings
 """
 import argparse
 import hashlib
@@ -155,6 +157,8 @@ def main() -> int:
     ap.add_argument("--lfw-limit", type=int, default=0, help="0 = every pair")
     ap.add_argument("--skip-lfw", action="store_true")
     ap.add_argument("--skip-images", action="store_true", help="only the LFW run")
+    ap.add_argument("--lfw-faces", metavar="JSON", help="only: DeepFace's faces for the LFW images listed "
+                    "({detector: [relative paths]}, e.g. those of the pairs where we differ) -> lfw-<model>-faces.json")
     args = ap.parse_args()
     model = args.model
     slug = model.lower()
@@ -172,6 +176,23 @@ def main() -> int:
         meta["weights"] = {"file": facenet_file().name, "sha256": MANIFEST["recognition"]["Facenet"]["weights"][0]["carriers"][0]["sha256"],
                            "linked_as": "facenet_weights.h5"}
     thresholds = {m: find_threshold(model, m) for m in METRICS}
+
+    if args.lfw_faces:
+        # Where a pair is decided differently, what DeepFace found in each of its images: represent's faces
+        # (facial_area, face_confidence) and the embeddings verify's path computes, enforce_detection=False.
+        wanted = json.loads(Path(args.lfw_faces).read_text())
+        faces = {"meta": {**meta, "enforce_detection": False}, "detectors": {}}
+        for det, rels in wanted.items():
+            out = faces["detectors"].setdefault(det, {})
+            for rel in sorted(set(rels)):
+                path = str(DATA / "lfw-devtrain" / rel)
+                r = DeepFace.represent(img_path=path, model_name=model, detector_backend=det, enforce_detection=False, align=True)
+                emb = verify_embeddings(path, model, det, False) or []
+                out[rel] = [{"facial_area": {k: (list(v) if isinstance(v, tuple) else v) for k, v in x["facial_area"].items()},
+                             "face_confidence": x["face_confidence"],
+                             "verify_embedding": [round(float(v), 6) for v in e]} for x, e in zip(r, emb)]
+        (out_dir / f"lfw-{slug}-faces.json").write_text(json.dumps(faces, separators=(",", ":")))
+        return 0
 
     if not args.skip_images:
         images = sorted(p.name for p in (DATA / "deepface").iterdir() if p.suffix == ".jpg" and p.name != "invalid.jpg")
