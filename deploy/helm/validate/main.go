@@ -1,6 +1,6 @@
 // Command validate checks rendered Kubernetes manifests (`helm template` output on stdin) offline,
 // against the API types the cluster would decode them into, instead of a schema copied from
-// somewhere: every document is decoded strictly into its k8s.io/api (or Prometheus Operator) type,
+// somewhere: every document is decoded strictly into its k8s.io/api type (ServiceMonitor: servicemonitor.go),
 // so an unknown or misspelt field, a wrong type, a duplicate field or an apiVersion/kind the API
 // does not serve is an error. It then checks what the API server or the controllers would reject or
 // silently ignore across objects: names and labels, a Deployment whose selector misses its own pods,
@@ -8,8 +8,9 @@
 // PodDisruptionBudgets, NetworkPolicies and ServiceMonitors that select nothing, HPAs and Ingresses
 // that point at nothing, duplicate env names.
 //
-// Output: one JSON line {"objects":[{"apiVersion","kind","name"}...]} and exit 0, or the errors, one
-// a line, and exit 1.
+// Output: one JSON line {"objects":[{"apiVersion","kind","name","object"}...]}, each object as it was
+// decoded, and exit 0; or the errors, one a line, and exit 1. `validate -yaml2json` only converts
+// one YAML document on stdin to JSON (Chart.yaml and values files, for the test).
 package main
 
 import (
@@ -21,7 +22,6 @@ import (
 	"os"
 	"strings"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -33,12 +33,14 @@ import (
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 type objectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Name       string         `json:"name"`
+	Object     runtime.Object `json:"object"`
 }
 
 type checker struct {
@@ -53,7 +55,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		appsv1.AddToScheme, autoscalingv2.AddToScheme, corev1.AddToScheme, networkingv1.AddToScheme,
-		policyv1.AddToScheme, monitoringv1.AddToScheme,
+		policyv1.AddToScheme, addMonitoring,
 	} {
 		if err := add(s); err != nil {
 			panic(err)
@@ -63,6 +65,18 @@ func newScheme() *runtime.Scheme {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "-yaml2json" {
+		in, err := io.ReadAll(os.Stdin)
+		if err == nil {
+			var out []byte
+			if out, err = sigsyaml.YAMLToJSON(in); err == nil {
+				fmt.Println(string(out))
+				return
+			}
+		}
+		fmt.Println(err)
+		os.Exit(1)
+	}
 	objs, refs, err := decodeAll(os.Stdin)
 	if err != nil {
 		fmt.Println(err)
@@ -111,7 +125,7 @@ func decodeAll(r io.Reader) ([]runtime.Object, []objectRef, error) {
 			continue
 		}
 		objs = append(objs, obj)
-		refs = append(refs, objectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: acc.GetName()})
+		refs = append(refs, objectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: acc.GetName(), Object: obj})
 	}
 	if len(errs) > 0 {
 		return nil, nil, errors.New(strings.Join(errs, "\n"))
@@ -223,7 +237,7 @@ func (c *checker) check(objs []runtime.Object) {
 					}
 				}
 			}
-		case *monitoringv1.ServiceMonitor:
+		case *ServiceMonitor:
 			sel, err := metav1.LabelSelectorAsSelector(&d.Spec.Selector)
 			if err != nil {
 				c.errorf("ServiceMonitor %s: %v", d.Name, err)
@@ -242,6 +256,13 @@ func (c *checker) check(objs []runtime.Object) {
 			}
 			if !matched {
 				c.errorf("ServiceMonitor %s: its selector matches no Service of this render", d.Name)
+			}
+			for _, ep := range d.Spec.Endpoints {
+				for _, dur := range []string{ep.Interval, ep.ScrapeTimeout} {
+					if !promDuration.MatchString(dur) {
+						c.errorf("ServiceMonitor %s: %q is not a Prometheus duration", d.Name, dur)
+					}
+				}
 			}
 		}
 	}
