@@ -179,6 +179,9 @@ function checkStructure(t: Tap.Test, r: Render, values: any, opts: { external: R
     const ctr = container(r, c);
     const vals = c === 'model-server' ? values.modelServer : values[c];
     t.same(ctr.args, [c], `${c}: runs \`facecompute ${c}\``);
+    const annotations = d.spec.template.metadata.annotations ?? {};
+    t.match(annotations['checksum/config'], /^[0-9a-f]{64}$/, `${c}: rolls when the configuration changes`);
+    t.same(Object.keys(annotations).filter((k) => /secret/i.test(k)), [], `${c}: no hash of the secrets in the pod's annotations`);
     t.equal(d.spec.replicas === undefined, vals.autoscaling.enabled, `${c}: replicas left to the HPA exactly when autoscaling`);
     // Probes.
     const http = ctr.ports.find((p: any) => p.name === 'http');

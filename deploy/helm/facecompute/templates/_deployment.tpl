@@ -34,8 +34,10 @@ spec:
       labels:
         {{- include "facecompute.componentLabels" $ctx | nindent 8 }}
       annotations:
+        # A new configuration rolls the pods. Secrets are not hashed here: a hash of a database URL
+        # in a pod annotation would let anyone who can read pods test password guesses offline. After
+        # changing a Secret: kubectl rollout restart deploy -l app.kubernetes.io/instance=<release>.
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
-        checksum/secrets: {{ toJson $root.Values.secrets | sha256sum }}
         {{- with $v.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
