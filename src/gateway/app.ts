@@ -322,7 +322,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   async function multipartBody(req: FastifyRequest): Promise<void> {
     if (req.isMultipart()) {
-      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req), req.routeOptions.url === '/compare' ? targetBuffers : undefined);
+      // /compare reads its parts with our own reader: its binary targets are most of the body.
+      const compare = req.routeOptions.url === '/compare';
+      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req), compare ? targetBuffers : undefined, compare ? 'stream' : 'busboy');
       if (r.binaryTargets && req.routeOptions.url !== '/compare') {
         throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
       }

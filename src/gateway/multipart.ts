@@ -11,6 +11,7 @@ import { MULTIPART_FIELD_KIND } from './schemas.js';
 import { UPLOAD_MARK } from './inputs/resolve.js';
 import { hasBareNonFinite } from './json-body.js';
 import type { BufferPool } from './buffer-pool.js';
+import { boundaryOf, readMultipart, type PartHead, type PartSink } from './multipart-reader.js';
 
 export interface MultipartBody {
   body: Record<string, unknown>;
@@ -27,9 +28,9 @@ export interface MultipartBody {
  * The parts as a body; a malformed envelope (no boundary, a body that never reaches its closing
  * boundary, bytes that are not multipart at all) is the caller's `400 invalid_request`, not ours.
  */
-export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
+export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, reader: 'busboy' | 'stream' = 'busboy'): Promise<MultipartBody> {
   try {
-    return await collectParts(req, maxImageBytes, maxRequestBytes, pool);
+    return await (reader === 'stream' ? streamParts : collectParts)(req, maxImageBytes, maxRequestBytes, pool);
   } catch (err) {
     throw malformedMultipart(err);
   }
@@ -67,53 +68,51 @@ export function isPartAFile(_name: string | undefined, contentType: string | und
   return !type.startsWith('text/') && type !== 'application/json';
 }
 
-async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
-  const body: Record<string, unknown> = {};
-  const uploads = new Map<string, Buffer>();
-  let binaryTargets: Uint8Array | undefined;
-  let total = 0;
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  const add = (name: string, value: unknown, repeatable: boolean) => {
-    if (name === 'source' && typeof value === 'string' && value.startsWith(UPLOAD_MARK)) value = { img: value };
-    if (Object.prototype.hasOwnProperty.call(body, name)) {
-      if (!repeatable) throw new ServiceError('invalid_request', `field '${name}' is given more than once`);
-      const prev = body[name];
-      body[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
-    } else body[name] = value;
-  };
-  // File parts are counted as they stream (readFilePart), so the busboy cap only has to stay out of
-  // the way: the targets part may be as large as the whole request.
-  for await (const part of req.parts({ isPartAFile, limits: { fileSize: Math.max(maxImageBytes, maxRequestBytes) + 1, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
-    const name = part.fieldname;
+/**
+ * Turns parts into the body: the same rules whichever reader found them. Checks that need only a
+ * part's headers (`headOf`) run before its bytes are read.
+ */
+class PartCollector {
+  readonly body: Record<string, unknown> = {};
+  readonly uploads = new Map<string, Buffer>();
+  binaryTargets: Uint8Array | undefined;
+  total = 0;
+
+  constructor(
+    private readonly maxImageBytes: number,
+    private readonly maxRequestBytes: number,
+  ) {}
+
+  /** Refuses a part by its name and type alone; says whether it is the binary targets. */
+  headOf(name: string, isFile: boolean, mimetype: string): 'targets' | 'file' | 'field' {
     if (name === '__proto__' || name === 'constructor' || name === 'prototype') throw new ServiceError('invalid_request', `field '${name}' is not allowed`);
-    if (part.type === 'file' && name === 'targets') {
-      if (binaryTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
-      if (part.mimetype !== 'application/octet-stream') {
-        throw new ServiceError('invalid_request', `the targets file part must be application/octet-stream (little-endian float32, row-major), not ${JSON.stringify(part.mimetype.slice(0, 60))}`);
-      }
-      // The whole request's declared length bounds the part: one allocation, no copy of chunks.
-      const hint = Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes - total) : 0;
-      binaryTargets = await readFilePart(part.file, maxRequestBytes - total, hint, () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`), pool);
-      total += binaryTargets.byteLength;
-      continue;
+    if (!isFile) return 'field';
+    if (name !== 'targets') return 'file';
+    if (this.binaryTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
+    if (mimetype !== 'application/octet-stream') {
+      throw new ServiceError('invalid_request', `the targets file part must be application/octet-stream (little-endian float32, row-major), not ${JSON.stringify(mimetype.slice(0, 60))}`);
     }
-    if (part.type === 'file') {
-      const bytes = await readFilePart(part.file, maxImageBytes, 0, () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`));
-      const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      total += buf.length;
-      if (total > maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
-      const kind = MULTIPART_FIELD_KIND[name];
-      if (kind !== 'image' && name !== 'source') throw new ServiceError('invalid_request', `file part '${name}' is not an image field (img, img1, img2 or source) nor the binary targets of /compare`);
-      const mark = `${UPLOAD_MARK}${uploads.size}`;
-      uploads.set(mark, buf);
-      add(name, mark, name === 'img');
-      continue;
-    }
-    // @fastify/multipart has already parsed a part typed application/json; the field kinds below
-    // decide what each field holds, from its text, whatever the part's type.
-    const raw = typeof part.value === 'string' ? part.value : part.value === undefined ? '' : JSON.stringify(part.value);
-    total += raw.length;
-    if (total > maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
+    return 'targets';
+  }
+
+  targets(bytes: Uint8Array): void {
+    this.binaryTargets = bytes;
+    this.total += bytes.byteLength;
+  }
+
+  file(name: string, buf: Buffer): void {
+    this.total += buf.length;
+    if (this.total > this.maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
+    const kind = MULTIPART_FIELD_KIND[name];
+    if (kind !== 'image' && name !== 'source') throw new ServiceError('invalid_request', `file part '${name}' is not an image field (img, img1, img2 or source) nor the binary targets of /compare`);
+    const mark = `${UPLOAD_MARK}${this.uploads.size}`;
+    this.uploads.set(mark, buf);
+    this.add(name, mark, name === 'img');
+  }
+
+  field(name: string, raw: string): void {
+    this.total += raw.length;
+    if (this.total > this.maxRequestBytes) throw new ServiceError('request_too_large', 'the request body is larger than the limit');
     const kind = MULTIPART_FIELD_KIND[name];
     let value: unknown = raw;
     if (kind === 'number') {
@@ -136,9 +135,89 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
         throw new ServiceError('invalid_request', `field '${name}' is not valid JSON`);
       }
     }
-    add(name, value, name === 'img');
+    this.add(name, value, name === 'img');
   }
-  return binaryTargets ? { body, uploads, binaryTargets } : { body, uploads };
+
+  result(): MultipartBody {
+    return this.binaryTargets ? { body: this.body, uploads: this.uploads, binaryTargets: this.binaryTargets } : { body: this.body, uploads: this.uploads };
+  }
+
+  private add(name: string, value: unknown, repeatable: boolean): void {
+    if (name === 'source' && typeof value === 'string' && value.startsWith(UPLOAD_MARK)) value = { img: value };
+    if (Object.prototype.hasOwnProperty.call(this.body, name)) {
+      if (!repeatable) throw new ServiceError('invalid_request', `field '${name}' is given more than once`);
+      const prev = this.body[name];
+      this.body[name] = Array.isArray(prev) ? [...prev, value] : [prev, value];
+    } else this.body[name] = value;
+  }
+}
+
+/** Through busboy (@fastify/multipart): /verify and /represent, whose parts are images. */
+async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
+  const c = new PartCollector(maxImageBytes, maxRequestBytes);
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  // File parts are counted as they stream (readFilePart), so the busboy cap only has to stay out of
+  // the way: the targets part may be as large as the whole request.
+  for await (const part of req.parts({ isPartAFile, limits: { fileSize: Math.max(maxImageBytes, maxRequestBytes) + 1, files: 64, fields: 64, parts: 128, fieldSize: maxRequestBytes } })) {
+    const name = part.fieldname;
+    const kind = c.headOf(name, part.type === 'file', part.type === 'file' ? part.mimetype : '');
+    if (kind === 'targets' && part.type === 'file') {
+      // The whole request's declared length bounds the part: one allocation, no copy of chunks.
+      const hint = Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes - c.total) : 0;
+      c.targets(await readFilePart(part.file, maxRequestBytes - c.total, hint, () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`), pool));
+      continue;
+    }
+    if (part.type === 'file') {
+      const bytes = await readFilePart(part.file, maxImageBytes, 0, () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`));
+      c.file(name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      continue;
+    }
+    // @fastify/multipart has already parsed a part typed application/json; the field kinds
+    // decide what each field holds, from its text, whatever the part's type.
+    c.field(name, typeof part.value === 'string' ? part.value : part.value === undefined ? '' : JSON.stringify(part.value));
+  }
+  return c.result();
+}
+
+/**
+ * Through our own reader (multipart-reader.ts): /compare, whose binary targets part is copied once
+ * into one buffer (from `pool`, sized from Content-Length) and searched for its end natively.
+ */
+async function streamParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
+  const c = new PartCollector(maxImageBytes, maxRequestBytes);
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  const kinds = new Map<PartHead, 'targets' | 'file' | 'field'>();
+  const isFile = (h: PartHead) => isPartAFile(h.name, h.mimetype, h.filename);
+  const parts = await readMultipart(req.raw, {
+    boundary: boundaryOf(req.headers['content-type']),
+    maxBytes: maxRequestBytes,
+    isFile,
+    alloc: (n) => (pool ? pool.acquire(n) : Buffer.allocUnsafeSlow(n)),
+    release: (b) => pool?.release(b),
+    onPart(h): PartSink {
+      const kind = c.headOf(h.name, isFile(h), h.mimetype);
+      kinds.set(h, kind);
+      if (kind === 'targets') {
+        const tooLarge = () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`);
+        return { kind: 'contiguous', limit: maxRequestBytes, sizeHint: Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes) : 0, tooLarge };
+      }
+      if (kind === 'file') return { kind: 'collect', limit: maxImageBytes, tooLarge: () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`) };
+      return { kind: 'collect', limit: maxRequestBytes, tooLarge: () => new ServiceError('request_too_large', 'the request body is larger than the limit') };
+    },
+  });
+  try {
+    for (const { head, bytes } of parts) {
+      const kind = kinds.get(head);
+      if (kind === 'targets') c.targets(bytes);
+      else if (kind === 'file') c.file(head.name, bytes);
+      else c.field(head.name, bytes.toString('utf8'));
+    }
+  } catch (err) {
+    if (c.binaryTargets) pool?.release(c.binaryTargets);
+    else for (const p of parts) if (kinds.get(p.head) === 'targets') pool?.release(p.bytes);
+    throw err;
+  }
+  return c.result();
 }
 
 /**
