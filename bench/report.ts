@@ -117,7 +117,7 @@ export function memoryRows(r: MemoryResult | null): MemoryRow[] {
 }
 interface CompareResult {
   top_k?: number;
-  rows: Array<{ n: number; sources?: number; mode: string; p50_ms: number; targets_per_s: number; body_mb: number }>;
+  rows: Array<{ n: number; sources?: number; mode: string; p50_ms: number; targets_per_s: number; body_mb: number; server_cpu_ms_per_request?: number | null }>;
   native?: { rows: Array<{ n: number; impl: string; vectors_per_s: number }> } | null;
   goals?: { binary_p50_ms: number; roofline_p50_ms: number; binary_over_roofline: number; binary_cpu_ms?: number | null; roofline_cpu_ms?: number | null; b64_over_binary: number; met: { binary_p50_le_60ms: boolean; within_2x_roofline: boolean; binary_5x_b64: boolean } } | null;
   many?: { sources: number; targets: number; top_k: number; p50_ms: number; single_requests_ms: number; speedup_vs_single_requests: number } | null;
@@ -387,12 +387,12 @@ export function writeReport(b: BenchFile, dir: string): void {
     if (ib) md.push(`Where inference is most of a request — ${ib.model}, detector skip, the same pair (the run's cost does not depend on the weights' values; no real Facenet weights here): ${fx(ib.rps.on)} vs ${fx(ib.rps.off)} req/s, gain ${fx(ib.gain)}×; CPU ms per request ${fx(ib.cpu_ms_per_request.on, 0)} vs ${fx(ib.cpu_ms_per_request.off, 0)}.`, '');
   }
   if (compare) {
-    md.push(`## /compare over HTTP (128-d, cosine, top_k ${compare.top_k ?? 1})`, '', '| targets | sources | encoding | body MB | p50 ms | targets/s |', '|---|---|---|---|---|---|');
-    for (const r of compare.rows) md.push(`| ${r.n} | ${r.sources ?? 1} | ${r.mode} | ${r.body_mb} | ${fx(r.p50_ms, 1)} | ${r.targets_per_s.toExponential(2)} |`);
+    md.push(`## /compare over HTTP (128-d, cosine, top_k ${compare.top_k ?? 1})`, '', '| targets | sources | encoding | body MB | p50 ms | targets/s | server CPU ms/request |', '|---|---|---|---|---|---|---|');
+    for (const r of compare.rows) md.push(`| ${r.n} | ${r.sources ?? 1} | ${r.mode} | ${r.body_mb} | ${fx(r.p50_ms, 1)} | ${r.targets_per_s.toExponential(2)} | ${typeof r.server_cpu_ms_per_request === 'number' ? fx(r.server_cpu_ms_per_request, 0) : '-'} |`);
     const g = compare.goals;
     if (g) {
       const yes = (x: boolean) => (x ? 'met' : '**not met**');
-      md.push('', '`roofline`: the same multipart bytes posted to an endpoint that only reads and discards them, interleaved with `binary`.', '');
+      md.push('', '`roofline`: the same multipart bytes posted to an endpoint that only reads and discards them (a bare node:http server), interleaved with `binary`. `binary` and many-to-many run on one gateway, `b64` and `json` on a second one, so that the text encodings\' garbage is not collected during binary requests. CPU per request is that of the serving process tree (10 ms ticks averaged).', '');
       md.push(`- binary targets, 100,000 × 128, top_k 10: p50 ${fx(g.binary_p50_ms, 1)} ms (goal ≤ 60 ms on 2 cores): ${yes(g.met.binary_p50_le_60ms)}`);
       md.push(`- against the roofline (${fx(g.roofline_p50_ms, 1)} ms): ${fx(g.binary_over_roofline)}× (goal ≤ 2×): ${yes(g.met.within_2x_roofline)}${g.binary_cpu_ms && g.roofline_cpu_ms ? `; server CPU per request ${fx(g.binary_cpu_ms, 0)} vs ${fx(g.roofline_cpu_ms, 0)} ms (${fx(g.binary_cpu_ms / g.roofline_cpu_ms)}×), which moves less with the machine's load` : ''}`);
       md.push(`- targets_b64 / binary: ${fx(g.b64_over_binary, 1)}× (goal ≥ 5×): ${yes(g.met.binary_5x_b64)}`);

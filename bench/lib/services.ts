@@ -35,6 +35,8 @@ export interface OurOptions {
   readyTimeoutMs?: number;
   /** Models allowed (the first is the default); the service serves those whose weights are installed. */
   models?: readonly string[];
+  /** Another build of facecompute to run (a copy of bin/ and dist/), for A/B profiles. */
+  root?: string;
 }
 
 /**
@@ -92,7 +94,7 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
     env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} --import=${join(REPO_ROOT, 'bench', 'lib', 'eld-probe.mjs')}`.trim();
   }
   mkdirSync(o.logDir, { recursive: true });
-  const proc = start(process.execPath, [join(REPO_ROOT, 'bin', 'facecompute.js'), 'serve'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}.log`) });
+  const proc = start(process.execPath, [join(o.root ?? REPO_ROOT, 'bin', 'facecompute.js'), 'serve'], { env, cwd: o.root ?? REPO_ROOT, logPath: join(o.logDir, `${o.label}.log`) });
   const gatewayUrl = `http://127.0.0.1:${gateway}`;
   const baseline = eldDir ? start(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { env, cwd: REPO_ROOT, logPath: join(o.logDir, `${o.label}-eld-baseline.log`) }) : null;
   let readyMs: number;
