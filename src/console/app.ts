@@ -4,13 +4,13 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import cookie from '@fastify/cookie';
-import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Config } from '../config/index.js';
 import type { AccountsStore } from '../accounts/index.js';
 import type { Logger } from '../logging/logger.js';
 import { ServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import errors from './plugins/errors.js';
 import session from './plugins/session.js';
 import flash from './plugins/flash.js';
@@ -28,7 +28,6 @@ export interface ConsoleDeps {
   openapiPath?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const MAX_BODY_BYTES = 64 * 1024;
 
 function repoRoot(): string {
@@ -52,18 +51,15 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     // The signup limit is per client address; behind a proxy that is X-Forwarded-For, believed only
     // from the proxies named in the configuration.
     trustProxy: config.accounts.trustedProxies.length > 0 ? config.accounts.trustedProxies : false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && UUID.test(given) ? given : randomUUID();
-    },
+    ...requestIdOptions(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     ...transportOptions(config.capacity.requestReceiveTimeoutMs),
   });
 
+  registerContractHeaders(app);
   registerTransportGuards(app);
 
-  app.addHook('onRequest', async (req, reply) => {
-    void reply.header('x-request-id', req.id).header('x-api-version', 'v1');
+  app.addHook('onRequest', async (_req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY');
     void reply.header('cache-control', 'no-store');
   });

@@ -5,15 +5,17 @@
  * shape (`{error, detail}`, stable codes from ERROR_STATUS) whenever the socket can still take a
  * response, instead of Fastify's own `{error, message, statusCode}`.
  */
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from './service-error.js';
+import { contractHeaders, requestIdFrom } from '../http/contract-headers.js';
 
 /** The error Node's parser or its request timer raised (`code` is llhttp's HPE_* or Node's ERR_*). */
 export interface ClientError extends Error {
   code?: string;
+  /** What Node's parser had of the request when it failed (absent for timeouts). */
+  rawPacket?: unknown;
 }
 
 /** Node's HTTP parser codes and what they mean to a client, in words. */
@@ -59,11 +61,25 @@ export function rawErrorResponse(e: ServiceError, requestId: string): string {
     'content-type: application/json; charset=utf-8',
     `content-length: ${Buffer.byteLength(body)}`,
     'connection: close',
-    'x-api-version: v1',
-    `x-request-id: ${requestId}`,
+    ...Object.entries(contractHeaders(requestId)).map(([k, v]) => `${k}: ${v}`),
     '',
     body,
   ].join('\r\n');
+}
+
+/**
+ * The id of a request the parser refused. A request whose head was parsed (one whose body did not
+ * arrive in time) already has its id, set on its response by registerContractHeaders; otherwise the
+ * caller's `x-request-id` when the refused bytes still hold it (Node passes them as `rawPacket`:
+ * the request's head for most parser errors), else a new one.
+ */
+export function refusedRequestId(socket: Socket, rawPacket: unknown): string {
+  const res = (socket as Socket & { _httpMessage?: { getHeader?(name: string): unknown } })._httpMessage;
+  const assigned = res?.getHeader?.('x-request-id');
+  if (typeof assigned === 'string') return assigned;
+  if (!Buffer.isBuffer(rawPacket)) return requestIdFrom(undefined);
+  const head = rawPacket.subarray(0, 64 * 1024).toString('latin1');
+  return requestIdFrom(/\r\nx-request-id[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r\n/i.exec(head)?.[1]);
 }
 
 /** A response is already on its way on this socket: writing another would corrupt it. */
@@ -91,12 +107,13 @@ export function transportOptions(receiveTimeoutMs: number) {
       const e = err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH'
         ? new ServiceError('invalid_request', 'the request path is not valid: check its percent-encoding', { cause: err })
         : new ServiceError('invalid_request', 'the request could not be routed', { cause: err });
-      void reply.code(e.status).header('x-api-version', 'v1').header('x-request-id', req.id).type('application/json; charset=utf-8').send(JSON.stringify(e.toBody()));
+      req.log.info({ code: e.code, router_error: err.code, method: req.method, status: e.status }, 'request refused by the router');
+      void reply.code(e.status).headers(contractHeaders(req.id)).type('application/json; charset=utf-8').send(JSON.stringify(e.toBody()));
     },
     clientErrorHandler(this: FastifyInstance, err: ClientError, socket: Socket): void {
       const e = socket.destroyed ? null : clientErrorToServiceError(err, receiveTimeoutMs);
       if (e) {
-        const requestId = randomUUID();
+        const requestId = refusedRequestId(socket, err.rawPacket);
         this.log.info({ request_id: requestId, code: e.code, transport_error: err.code }, 'request refused by the HTTP parser');
         if (socket.writable && !responseStarted(socket)) socket.write(rawErrorResponse(e, requestId));
       }
@@ -108,19 +125,21 @@ export function transportOptions(receiveTimeoutMs: number) {
 /**
  * The rest of what Node would otherwise answer outside the contract: an HTTP/1.1 request without a
  * Host header (RFC 9112 requires a 400) and an `Expect` other than 100-continue (a 417). Register
- * it before the surface's own onRequest hooks.
+ * it after registerContractHeaders (src/http/contract-headers.ts), before the surface's own onRequest
+ * hooks.
  */
 export function registerTransportGuards(app: FastifyInstance): void {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', async (req) => {
     if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1 && req.headers.host === undefined) {
-      void reply.header('x-api-version', 'v1').header('x-request-id', req.id);
       throw new ServiceError('invalid_request', 'an HTTP/1.1 request must carry a Host header');
     }
   });
   app.server.on('checkExpectation', (req, res) => {
     const e = new ServiceError('expectation_failed', `only "Expect: 100-continue" is supported, not ${JSON.stringify(String(req.headers.expect).slice(0, 60))}`);
     const body = JSON.stringify(e.toBody());
-    res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'x-api-version': 'v1', 'x-request-id': randomUUID() });
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    app.log.info({ request_id: requestId, code: e.code, method: req.method, status: e.status }, 'request refused: unsupported Expect');
+    res.writeHead(e.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', ...contractHeaders(requestId) });
     res.end(body);
   });
 }

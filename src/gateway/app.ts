@@ -3,8 +3,7 @@
  * `buildGateway(deps)` builds it with injected dependencies (the accounts store, optionally a limiter,
  * an upstream, a remote-image fetcher), so the integrator and the tests wire the real or fake ones.
  */
-import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../package-root.js';
@@ -12,6 +11,7 @@ import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import { ServiceError, type ErrorCode } from '../errors/index.js';
 import { consumesCall } from '../accounts/charging.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import type { Logger } from '../logging/logger.js';
 import { registerErrorHandling, sendError } from './errors.js';
 import * as S from './schemas.js';
@@ -28,8 +28,6 @@ import { parseMultipart } from './multipart.js';
 import { BufferPool } from './buffer-pool.js';
 import { compareJson } from './compute/compare-result.js';
 import { useJsonBodyParser } from './json-body.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const VERSION: string = PACKAGE_VERSION;
 
@@ -209,16 +207,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     exposeHeadRoutes: false,
     return503OnClosing: false,
     // Our own one-line-per-request log (onResponse) replaces fastify's pair of lines.
-    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
-    genReqId: (req) => {
-      const h = req.headers['x-request-id'];
-      return typeof h === 'string' && UUID.test(h) ? h.toLowerCase() : randomUUID();
-    },
+    ...requestIdOptions({ disableRequestLogging: true }),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     // Bounds slow clients (a whole request must arrive in time); parser refusals in the contract's shape.
     ...transportOptions(cfg.capacity.requestReceiveTimeoutMs),
   });
 
+  registerContractHeaders(app);
   registerTransportGuards(app);
   registerErrorHandling(app, (req, e) => {
     if (req.fc) req.fc.error = e.code;
@@ -255,10 +250,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     }
   }
 
-  // Request context: ids, version header, draining, metrics.
+  // Request context: draining, metrics (ids and the version header: registerContractHeaders).
   app.addHook('onRequest', async (req, reply) => {
-    reply.header('x-request-id', req.id);
-    reply.header('x-api-version', 'v1');
     req.fc = { t0: performance.now(), counted: false, slot: false, consumed: false, settled: false, error: null, finished: false };
     reply.raw.once('close', () => void finish(req, reply));
     if (draining && req.url !== '/health') {

@@ -4,13 +4,13 @@
  * as the SDK recommends for stateless servers.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
@@ -96,10 +96,11 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.maxBodyBytes,
-    genReqId: () => randomUUID(),
+    ...requestIdOptions(),
     ...transportOptions(deps.requestReceiveTimeoutMs),
   });
 
+  registerContractHeaders(app);
   useJsonBodyParser(app);
   registerTransportGuards(app);
 
