@@ -3,7 +3,7 @@
 // $BENCH_EVENT_LOOP_DIR/<pid>.json every 200 ms. SIGUSR2 resets the histogram, so the
 // harness can measure exactly the load window. Plain JavaScript: it runs before tsx is registered.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { writeFileSync, renameSync } from 'node:fs';
+import { writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 
@@ -18,6 +18,7 @@ if (dir && isMainThread) {
   h.enable();
   const file = join(dir, `${process.pid}.json`);
   const ms = (ns) => Math.max(0, Math.round((ns / 1e6 - resolutionMs) * 100) / 100);
+  let writing = false;
   const write = () => {
     const snap = {
       pid: process.pid,
@@ -28,12 +29,14 @@ if (dir && isMainThread) {
       max_ms: ms(h.max),
       mean_ms: ms(h.mean),
     };
-    try {
-      writeFileSync(`${file}.tmp`, JSON.stringify(snap));
-      renameSync(`${file}.tmp`, file);
-    } catch {
-      // the directory went away: the benchmark is over
-    }
+    // Asynchronous: written synchronously, on a busy disk each write held the measured process's
+    // event loop for milliseconds (seen in a CPU profile of the gateway under the overload bench).
+    if (writing) return;
+    writing = true;
+    writeFile(`${file}.tmp`, JSON.stringify(snap))
+      .then(() => rename(`${file}.tmp`, file))
+      .catch(() => undefined) // the directory went away: the benchmark is over
+      .finally(() => (writing = false));
   };
   setInterval(write, 200).unref();
   process.on('SIGUSR2', () => h.reset());

@@ -3,7 +3,7 @@
  * waiting on HTTP, and memory of a whole process tree read from /proc (Linux only).
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,10 +36,12 @@ export interface Spawned {
  */
 export function start(cmd: string, args: string[], opts: SpawnOptions & { logPath: string }): Spawned {
   const startedAt = performance.now();
-  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const log = createWriteStream(opts.logPath);
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
+  // The child writes its log file itself. Piped through this process instead, a service that logs
+  // synchronously to a pipe (pino on stdout) would stall whenever the benchmark's own event loop is
+  // slow to drain the pipe: the load generator would then be measuring itself.
+  const fd = openSync(opts.logPath, 'w');
+  const child = spawn(cmd, args, { ...opts, stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code) => resolve(code));
     // A command that cannot be run (ENOENT, EACCES) emits 'error' and no 'exit'.
