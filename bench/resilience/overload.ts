@@ -16,7 +16,9 @@
  * Settings that differ from the defaults are the bench's (bench/lib/services.ts: allowance and rate
  * limits raised, they are policy, not capacity) plus FACECOMPUTE_METRICS_PORT for the histogram.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { dirname, join, resolve } from 'node:path';
 import { tmpdir, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -49,6 +51,33 @@ interface Outcome {
   error: string | null;
   ms: number;
   retryAfter: number | null;
+  id: string;
+  /** Epoch ms (performance.timeOrigin + now) when the request was sent and its answer read. */
+  sentAt: number;
+  doneAt: number;
+}
+
+/** The gateway's own record of a request: its log line (`request`, at info, the default level). */
+interface ServerSide {
+  /** onRequest to onResponse, ms (the log's `ms`). */
+  ms: number;
+  /** Epoch ms of the log line (onResponse), whole milliseconds. */
+  time: number;
+}
+
+/** The `request` lines of a gateway log, by request id. */
+function serverSide(logPath: string): Map<string, ServerSide> {
+  const out = new Map<string, ServerSide>();
+  for (const line of readFileSync(logPath, 'utf8').split('\n')) {
+    if (!line.includes('"msg":"request"')) continue;
+    try {
+      const j = JSON.parse(line) as { request_id?: string; ms?: number; time?: number };
+      if (j.request_id && typeof j.ms === 'number' && typeof j.time === 'number') out.set(j.request_id, { ms: j.ms, time: j.time });
+    } catch {
+      // a line cut at the end of the file
+    }
+  }
+  return out;
 }
 
 /** Seeded PRNG (mulberry32): the same arrival pattern for both policies. */
@@ -95,6 +124,11 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   const rss: number[] = [];
   const ready: Array<{ status: number; ms: number }> = [];
   const sampler = setInterval(() => rss.push(rssMb(pid)), 250);
+  // This process's own event-loop delay: an answer read late here inflates the client's times.
+  const clientLoop = monitorEventLoopDelay({ resolution: 5 });
+  clientLoop.enable();
+  // The gateway's (eld-probe.mjs): SIGUSR2 restarts its histogram for this phase.
+  process.kill(pid, 'SIGUSR2');
   let polling = true;
   const poller = (async () => {
     while (polling) {
@@ -109,13 +143,15 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
     const wait = next - performance.now();
     if (wait > 1) await sleep(wait);
     const start = performance.now();
+    const id = randomUUID();
+    const epoch = (t: number) => performance.timeOrigin + t;
     pending.push(
       (async () => {
         try {
           const res = await request(`${svc.gatewayUrl}/verify`, {
             method: 'POST',
             body,
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': id },
             dispatcher: agent,
           });
           const text = await res.body.text();
@@ -128,15 +164,19 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
             }
           }
           const ra = res.headers['retry-after'];
-          outcomes.push({ at: start - t0, status: res.statusCode, error, ms: performance.now() - start, retryAfter: ra === undefined ? null : Number(ra) });
+          const end = performance.now();
+          outcomes.push({ at: start - t0, status: res.statusCode, error, ms: end - start, retryAfter: ra === undefined ? null : Number(ra), id, sentAt: epoch(start), doneAt: epoch(end) });
         } catch (err) {
-          outcomes.push({ at: start - t0, status: 0, error: (err as { code?: string }).code ?? 'client_error', ms: performance.now() - start, retryAfter: null });
+          const end = performance.now();
+          outcomes.push({ at: start - t0, status: 0, error: (err as { code?: string }).code ?? 'client_error', ms: end - start, retryAfter: null, id, sentAt: epoch(start), doneAt: epoch(end) });
         }
       })(),
     );
     next += (-Math.log(1 - rand()) / rate) * 1000;
   }
   const loadEnd = performance.now();
+  clientLoop.disable();
+  const gatewayLoop = svc.eldDir ? readEld(svc.eldDir, pid) : null;
   // The end of the load: no new arrivals. Readiness must be 200 within 1 s from here.
   let readyAfterMs: number | null = null;
   for (;;) {
@@ -156,7 +196,46 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   rss.push(rssMb(pid));
   clearInterval(sampler);
   await agent.close();
-  return { outcomes, rss, ready, readyAfterMs, drainedMs, offered: pending.length };
+  const ms = (ns: number) => round(Math.max(0, ns / 1e6 - 5), 1);
+  const loops = {
+    client: { p50_ms: ms(clientLoop.percentile(50)), p99_ms: ms(clientLoop.percentile(99)), max_ms: ms(clientLoop.max) },
+    gateway: gatewayLoop,
+  };
+  return { outcomes, rss, ready, readyAfterMs, drainedMs, offered: pending.length, loops, server: serverSide(svc.proc.logPath) };
+}
+
+/** The gateway process's event-loop delay over the phase, from bench/lib/eld-probe.mjs. */
+function readEld(dir: string, pid: number): { p50_ms: number; p99_ms: number; max_ms: number } | null {
+  try {
+    const j = JSON.parse(readFileSync(join(dir, `${pid}.json`), 'utf8')) as { p50_ms: number; p99_ms: number; max_ms: number };
+    return { p50_ms: j.p50_ms, p99_ms: j.p99_ms, max_ms: j.max_ms };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where a refusal's time goes, per request, from the client's clock and the gateway's log line
+ * (both epoch ms on one machine; the log's time has whole-millisecond resolution):
+ * - to_gateway: sent here → the gateway's onRequest (the client's write, the kernel, the gateway's
+ *   event loop reaching the request and parsing its headers);
+ * - in_gateway: onRequest → onResponse (auth, limits, admission, the answer written);
+ * - back: onResponse → the answer read here (the client's event loop).
+ */
+function decompose(rows: Outcome[], server: Map<string, ServerSide>) {
+  const parts = { to_gateway: [] as number[], in_gateway: [] as number[], back: [] as number[] };
+  for (const o of rows) {
+    const s = server.get(o.id);
+    if (!s) continue;
+    parts.to_gateway.push(s.time - s.ms - o.sentAt);
+    parts.in_gateway.push(s.ms);
+    parts.back.push(o.doneAt - s.time);
+  }
+  const sum = (xs: number[]) => {
+    const q = summarize(xs);
+    return { p50_ms: round(q.p50, 1), p99_ms: round(q.p99, 1), max_ms: round(q.max, 1) };
+  };
+  return { matched: parts.in_gateway.length, to_gateway: sum(parts.to_gateway), in_gateway: sum(parts.in_gateway), back: sum(parts.back) };
 }
 
 function phaseReport(name: string, rate: number, r: Awaited<ReturnType<typeof openLoop>>, rssBefore: number, queueTimeoutMs: number, waits: { over: number; total: number }) {
@@ -184,6 +263,8 @@ function phaseReport(name: string, rate: number, r: Awaited<ReturnType<typeof op
     only_200_429_503: unexpected.length === 0,
     rejections: { n: rejected.length, p50_ms: round(rej.p50, 1), p99_ms: round(rej.p99, 1), max_ms: round(rej.max, 1) },
     rejections_p99_within_50ms: rejected.length === 0 || rej.p99 <= 50,
+    rejections_decomposed: decompose(rejected, r.server),
+    event_loop_delay: r.loops,
     retry_after_s: retryAfters.length > 0 ? { min: Math.min(...retryAfters), max: Math.max(...retryAfters), missing: rejected.length - retryAfters.length } : null,
     successes: { n: ok.length, p50_ms: round(suc.p50, 1), p99_ms: round(suc.p99, 1), max_ms: round(suc.max, 1) },
     queue_timeout_ms: queueTimeoutMs,
@@ -224,9 +305,11 @@ async function main(): Promise<void> {
       const env: Record<string, string> = {
         FACECOMPUTE_QUEUE_ADMISSION: admission,
         FACECOMPUTE_METRICS_PORT: String(metricsPort),
+        // The default level: one line per request, whose time the report sets beside the client's.
+        FACECOMPUTE_LOG_LEVEL: 'info',
         ...(QUEUE_TIMEOUT_MS ? { FACECOMPUTE_QUEUE_TIMEOUT_MS: String(QUEUE_TIMEOUT_MS) } : {}),
       };
-      const svc = await startOurs({ logDir, label: `overload-${admission}`, env });
+      const svc = await startOurs({ logDir, label: `overload-${admission}`, env, eventLoopProbe: true });
       const key = await createKey(svc.consoleUrl);
       const queueTimeoutMs = QUEUE_TIMEOUT_MS ?? ((await (await fetch(`${svc.gatewayUrl}/capabilities`)).json()) as { limits: { queue_timeout_ms: number } }).limits.queue_timeout_ms;
       services.push({ admission, svc, key, metricsUrl: `http://127.0.0.1:${metricsPort}`, queueTimeoutMs });
@@ -248,7 +331,7 @@ async function main(): Promise<void> {
         const w1 = await queueWaits(s.metricsUrl);
         const p = phaseReport(`${s.admission} ${k}x`, rate, r, rssBefore, s.queueTimeoutMs, overTimeout(w0, w1, s.queueTimeoutMs));
         phases.push(p);
-        process.stderr.write(`${p.name}: ${JSON.stringify({ statuses: p.statuses, rejections: p.rejections, successes: p.successes, waits_over: p.queue_waits_over_timeout, rss: p.rss_mb, ready_after_ms: p.readiness_200_after_load_ms })}\n`);
+        process.stderr.write(`${p.name}: ${JSON.stringify({ statuses: p.statuses, rejections: p.rejections, successes: p.successes, decomposed: p.rejections_decomposed, loops: p.event_loop_delay, waits_over: p.queue_waits_over_timeout, rss: p.rss_mb, ready_after_ms: p.readiness_200_after_load_ms })}\n`);
       }
     }
   } finally {
