@@ -138,7 +138,12 @@ export function registerErrorHandling(app: FastifyInstance, onError?: (req: Fast
     // A route that does not exist has no body to parse: Fastify's 404 route still runs the content-type
     // and body checks of body-bearing methods (QUERY without Content-Type was a 400), the contract says 404.
     const e = req.is404 ? notFound(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
-    if (e.status >= 500) req.log.error({ err, code: e.code }, 'request failed');
+    // A capacity refusal (queue_full, queue_timeout, warming, draining) is the service protecting
+    // itself, not a fault: logged like a 4xx, without the error's stack. Under overload they are
+    // most answers, and serializing a stack for each cost the gateway's event loop the time that
+    // delays every other refusal.
+    if (e.status >= 500 && !RETRYABLE_503.has(e.code)) req.log.error({ err, code: e.code }, 'request failed');
+    else if (e.status >= 500) req.log.warn({ code: e.code, detail: e.detail }, 'request refused');
     else req.log.info({ code: e.code, detail: e.detail }, 'request refused');
     onError?.(req, e);
     return sendError(reply, e);
