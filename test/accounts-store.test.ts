@@ -1,6 +1,7 @@
 import t from 'tap';
 import { sha256 } from '../src/accounts/secrets.js';
 import { MIGRATION_NAMES } from '../src/accounts/migrations.js';
+import { LAST_USED_RESOLUTION_MS } from '../src/accounts/store.js';
 import { rejectsCode } from './helpers/errors.js';
 import { eachDatabase } from './helpers/accounts-db.js';
 
@@ -62,6 +63,24 @@ eachDatabase(t, async (t, tdb) => {
     await rejectsCode(t, store.revokeKey(account.id, 'mcp', b.id), 'not_found', undefined, 'kind must match');
     const other = await store.signup('other@example.com', 'correct horse battery');
     await rejectsCode(t, store.revokeKey(other.account.id, 'rest', b.id), 'not_found', undefined, 'another account cannot revoke it');
+  });
+
+  t.test('last_used_at is written at most once a minute per key, not on every call', async (t) => {
+    let ms = Date.parse('2026-01-01T00:00:00Z');
+    const clocked = await tdb.open(undefined, { now: () => ms });
+    t.teardown(() => clocked.close());
+    const { account } = await clocked.signup('touch@example.com', 'correct horse battery');
+    const k = await clocked.createKey(account.id, 'rest', 'k');
+    const lastUsed = async () => (await clocked.listKeys(account.id, 'rest')).find((x) => x.id === k.id)?.last_used_at;
+    t.equal(await lastUsed(), null, 'never used');
+    await clocked.authenticate(k.key, 'rest');
+    t.equal(await lastUsed(), '2026-01-01T00:00:00.000Z', 'the first use is written');
+    ms += LAST_USED_RESOLUTION_MS - 1;
+    await clocked.authenticate(k.key, 'rest');
+    t.equal(await lastUsed(), '2026-01-01T00:00:00.000Z', 'within the minute: no write');
+    ms += 1;
+    await clocked.authenticate(k.key, 'rest');
+    t.equal(await lastUsed(), '2026-01-01T00:01:00.000Z', 'a minute later: written again');
   });
 
   t.test('a REST key on MCP and an MCP key on REST are refused, naming the kind expected', async (t) => {

@@ -11,7 +11,7 @@ import { AccountsStore } from './store.js';
 export interface StoreOverrides {
   billing?: BillingProvider;
   pgSchema?: string;
-  /** The clock of sign-in throttling (tests move it instead of waiting). */
+  /** The clock of sign-in throttling and of last_used_at writes (tests move it instead of waiting). */
   now?: () => number;
 }
 
@@ -28,6 +28,7 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
     signupRateLimit: config.accounts.signupRateLimit,
     login: { ...config.accounts.login, now: overrides.now ?? Date.now },
     billing: overrides.billing ?? createBillingProvider(config.accounts),
+    now: overrides.now ?? Date.now,
   });
 }
 

@@ -60,7 +60,18 @@ export interface StoreOptions {
   /** Active keys of one kind an account may hold, per tier. */
   keyLimits?: Record<Tier, number>;
   sessionTtlMs?: number;
+  /** Clock of last_used_at writes, epoch ms (tests move it). */
+  now?: () => number;
 }
+
+/**
+ * A key's last_used_at is written at most once per this interval by one process: it is shown to a
+ * minute in the console, and a write on every request made each call, refusals included, pay a
+ * database write (and, on PostgreSQL, every concurrent call with one key queue on that row's lock).
+ */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+/** Keys remembered for that throttle; beyond it the stale ones are forgotten first. */
+const LAST_USED_TRACKED = 10_000;
 
 const KIND_NAME: Record<KeyKind, string> = { rest: 'REST', mcp: 'MCP' };
 const HOUR_MS = 3600_000;
@@ -78,6 +89,9 @@ export class AccountsStore implements AccountsPort {
   private readonly keyLimits: Record<Tier, number>;
   private readonly sessionTtlMs: number;
   private readonly throttle: LoginThrottle;
+  /** Key id → when this process last wrote its last_used_at (epoch ms). */
+  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly clock: () => number;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -88,6 +102,7 @@ export class AccountsStore implements AccountsPort {
     this.keyLimits = opts.keyLimits ?? { anonymous: 1, account: 25, card: 25 };
     this.sessionTtlMs = opts.sessionTtlMs ?? 30 * 24 * HOUR_MS;
     this.throttle = new LoginThrottle(db, opts.login);
+    this.clock = opts.now ?? Date.now;
   }
 
   /** One round trip to the database (readiness probes). */
@@ -368,8 +383,21 @@ export class AccountsStore implements AccountsPort {
       throw new ServiceError('invalid_api_key', `this is ${row.kind === 'mcp' ? 'an MCP' : 'a REST'} key; ${expects}`);
     }
     if (row.status !== 'active') throw new ServiceError('account_inactive', 'the account is disabled');
-    await this.db.updateTable('api_keys').set({ last_used_at: now() }).where('id', '=', row.id).execute();
+    await this.touch(row.id);
     return { accountId: row.account_id, keyId: row.id, kind: row.kind, tier: row.tier };
+  }
+
+  /** Records a key's use, at most once per LAST_USED_RESOLUTION_MS per key in this process. */
+  private async touch(keyId: string): Promise<void> {
+    const t = this.clock();
+    const last = this.lastUsedWritten.get(keyId);
+    if (last !== undefined && t - last < LAST_USED_RESOLUTION_MS) return;
+    if (this.lastUsedWritten.size >= LAST_USED_TRACKED) {
+      for (const [id, at] of this.lastUsedWritten) if (t - at >= LAST_USED_RESOLUTION_MS) this.lastUsedWritten.delete(id);
+      if (this.lastUsedWritten.size >= LAST_USED_TRACKED) this.lastUsedWritten.clear();
+    }
+    this.lastUsedWritten.set(keyId, t);
+    await this.db.updateTable('api_keys').set({ last_used_at: new Date(t).toISOString() }).where('id', '=', keyId).execute();
   }
 
   private async tierOf(accountId: string): Promise<Tier> {
