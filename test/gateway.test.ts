@@ -426,6 +426,10 @@ t.test('queue: queue_full and queue_timeout under concurrent load', async (t) =>
   const g = await startGateway({
     FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${slow.port}`,
     FACECOMPUTE_UPSTREAM_CONCURRENCY: '1', FACECOMPUTE_QUEUE_CAPACITY: '2', FACECOMPUTE_QUEUE_TIMEOUT_MS: '1000',
+    // The bound on waiters and the timeout, the safety nets under either policy. Deadline admission
+    // (the default) would shed the second waiter with queue_full as soon as the first answer shows
+    // that it cannot start in time (test/admission-gateway.test.ts), instead of letting it time out.
+    FACECOMPUTE_QUEUE_ADMISSION: 'capacity',
     FACECOMPUTE_RATE_LIMIT_CONCURRENT: '100', TEST_KEYS: JSON.stringify(KEYS),
   });
   t.teardown(() => g.kill('SIGKILL'));

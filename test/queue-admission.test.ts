@@ -235,3 +235,84 @@ t.test('a waiter still times out at the queue timeout (the safety net)', async (
   finish();
   await p;
 });
+
+t.test('waiters that can no longer start before their deadline are shed as soon as a completion shows it', async (t) => {
+  const c = clock();
+  // One slot, a 60 s timeout (the real timers never fire during the test), 5 s jobs.
+  const q = createQueue(1, 100, 60_000, 'deadline', c.now);
+  await teach(q, c, 5000);
+  const first = controlled(c);
+  const pFirst = q.run(first.job);
+  // Eight waiters, admitted with estimates of 5, 10, ..., 40 s.
+  const jobs = Array.from({ length: 8 }, () => controlled(c));
+  const outcomes: Array<string | ServiceError> = [];
+  const runs = jobs.map((j, i) => q.run(j.job).then(() => `ran ${i}`, (e: ServiceError) => e).then((o) => void outcomes.push(o)));
+  t.equal(q.stats().waiting, 8);
+  // The running job takes 20 s instead of 5. S becomes 0.8 × 5 + 0.2 × 20 = 8 s; waiter 0 gets the
+  // slot (it waited 4× its estimate: the ratio's mean becomes 1.6), and waiter 1, the new head, has
+  // waited 20 s on an estimate of 10 s: the expected factor is 2. With the slot busy for 8 s more,
+  // waiter 1 starts in 8 × 2 = 16 s and waiter 2 in 32 s, within the 40 s they have left; waiters
+  // 3-7 would start in 48 s at best: shed now.
+  first.end(20_000);
+  await pFirst;
+  await new Promise((r) => setImmediate(r));
+  const shed = outcomes.filter((o): o is ServiceError => o instanceof ServiceError);
+  t.equal(shed.length, 5, 'five shed at once, without waiting for their timeout');
+  for (const e of shed) {
+    t.equal(e.code, 'queue_full');
+    t.match(e.detail, /could no longer start within 60000 ms of its arrival \(estimated start in 48000 ms, 40000 ms left\)/);
+    t.equal(e.headers['retry-after'], '8', 'the estimated excess, 48 − 40 s');
+  }
+  t.equal(q.stats().waiting, 2, 'the two that can still start in time keep their places');
+  t.equal(q.stats().shed, 5);
+  for (const i of [0, 1, 2]) {
+    jobs[i]!.end(8000); // as estimated: nothing more is shed
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(runs);
+  t.same(outcomes.filter((o) => typeof o === 'string').sort(), ['ran 0', 'ran 1', 'ran 2']);
+});
+
+t.test('while the estimate holds, nobody is shed', async (t) => {
+  const c = clock();
+  const q = createQueue(1, 100, 60_000, 'deadline', c.now);
+  await teach(q, c, 5000);
+  const jobs = Array.from({ length: 10 }, () => controlled(c));
+  const runs = jobs.map((j) => q.run(j.job).then(() => 'ran', (e: ServiceError) => e.code));
+  // Each job takes its 5 s, one after another: the 10th starts after 45 s, within 60 s.
+  for (const j of jobs) {
+    j.end(5000);
+    await new Promise((r) => setImmediate(r));
+  }
+  t.same(await Promise.all(runs), Array(10).fill('ran'));
+  t.equal(q.stats().shed, 0);
+});
+
+t.test('the headroom keeps a fraction of the timeout for the estimate\'s error', async (t) => {
+  async function places(headroom: number): Promise<{ n: number; refusal: ServiceError | null }> {
+    const c = clock();
+    const q = createQueue(1, 100, 1000, 'deadline', c.now, headroom);
+    await teach(q, c, 100);
+    const hold = controlled(c);
+    const held = q.run(hold.job);
+    const tickets = [];
+    let refusal: ServiceError | null = null;
+    for (;;) {
+      try {
+        tickets.push(q.admit());
+      } catch (e) {
+        refusal = e as ServiceError;
+        break;
+      }
+    }
+    tickets.forEach((tk) => tk.release());
+    hold.end(100);
+    await held;
+    return { n: tickets.length, refusal };
+  }
+  t.equal((await places(0)).n, 10, 'no headroom: estimates of 100 … 1000 ms are admitted');
+  const r = await places(0.25);
+  t.equal(r.n, 7, 'a quarter kept: estimates up to 750 ms');
+  t.equal(r.refusal?.code, 'queue_full');
+  t.match(r.refusal?.detail, /estimated wait 800 ms, admitted up to 750 ms/);
+});

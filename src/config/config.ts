@@ -107,6 +107,8 @@ export interface Config {
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
     admission: 'deadline' | 'capacity';
+    /** Fraction of the queue timeout kept free at deadline admission for the estimate's error. */
+    queueHeadroom: number;
     readinessTimeoutMs: number;
   };
   /** Supervision of `serve`'s model-server child. */
@@ -225,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,
+      queueHeadroom: v.FACECOMPUTE_QUEUE_HEADROOM,
       readinessTimeoutMs: v.FACECOMPUTE_READINESS_TIMEOUT_MS,
     },
     supervisor: {

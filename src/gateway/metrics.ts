@@ -25,6 +25,7 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   new Gauge({ name: 'facecompute_gateway_queue_depth', help: 'Compute requests waiting for a slot.', registers: [registry], collect() { this.set(queueStats().waiting); } });
   new Gauge({ name: 'facecompute_gateway_queue_service_seconds', help: 'Moving average of the time a compute job holds its slot (the admission estimate uses it).', registers: [registry], collect() { this.set((queueStats().serviceMs ?? 0) / 1000); } });
   new Gauge({ name: 'facecompute_gateway_queue_wait_factor', help: 'Calibration of the admission estimate: actual ÷ estimated queue waits (mean + 2 SD).', registers: [registry], collect() { this.set(queueStats().waitFactor); } });
+  new Gauge({ name: 'facecompute_gateway_queue_shed', help: 'Waiting compute requests shed (503 queue_full) since start because the estimate said they could no longer start before their deadline.', registers: [registry], collect() { this.set(queueStats().shed); } });
   new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
   return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
 }

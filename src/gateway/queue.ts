@@ -14,10 +14,17 @@
  * of the queue has already overrun its own estimate. So a machine whose capacity drifts (a shared
  * host, a model server slowing down) tightens admission as soon as waits overrun, and a request
  * admitted near the limit rarely times out after all.
- * A request whose estimate passes `timeoutMs` could not start in time: it is refused at once
- * (503 queue_full) with Retry-After saying when the backlog will have drained enough to take it,
- * instead of waiting `timeoutMs` to be told queue_timeout. `capacity` admission keeps only the
- * bound on waiters.
+ * A request whose estimate passes `timeoutMs` less a headroom (a fraction of it kept for the
+ * estimate's error: capacity drifts while a request waits) could not start in time: it is refused
+ * at once (503 queue_full) with Retry-After saying when the backlog will have drained enough to take
+ * it, instead of waiting `timeoutMs` to be told queue_timeout.
+ *
+ * Admitted requests are not left to time out when the estimate changes under them: whenever a job
+ * finishes (the moving service time and the slots' schedule change), each waiter's start is
+ * re-estimated in queue order with the expected ratio (moving mean, no SD margin: only what the
+ * estimate says, not its pessimistic bound), and a waiter that can no longer start before its own
+ * deadline is shed at once with queue_full and Retry-After, the places behind it moving up.
+ * `capacity` admission keeps only the bound on waiters.
  *
  * The gateway admits a request from its headers (`admit()`), before its body is read, and the
  * ticket holds its place: requests admitted but still reading their bodies count as ahead of the
@@ -36,6 +43,8 @@ export interface QueueStats {
   serviceMs: number | null;
   /** Calibration of the estimate: moving mean + 2 SD of actual ÷ estimated waits (1 until known). */
   waitFactor: number;
+  /** Waiters shed so far because they could no longer start before their deadline. */
+  shed: number;
 }
 
 /** A place held from admission until the request's job is queued (or the request ends). */
@@ -82,7 +91,9 @@ class Moving {
 }
 
 interface Waiter {
-  resolve: () => void;
+  /** Hands the slot over, with the job's start time. */
+  resolve: (started: number) => void;
+  reject: (e: ServiceError) => void;
   timer: NodeJS.Timeout;
   since: number;
   /** The uncalibrated estimate it entered with, ms (null without service history). */
@@ -96,7 +107,11 @@ export function createQueue(
   admission: AdmissionPolicy = 'deadline',
   /** Clock of the service-time measurements, ms (tests drive it). */
   now: () => number = () => performance.now(),
+  /** Fraction of `timeoutMs` kept free at admission for the estimate's error (0 ≤ headroom < 1). */
+  headroom = 0,
 ): ComputeQueue {
+  /** The longest estimated wait admitted. */
+  const admitMs = timeoutMs * (1 - Math.min(0.95, Math.max(0, headroom)));
   let running = 0;
   /** Start times of the running jobs (their expected ends are start + S). */
   const starts: number[] = [];
@@ -105,6 +120,7 @@ export function createQueue(
   /** Actual ÷ estimated wait of the requests that waited. */
   const ratio = new Moving(1);
   const waiters: Waiter[] = [];
+  let shedCount = 0;
   const timeoutRetryAfter = String(Math.max(1, Math.min(30, Math.ceil(timeoutMs / 1000))));
 
   function learn(w: Waiter, waitedMs: number): void {
@@ -115,9 +131,51 @@ export function createQueue(
     const w = waiters.shift();
     if (w) {
       clearTimeout(w.timer);
-      learn(w, now() - w.since);
-      w.resolve();
+      const t = now();
+      learn(w, t - w.since);
+      // Its start is recorded at the hand-over, so that the re-estimate below sees the slot taken.
+      starts.push(t);
+      w.resolve(t);
     } else running--;
+    shed();
+  }
+
+  /**
+   * Re-estimates every waiter's start, in queue order, on the slots' schedule (as rawWait, with the
+   * waiters kept so far ahead of each) scaled by the expected ratio, and sheds those that can no
+   * longer start before their deadline. The fluid estimate (one departure per S / slots) is the
+   * floor, as at admission.
+   */
+  function shed(): void {
+    const S = service.mean;
+    if (admission !== 'deadline' || waiters.length === 0 || S === null) return;
+    const t = now();
+    const f = expectedFactor();
+    const free: number[] = [];
+    for (let i = 0; i < slots; i++) free.push(i < starts.length ? Math.max(t, starts[i]! + S) : t);
+    let kept = 0;
+    for (let i = 0; i < waiters.length; ) {
+      const w = waiters[i]!;
+      let k = 0;
+      for (let j = 1; j < slots; j++) if (free[j]! < free[k]!) k = j;
+      const startIn = Math.max(((kept + 1) * S) / slots, free[k]! - t) * f;
+      const left = w.since + timeoutMs - t;
+      if (startIn > left) {
+        waiters.splice(i, 1);
+        clearTimeout(w.timer);
+        shedCount++;
+        w.reject(
+          full(
+            `the compute queue slowed down: this request could no longer start within ${timeoutMs} ms of its arrival (estimated start in ${Math.round(startIn)} ms, ${Math.max(0, Math.round(left))} ms left); retry later`,
+            (startIn - left) / 1000,
+          ),
+        );
+        continue;
+      }
+      free[k] = free[k]! + S;
+      kept++;
+      i++;
+    }
   }
 
   /** Uncalibrated estimate: `ahead` jobs hold or are owed a slot before the newcomer. */
@@ -152,6 +210,18 @@ export function createQueue(
     return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, f));
   }
 
+  /**
+   * The factor a waiter's start is re-estimated with: the moving mean of the ratio (what waits have
+   * been, on average, against their estimates) and the head's live overrun, without the SD margin
+   * that admission adds, so that shedding follows the estimate rather than its pessimistic bound.
+   */
+  function expectedFactor(): number {
+    let f = ratio.mean ?? 1;
+    const head = waiters[0];
+    if (head && head.estimate !== null && head.estimate > 0) f = Math.max(f, (now() - head.since) / head.estimate);
+    return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, f));
+  }
+
   /** Calibrated estimate of the wait, ms. */
   function waitFor(ahead: number): number | null {
     const raw = rawWait(ahead);
@@ -170,10 +240,12 @@ export function createQueue(
     }
     if (admission !== 'deadline') return;
     const est = waitFor(ahead);
-    if (est !== null && est > timeoutMs) {
+    if (est !== null && est > admitMs) {
       throw full(
-        `the compute queue is too long to start this request within ${timeoutMs} ms (estimated wait ${Math.round(est)} ms); retry later`,
-        (est - timeoutMs) / 1000,
+        admitMs < timeoutMs
+          ? `the compute queue is too long to start this request within ${timeoutMs} ms with the headroom kept for the estimate's error (estimated wait ${Math.round(est)} ms, admitted up to ${Math.round(admitMs)} ms); retry later`
+          : `the compute queue is too long to start this request within ${timeoutMs} ms (estimated wait ${Math.round(est)} ms); retry later`,
+        (est - admitMs) / 1000,
       );
     }
   }
@@ -182,13 +254,18 @@ export function createQueue(
     async run<T>(job: () => Promise<T>, onWait?: (ms: number) => void, ticket?: AdmissionTicket): Promise<T> {
       ticket?.release();
       const t0 = Date.now();
-      if (running < slots) running++;
-      else {
+      let started: number;
+      if (running < slots) {
+        running++;
+        started = now();
+        starts.push(started);
+      } else {
         // FIFO: the requests already waiting are ahead; those still reading their bodies are not.
         check(running + waiters.length);
-        await new Promise<void>((resolve, reject) => {
+        started = await new Promise<number>((resolve, reject) => {
           const entry: Waiter = {
             resolve,
+            reject,
             since: now(),
             estimate: rawWait(running + waiters.length),
             timer: setTimeout(() => {
@@ -201,11 +278,9 @@ export function createQueue(
           };
           waiters.push(entry);
         });
-        // the slot was handed over by next(): running stays the same
+        // the slot was handed over by next(), which recorded its start: running stays the same
       }
       onWait?.(Date.now() - t0);
-      const started = now();
-      starts.push(started);
       try {
         return await job();
       } finally {
@@ -214,7 +289,7 @@ export function createQueue(
         next();
       }
     },
-    stats: () => ({ running, waiting: waiters.length, reserved, serviceMs: service.mean, waitFactor: factor() }),
+    stats: () => ({ running, waiting: waiters.length, reserved, serviceMs: service.mean, waitFactor: factor(), shed: shedCount }),
     admit() {
       check(running + waiters.length + reserved);
       reserved++;

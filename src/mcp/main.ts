@@ -39,7 +39,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
   const accounts = opts.accounts ?? (await createAccountsStore(config));
   const limiter = opts.limiter ?? (await createConfiguredLimiter(config));
   const upstream = opts.upstream ?? createConfiguredUpstream(config, undefined, logger.child({ component: 'upstream' }));
-  const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs, config.capacity.admission);
+  const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs, config.capacity.admission, undefined, config.capacity.queueHeadroom);
   const { compute } = createConfiguredCompute(config, {
     upstream,
     queue,
