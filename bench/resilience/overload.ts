@@ -127,8 +127,10 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   // This process's own event-loop delay: an answer read late here inflates the client's times.
   const clientLoop = monitorEventLoopDelay({ resolution: 5 });
   clientLoop.enable();
-  // The gateway's (eld-probe.mjs): SIGUSR2 restarts its histogram for this phase.
+  // The gateway's (eld-probe.mjs): SIGUSR2 restarts its histogram for this phase; so does that of
+  // an idle Node process with the same probe, whose delays are the machine's scheduling alone.
   process.kill(pid, 'SIGUSR2');
+  if (svc.eldBaselinePid) process.kill(svc.eldBaselinePid, 'SIGUSR2');
   let polling = true;
   const poller = (async () => {
     while (polling) {
@@ -176,7 +178,9 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   }
   const loadEnd = performance.now();
   clientLoop.disable();
+  // The probes write every 200 ms: the last moments of the phase may be missing, not later ones.
   const gatewayLoop = svc.eldDir ? readEld(svc.eldDir, pid) : null;
+  const idleLoop = svc.eldDir && svc.eldBaselinePid ? readEld(svc.eldDir, svc.eldBaselinePid) : null;
   // The end of the load: no new arrivals. Readiness must be 200 within 1 s from here.
   let readyAfterMs: number | null = null;
   for (;;) {
@@ -200,6 +204,7 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   const loops = {
     client: { p50_ms: ms(clientLoop.percentile(50)), p99_ms: ms(clientLoop.percentile(99)), max_ms: ms(clientLoop.max) },
     gateway: gatewayLoop,
+    idle_process: idleLoop,
   };
   return { outcomes, rss, ready, readyAfterMs, drainedMs, offered: pending.length, loops, server: serverSide(svc.proc.logPath) };
 }
