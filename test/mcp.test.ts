@@ -4,6 +4,8 @@
  * and several concurrent clients.
  */
 import t from 'tap';
+import { catalogNames } from '../src/models/manifest.js';
+import { DISTANCE_METRICS } from '../src/model-server/protocol.js';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -86,6 +88,25 @@ t.test('the four tools are listed with precise input schemas', async (t) => {
     const p = (tools.find((x) => x.name === name)?.inputSchema as { properties: Record<string, { type?: string; description?: string }> }).properties['detector_fallback'];
     t.equal(p?.type, 'boolean', `${name} takes detector_fallback`);
     t.match(p?.description, /DeepFace/, `${name}.detector_fallback says what false means`);
+  }
+  // Closed sets are listed as enums; model and detector names come from the catalog (models/manifest.json).
+  const names = catalogNames();
+  for (const name of ['verify_faces', 'represent_face', 'compare_inputs']) {
+    const p = (tools.find((x) => x.name === name)?.inputSchema as { properties: Record<string, { enum?: string[] }> }).properties;
+    t.same(p['model_name']?.enum, names.models, `${name}.model_name lists the catalog's models`);
+    t.same(p['detector_backend']?.enum, names.detectors, `${name}.detector_backend lists the catalog's detectors`);
+    if (p['distance_metric']) t.same(p['distance_metric'].enum, [...DISTANCE_METRICS], `${name}.distance_metric lists the metrics`);
+  }
+});
+
+t.test('a model or detector outside the list is the contract error, not a schema error', async (t) => {
+  const { mcp } = await newAccount();
+  const c = await client(mcp);
+  t.teardown(() => c.close());
+  for (const [args, code] of [[{ model_name: 'VGG-Face' }, 'model_not_allowed'], [{ detector_backend: 'mtcnn' }, 'detector_not_allowed']] as const) {
+    const r = await c.callTool({ name: 'compare_inputs', arguments: { source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.2)], ...args } });
+    t.ok(r.isError, JSON.stringify(args));
+    t.equal((r.structuredContent as { error?: string } | undefined)?.error, code, JSON.stringify(r.structuredContent));
   }
 });
 

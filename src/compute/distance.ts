@@ -2,9 +2,9 @@
  * DeepFace's distance formulas (reference §4.1) in float64, for the few pairs a verify compares.
  * One-against-many comparisons use the native SIMD kernels instead (src/core/compare.ts).
  */
-import type { DistanceMetric } from '../model-server/protocol.js';
+import { DISTANCE_METRICS, type DistanceMetric } from '../model-server/protocol.js';
 
-export const DISTANCE_METRICS: readonly DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+export { DISTANCE_METRICS };
 
 function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let s = 0;

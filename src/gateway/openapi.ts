@@ -5,6 +5,7 @@
  */
 import { ERROR_STATUS } from '../errors/index.js';
 import * as S from './schemas.js';
+import { catalogNames } from '../models/manifest.js';
 
 function strip<T extends object>(s: T): Omit<T, '$id'> {
   const { $id: _id, ...rest } = s as T & { $id?: string };
@@ -25,12 +26,27 @@ const falseOnly = {
 };
 
 /**
+ * model_name and detector_backend: the catalog's names. The routes take any string and refuse a name
+ * outside the deployment's allowlist with the contract's code, which an enum in their schema would
+ * turn into invalid_request.
+ */
+function catalogEnums(): Record<string, unknown> {
+  const { models, detectors } = catalogNames();
+  return {
+    model_name: { type: 'string', enum: models, description: 'Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).' },
+    detector_backend: { type: 'string', enum: detectors, description: 'Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.' },
+  };
+}
+
+/**
  * The document states what the server accepts, tighter than the schemas the routes validate with,
  * where a rule is checked in code with a more precise error code (the routes' schemas stay the first,
- * coarse gate): exactly one targets form, non-empty base64 targets, anti_spoofing false only.
+ * coarse gate): model and detector names from the catalog, exactly one targets form, non-empty
+ * base64 targets, anti_spoofing false only.
  */
 function documented(name: string, schema: Schema): Schema {
   const props: Record<string, unknown> = { ...schema.properties };
+  for (const [field, s] of Object.entries(catalogEnums())) if (field in props) props[field] = s;
   if ('anti_spoofing' in props) props['anti_spoofing'] = falseOnly;
   if (name === 'CompareRequest') {
     props['targets'] = { ...(props['targets'] as object), minItems: 1 };

@@ -3,6 +3,8 @@
  * serialization, and by scripts/gen-openapi.ts for openapi.json. Schemas first: the compute service
  * may assume a body that passed these.
  */
+import { DISTANCE_METRICS, NORMALIZATIONS } from '../model-server/protocol.js';
+
 const bool = {
   description: 'Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.',
   anyOf: [{ type: 'boolean' }, { type: 'string', enum: ['true', 'false', '1', '0'] }, { type: 'integer', enum: [0, 1] }],
@@ -22,7 +24,7 @@ const common = {
   align: bool,
   enforce_detection: bool,
   expand_percentage: { type: 'integer', minimum: 0, maximum: 100 },
-  normalization: { type: 'string', enum: ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] },
+  normalization: { type: 'string', enum: NORMALIZATIONS },
   detector_fallback: {
     ...bool,
     description:
@@ -32,7 +34,7 @@ const common = {
   },
 } as const;
 
-const metric = { type: 'string', enum: ['cosine', 'euclidean', 'euclidean_l2', 'angular'] } as const;
+const metric = { type: 'string', enum: DISTANCE_METRICS } as const;
 const threshold = { type: 'number', exclusiveMinimum: 0, description: 'Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace.' } as const;
 
 export const verifyBody = {

@@ -3,6 +3,8 @@
  * onto the REST body of the same compute. Results are the REST results, unchanged.
  */
 import { z } from 'zod';
+import { DISTANCE_METRICS } from '../model-server/protocol.js';
+import { catalogNames } from '../models/manifest.js';
 
 const image = z
   .string()
@@ -11,9 +13,12 @@ const image = z
 
 export const embedding = z.array(z.number()).min(1).describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
 
-const model = z.string().optional().describe('Recognition model, e.g. "Facenet" or "Dlib". Call get_capabilities for the allowed ones; default: the service default.');
-const detector = z.string().optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", or "skip" when the image is already a cropped face.');
-const metric = z.enum(['cosine', 'euclidean', 'euclidean_l2', 'angular']).optional().describe('Distance metric; default "cosine".');
+// Any string passes (a name outside the allowlist is model_not_allowed / detector_not_allowed, as on
+// REST); the listed input schema still names the catalog's entries.
+const names = catalogNames();
+const model = z.string().meta({ enum: names.models }).optional().describe('Recognition model, e.g. "Facenet" or "Dlib". Call get_capabilities for the allowed ones; default: the service default.');
+const detector = z.string().meta({ enum: names.detectors }).optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", or "skip" when the image is already a cropped face.');
+const metric = z.enum(DISTANCE_METRICS).optional().describe('Distance metric; default "cosine".');
 const threshold = z.number().positive().optional().describe("Overrides the model's calibrated distance threshold for the verified decision.");
 const common = {
   model_name: model,

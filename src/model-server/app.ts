@@ -13,6 +13,7 @@ import { DISTANCE_METRICS } from '../compute/distance.js';
 import {
   FRAME_CONTENT_TYPE,
   INTERNAL_PATHS,
+  NORMALIZATIONS,
   decodeFrame,
   type ComputeHeader,
   type EmbedResponse,
@@ -26,7 +27,7 @@ import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
 import { requireInternalToken } from './internal-auth.js';
 
-const NORMALIZATIONS = new Set(['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace']);
+const KNOWN_NORMALIZATIONS: ReadonlySet<string> = new Set(NORMALIZATIONS);
 
 export interface ModelServerDeps {
   config: Config;
@@ -57,7 +58,7 @@ function checkOptions(h: Partial<PipelineOptions>): PipelineOptions {
   if (typeof h.model_name !== 'string' || typeof h.detector_backend !== 'string') throw new ServiceError('invalid_request', 'model_name and detector_backend are required');
   if (typeof h.align !== 'boolean' || typeof h.enforce_detection !== 'boolean') throw new ServiceError('invalid_request', 'align and enforce_detection must be booleans');
   if (typeof h.expand_percentage !== 'number' || !(h.expand_percentage >= 0 && h.expand_percentage <= 100)) throw new ServiceError('invalid_request', 'expand_percentage must be within 0..100');
-  if (typeof h.normalization !== 'string' || !NORMALIZATIONS.has(h.normalization)) throw new ServiceError('invalid_request', 'unknown normalization');
+  if (typeof h.normalization !== 'string' || !KNOWN_NORMALIZATIONS.has(h.normalization)) throw new ServiceError('invalid_request', 'unknown normalization');
   if (h.detector_fallback !== undefined && typeof h.detector_fallback !== 'boolean') throw new ServiceError('invalid_request', 'detector_fallback must be a boolean');
   return h as PipelineOptions;
 }

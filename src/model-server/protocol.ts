@@ -23,8 +23,11 @@ export const INTERNAL_PATHS = {
   embed: '/internal/embed',
 } as const;
 
-export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
-export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace';
+/** The closed sets of the contract (§3), listed once: schemas, tools and checks derive from these. */
+export const DISTANCE_METRICS = ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as const;
+export type DistanceMetric = (typeof DISTANCE_METRICS)[number];
+export const NORMALIZATIONS = ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] as const;
+export type Normalization = (typeof NORMALIZATIONS)[number];
 
 /** Options shared by every compute request, already validated and defaulted by the gateway. */
 export interface PipelineOptions {

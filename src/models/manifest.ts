@@ -112,6 +112,16 @@ export function loadManifest(path = resolve(ROOT, 'models', 'manifest.json')): M
   return m;
 }
 
+/**
+ * Every name `model_name` and `detector_backend` can take: the catalog's entries. A deployment
+ * allows a subset (FACECOMPUTE_ALLOWED_MODELS / _DETECTORS, GET /capabilities); any other name is
+ * `400 model_not_allowed` / `detector_not_allowed`. The OpenAPI document and the MCP tool schemas
+ * list these, so the catalog stays the only list.
+ */
+export function catalogNames(manifest: Manifest = loadManifest()): { models: string[]; detectors: string[] } {
+  return { models: Object.keys(manifest.recognition), detectors: Object.keys(manifest.detectors) };
+}
+
 const SHA256 = /^[0-9a-f]{64}$/;
 const isPlainFile = (f: string) => f.length > 0 && !f.includes('/') && !f.includes('\\') && f !== '.' && f !== '..';
 

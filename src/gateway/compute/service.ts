@@ -8,7 +8,7 @@ import { ServiceError } from '../../errors/index.js';
 import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, type Metric } from '../../core/compare.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
 import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
-import type { CapabilitiesResponse, DistanceMetric, InputRef, Normalization, PipelineOptions, NullArea } from '../../model-server/protocol.js';
+import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../../model-server/protocol.js';
 import type { Upstream } from '../upstream/client.js';
 import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
 import { inputModes } from '../inputs/resolve.js';
@@ -106,7 +106,6 @@ export interface ComputeService {
   compare(body: CompareBody, ctx: ComputeContext): Promise<CompareResponse>;
 }
 
-const METRICS: DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
 
 export function toBool(v: Bool | undefined, dflt: boolean): boolean {
   if (v === undefined) return dflt;
@@ -180,14 +179,14 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     for (const m of f.allowedModels) {
       if (DEFAULT_DIMS[m] !== undefined) dims[m] = DEFAULT_DIMS[m]!;
       try {
-        thresholds[m] = Object.fromEntries(METRICS.map((x) => [x, findThreshold(m, x)])) as Record<DistanceMetric, number>;
+        thresholds[m] = Object.fromEntries(DISTANCE_METRICS.map((x) => [x, findThreshold(m, x)])) as Record<DistanceMetric, number>;
       } catch {
         /* unknown model */
       }
     }
     return {
       allowed_models: f.allowedModels, default_model: f.defaultModel, allowed_detectors: f.allowedDetectors, default_detector: f.defaultDetector,
-      distance_metrics: METRICS, default_distance_metric: 'cosine', embedding_dims: dims, thresholds, limits: {}, input_modes: [], version: 'v1',
+      distance_metrics: [...DISTANCE_METRICS], default_distance_metric: 'cosine', embedding_dims: dims, thresholds, limits: {}, input_modes: [], version: 'v1',
     };
   }
 
