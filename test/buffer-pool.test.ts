@@ -32,3 +32,22 @@ t.test('retention is bounded and double releases are ignored', async (t) => {
   const big = pool.acquire(1000);
   t.not(small.buffer, big.buffer, 'the smallest fitting buffer serves each request');
 });
+
+t.test('a full pool keeps the larger buffers: small requests never crowd out the big ones', async (t) => {
+  const pool = new BufferPool(2, 1024);
+  const small = [pool.acquire(500), pool.acquire(3000)];
+  for (const b of small) pool.release(b);
+  const big = pool.acquire(50_000);
+  t.equal(big.buffer.byteLength, 50_176, 'neither small buffer fits: a new one');
+  pool.release(big);
+  t.equal(pool.pooled, 2);
+  const again = pool.acquire(49_000);
+  t.equal(again.buffer, big.buffer, 'the large buffer was kept, in place of the smallest');
+  pool.release(again);
+  const mid = pool.acquire(2000);
+  t.equal(mid.buffer, small[1]!.buffer, 'the 3 KiB one stays for what it fits');
+  pool.release(mid);
+  pool.release(Buffer.allocUnsafeSlow(100));
+  t.equal(pool.pooled, 2, 'a buffer smaller than every kept one is dropped');
+  t.equal(pool.acquire(40_000).buffer, big.buffer);
+});
