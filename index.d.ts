@@ -25,6 +25,12 @@ export declare class HaarDetector {
   trace(image: HaarImage): Promise<HaarTrace>
 }
 
+/**
+ * Copies `chunk` into `dest` at `at`, then returns the index in `dest` of the first `needle` in
+ * `dest[from..at + chunk.length]`, or -1.
+ */
+export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8Array, needle: Uint8Array, from: number): number
+
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**

@@ -773,8 +773,9 @@ if (
   }
 }
 
-const { HaarDetector, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { HaarDetector, appendAndFind, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { HaarDetector }
+export { appendAndFind }
 export { benchCompareEngine }
 export { benchManySingleThread }
 export { benchPeakF32Gflops }

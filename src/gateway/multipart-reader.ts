@@ -5,9 +5,9 @@
  * chunks; profiled on a 100,000 × 128 request (49 MB), its search and stream plumbing were most of the
  * gateway's own time beyond reading the socket. Here each chunk of the `targets` part is copied once,
  * straight into one buffer sized from Content-Length (bounded by the limit), and the delimiter is
- * searched for only in the bytes just copied (Buffer.indexOf, native), plus the few before them that
- * a delimiter split across chunks may start in. Other parts (text fields, an image `source`) are
- * small and collected as chunks.
+ * searched for only in the bytes just copied, plus the few before them that a delimiter split across
+ * chunks may start in: one native call per chunk (src/core/delimit.ts, SIMD memmem). Other parts
+ * (text fields, an image `source`) are small, collected as chunks and searched with Buffer.indexOf.
  *
  * Grammar (RFC 2046 §5.1.1, RFC 7578): an optional preamble, `--boundary`, then parts, each
  * `CRLF headers CRLF CRLF body` followed by `CRLF--boundary`; the last delimiter is followed by `--`
@@ -19,6 +19,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../errors/index.js';
+import { appendAndFind } from '../core/delimit.js';
 
 export interface PartHead {
   name: string;
@@ -233,22 +234,16 @@ export function readMultipart(req: IncomingMessage, o: ReaderOptions): Promise<R
     };
 
     /**
-     * Copies into the contiguous part; returns where a delimiter that ends in these bytes can start.
-     * The buffer grows only when Content-Length was absent or short: the whole body is bounded by
-     * maxBytes (onData), so the part is too.
+     * Makes room for `n` more bytes in the contiguous part. The buffer grows only when
+     * Content-Length was absent or short: the whole body is bounded by maxBytes (onData), so the
+     * part is too.
      */
-    const pour = (buf: Buffer, from: number) => {
-      const n = buf.length - from;
-      if (written + n > dest!.length) {
-        const grown = o.alloc(Math.max(written + n, Math.min(o.maxBytes + dl, dest!.length * 2)));
-        dest!.copy(grown, 0, 0, written);
-        o.release(dest!);
-        dest = grown;
-      }
-      buf.copy(dest!, written, from);
-      const searchFrom = Math.max(0, written - (dl - 1));
-      written += n;
-      return searchFrom;
+    const reserve = (n: number) => {
+      if (written + n <= dest!.length) return;
+      const grown = o.alloc(Math.max(written + n, Math.min(o.maxBytes + dl, dest!.length * 2)));
+      dest!.copy(grown, 0, 0, written);
+      o.release(dest!);
+      dest = grown;
     };
 
     /** Runs the state machine over `buf` from `pos`; what it cannot decide yet becomes the carry. */
@@ -314,10 +309,13 @@ export function readMultipart(req: IncomingMessage, o: ReaderOptions): Promise<R
           }
           case State.Body: {
             if (dest) {
-              const searchFrom = pour(buf, pos);
-              const at = dest.subarray(searchFrom, written).indexOf(delimiter);
-              if (at < 0) return;
-              const end = searchFrom + at;
+              // Copied, then searched from where a delimiter that ends in these bytes can start.
+              const n = buf.length - pos;
+              reserve(n);
+              const searchFrom = Math.max(0, written - (dl - 1));
+              const end = appendAndFind(dest, written, pos === 0 ? buf : buf.subarray(pos), delimiter, searchFrom);
+              written += n;
+              if (end < 0) return;
               // What followed the delimiter in this chunk is read on as the next part.
               const rest = Buffer.from(dest.subarray(end + dl, written));
               const s = sink as Extract<PartSink, { kind: 'contiguous' }>;

@@ -8,6 +8,7 @@ pub mod error;
 pub mod image;
 pub mod pixels;
 pub mod compare;
+pub mod delimit;
 pub mod detect;
 pub mod simd;
 

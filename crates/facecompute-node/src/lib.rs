@@ -8,6 +8,7 @@ mod padded;
 mod task;
 mod image;
 mod compare;
+mod delimit;
 mod detect;
 mod faces;
 
