@@ -10,7 +10,7 @@
  * dist/, package.json, index.js, the .node addon, models/ and a node_modules link) is timed in the
  * same rounds: before/after figures under the same load.
  *
- *   node --import tsx bench/profile/compare-http.ts [--n 100000] [--requests 15] [--cpu-prof preload.mjs] [--baseline DIR] [--all]
+ *   node --import tsx bench/profile/compare-http.ts [--n 100000] [--requests 15] [--cpu-prof preload.mjs] [--baseline DIR [--baseline-node-options OPTS]] [--warm 1000,10000] [--node-options OPTS] [--all]
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,24 +22,29 @@ import { createKey, startOurs } from '../lib/services.js';
 import { summarize } from '../lib/stats.js';
 import { loadAverage, processTree } from '../lib/proc.js';
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '100000' }, requests: { type: 'string', default: '15' }, 'cpu-prof': { type: 'string' }, all: { type: 'boolean' }, baseline: { type: 'string' }, 'node-options': { type: 'string' } } });
+const { values } = parseArgs({ options: { n: { type: 'string', default: '100000' }, requests: { type: 'string', default: '15' }, 'cpu-prof': { type: 'string' }, all: { type: 'boolean' }, baseline: { type: 'string' }, warm: { type: 'string' }, 'baseline-node-options': { type: 'string' }, 'node-options': { type: 'string' } } });
 const N = Number(values.n);
 const DIMS = 128;
 const BOUNDARY = 'facecompute-bench-boundary';
-const t = new Float32Array(N * DIMS);
-let s = N >>> 0;
-for (let i = 0; i < t.length; i++) {
-  s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-  t[i] = Math.round(((s / 2 ** 32) * 0.6 - 0.3) * 1e6) / 1e6;
+
+/** The suite's body for `n` targets (bench/suites/compare.ts): text fields, then the binary part. */
+function bodyOf(n: number): Buffer {
+  const t = new Float32Array(n * DIMS);
+  let s = n >>> 0;
+  for (let i = 0; i < t.length; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    t[i] = Math.round(((s / 2 ** 32) * 0.6 - 0.3) * 1e6) / 1e6;
+  }
+  const source = Array.from(t.subarray(0, DIMS));
+  const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', top_k: '10' };
+  const parts: Buffer[] = [];
+  for (const [name, value] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="targets"; filename="targets.f32"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+  parts.push(Buffer.from(t.buffer));
+  parts.push(Buffer.from(`\r\n--${BOUNDARY}--\r\n`));
+  return Buffer.concat(parts);
 }
-const source = Array.from(t.subarray(0, DIMS));
-const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', top_k: '10' };
-const parts: Buffer[] = [];
-for (const [name, value] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="targets"; filename="targets.f32"\r\nContent-Type: application/octet-stream\r\n\r\n`));
-parts.push(Buffer.from(t.buffer));
-parts.push(Buffer.from(`\r\n--${BOUNDARY}--\r\n`));
-const body = Buffer.concat(parts);
+const body = bodyOf(N);
 
 /** utime+stime ticks (10 ms) of every thread of `pid`, by thread id, with the thread's name. */
 function threadCpu(pid: number): Map<string, { name: string; ticks: number }> {
@@ -65,9 +70,18 @@ const env: Record<string, string> = { FACECOMPUTE_MAX_COMPARE_BYTES: String(256 
 if (values['cpu-prof']) env['NODE_OPTIONS'] = `--import=${values['cpu-prof']}`;
 // --node-options '--trace-gc': V8 flags for this build's service (its log shows what they print).
 if (values['node-options']) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${values['node-options']}`.trim();
-const ours = await startOurs({ logDir: logs, label: 'profile-compare', env });
+// A service that fails to start must not leave the others running.
+const ours = await startOurs({ logDir: logs, label: 'profile-compare', env }).catch(async (err: unknown) => {
+  await discard.stop();
+  throw err;
+});
 // --baseline DIR: another build (a copy of bin/, dist/ and the addon), served beside this one.
-const base = values.baseline ? await startOurs({ logDir: logs, label: 'profile-compare-baseline', env: { ...env, NODE_OPTIONS: '' }, root: values.baseline }) : null;
+const base = values.baseline
+  ? await startOurs({ logDir: logs, label: 'profile-compare-baseline', env: { ...env, NODE_OPTIONS: values['baseline-node-options'] ?? '' }, root: values.baseline }).catch(async (err: unknown) => {
+      await Promise.all([ours.stop(), discard.stop()]);
+      throw err;
+    })
+  : null;
 const agent = new Agent({ connections: 2, keepAliveTimeout: 60_000 });
 try {
   const roofUrl = `http://127.0.0.1:${discardPort}/discard`;
@@ -81,14 +95,19 @@ try {
   ];
   const lat = new Map<string, number[]>(targets.map((x) => [x.mode, []]));
   const cpu = new Map<string, number>(targets.map((x) => [x.mode, 0]));
-  const send = async (url: string, key: string) => {
+  const send = async (url: string, key: string, payload: Buffer = body) => {
     const t0 = performance.now();
-    const res = await request(url, { method: 'POST', body, headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, authorization: `Bearer ${key}` }, dispatcher: agent });
+    const res = await request(url, { method: 'POST', body: payload, headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, authorization: `Bearer ${key}` }, dispatcher: agent });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${text.slice(0, 300)}`);
     return performance.now() - t0;
   };
   for (const x of targets) await send(x.url, x.key);
+  // --warm 1000,10000: smaller bodies first, 30 each to every service, as the compare suite does.
+  for (const n of (values.warm ?? '').split(',').filter(Boolean).map(Number)) {
+    const small = bodyOf(n);
+    for (let i = 0; i < 30; i++) for (const x of targets) await send(x.url, x.key, small);
+  }
   const signalProfilers = () => {
     if (values['cpu-prof']) for (const pid of processTree(ours.proc.pid)) process.kill(pid, 'SIGUSR2');
   };
