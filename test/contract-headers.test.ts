@@ -73,7 +73,7 @@ function raw(port: number, data: string | Buffer, waitMs = 10_000): Promise<Raw>
 }
 
 /** One request of the sweep: what to send (without the x-request-id line) and the status it gets. */
-interface Case { name: string; status: number; head: string; body?: string | Buffer; noHost?: boolean; waitMs?: number }
+interface Case { name: string; status: number; head: string; body?: string | Buffer; noHost?: boolean; waitMs?: number; /** A JSON-RPC error of the MCP SDK, not an ErrorResponse. */ rpc?: boolean }
 
 function request(c: Case, idLine: string): string | Buffer {
   const [requestLine, ...rest] = c.head.split('\r\n');
@@ -102,6 +102,7 @@ function transportCases(path: string, auth: string): Case[] {
     { name: 'incomplete body (receive timeout)', status: 408, head: `POST ${path} HTTP/1.1${a}\r\ncontent-type: application/json\r\n${MCP_ACCEPT}\r\ncontent-length: 1000`, body: '{"img": "' },
     { name: 'path not valid percent-encoding (router)', status: 400, head: `GET ${path}%zz HTTP/1.1${a}` },
     { name: 'HTTP/1.1 without Host', status: 400, head: `POST ${path} HTTP/1.1${a}\r\n${json('{}')}`, body: '{}', noHost: true },
+    { name: 'probe without Host', status: 400, head: 'GET /health HTTP/1.1', noHost: true },
     { name: 'Expect other than 100-continue', status: 417, head: `POST ${path} HTTP/1.1${a}\r\nexpect: 200-ok\r\n${json('{}')}`, body: '{}' },
   ];
 }
@@ -129,13 +130,13 @@ const SURFACES: Record<string, Case[]> = {
     { name: 'initialize (SDK, JSON)', status: 200, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json(INIT)}`, body: INIT },
     { name: 'tools/call (SDK, JSON)', status: 200, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json(rpc({ id: 2, method: 'tools/call', params: { name: 'get_capabilities', arguments: {} } }))}`, body: rpc({ id: 2, method: 'tools/call', params: { name: 'get_capabilities', arguments: {} } }) },
     { name: 'notification (SDK, 202)', status: 202, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json(rpc({ method: 'notifications/initialized' }))}`, body: rpc({ method: 'notifications/initialized' }) },
-    { name: 'no event-stream in Accept (SDK, 406)', status: 406, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\naccept: application/json\r\n${json(INIT)}`, body: INIT },
-    { name: 'not JSON-RPC (SDK, 400)', status: 400, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json('{"a":1}')}`, body: '{"a":1}' },
+    { name: 'no event-stream in Accept (SDK, 406)', rpc: true, status: 406, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\naccept: application/json\r\n${json(INIT)}`, body: INIT },
+    { name: 'not JSON-RPC (SDK, 400)', rpc: true, status: 400, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json('{"a":1}')}`, body: '{"a":1}' },
     { name: 'no key', status: 401, head: `POST /mcp HTTP/1.1\r\n${MCP_ACCEPT}\r\n${json(INIT)}`, body: INIT },
     { name: 'origin not allowed', status: 403, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\norigin: https://evil.example\r\n${MCP_ACCEPT}\r\n${json(INIT)}`, body: INIT },
     { name: 'malformed JSON', status: 400, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\n${json('{{{')}`, body: '{{{' },
     { name: 'oversized body', status: 413, head: `POST /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\ncontent-type: application/json\r\ncontent-length: ${200 * 1024 * 1024}` },
-    { name: 'GET (stateless, 405)', status: 405, head: `GET /mcp HTTP/1.1\r\n${MCP_AUTH}` },
+    { name: 'GET (stateless, 405)', rpc: true, status: 405, head: `GET /mcp HTTP/1.1\r\n${MCP_AUTH}` },
     { name: 'wrong method', status: 404, head: `PUT /mcp HTTP/1.1\r\n${MCP_AUTH}\r\n${json('{}')}`, body: '{}' },
     { name: 'unknown path', status: 404, head: 'GET /nope HTTP/1.1' },
     ...transportCases('/mcp', MCP_AUTH),
@@ -209,6 +210,12 @@ for (const [surface, cases] of Object.entries(SURFACES)) {
         const what = `${c.name}, x-request-id ${s.how}`;
         t.equal(r.status, c.status, `${what}: status (${r.text.slice(0, 160)})`);
         t.equal(r.headers['x-api-version'], 'v1', `${what}: x-api-version`);
+        if (r.status >= 400 && !c.rpc) {
+          let body: unknown;
+          try { body = JSON.parse(r.text); } catch { body = undefined; }
+          // HTML error pages for browsers are the console's; everything else is {error, detail}.
+          if (!/^text\/html/.test(r.headers['content-type'] ?? '')) t.same(Object.keys(body ?? {}).sort(), ['detail', 'error'], `${what}: {error, detail} (${r.text.slice(0, 120)})`);
+        }
         const id = r.headers['x-request-id'] ?? '';
         if (s.how === 'a UUID') t.equal(id, mine.toLowerCase(), `${what}: echoed`);
         else t.match(id, UUID_V4, `${what}: a new UUID v4`);
@@ -223,4 +230,47 @@ t.test('two requests without an id get different ids', async (t) => {
   const a = await raw(ports['mcp']!, request(SURFACES['mcp']![0]!, ''));
   const b = await raw(ports['mcp']!, request(SURFACES['mcp']![0]!, ''));
   t.not(a.headers['x-request-id'], b.headers['x-request-id']);
+});
+
+/** Reads every response on one connection until the server closes it: `first` (a request whose body is unfinished), then, once close() has begun, `rest`. */
+function duringClose(app: FastifyInstance, first: string, rest: string): Promise<string> {
+  const port = (app.server.address() as { port: number }).port;
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => s.write(first));
+    let out = '';
+    const timer = setTimeout(() => { s.destroy(); reject(new Error(`no close within 10 s; got ${JSON.stringify(out)}`)); }, 10_000);
+    s.on('data', (d: Buffer) => (out += d.toString('latin1')));
+    s.on('error', () => undefined);
+    s.on('close', () => { clearTimeout(timer); resolve(out); });
+    setTimeout(() => {
+      void app.close();
+      setTimeout(() => s.write(rest), 50);
+    }, 100);
+  });
+}
+
+t.test('console and MCP: a request that arrives while the surface closes is 503 gateway_draining in the contract shape, with both headers', async (t) => {
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_DATA_DIR: dataDir, FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}` });
+  const surfaces: Array<[string, FastifyInstance, string]> = [
+    ['console', await buildConsole({ config, store }), '/api/signup'],
+    ['mcp', (await createMcp({ config, accounts, logger, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue })).app, '/mcp'],
+  ];
+  for (const [name, app, path] of surfaces) {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const id = randomUUID();
+    const out = await duringClose(
+      app,
+      `POST ${path} HTTP/1.1\r\nhost: x\r\n${MCP_AUTH}\r\n${MCP_ACCEPT}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{`,
+      `}GET /health HTTP/1.1\r\nhost: x\r\nx-request-id: ${id}\r\n\r\n`,
+    );
+    const second = out.slice(out.indexOf('HTTP/1.1', 1));
+    t.match(second, /^HTTP\/1\.1 503 /, `${name}: 503 (${out.slice(0, 400)})`);
+    t.match(second, /\r\nx-api-version: v1\r\n/i, `${name}: x-api-version`);
+    t.match(second, new RegExp(`\\r\\nx-request-id: ${id}\\r\\n`, 'i'), `${name}: the caller's id`);
+    t.match(second, /\r\nretry-after: 5\r\n/i, `${name}: Retry-After`);
+    const body = JSON.parse(second.slice(second.indexOf('\r\n\r\n') + 4)) as Record<string, string>;
+    t.same(Object.keys(body).sort(), ['detail', 'error']);
+    t.equal(body['error'], 'gateway_draining');
+    t.match(body['detail'], /shutting down/);
+  }
 });

@@ -11,6 +11,7 @@ import type { Logger } from '../logging/logger.js';
 import { ServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
+import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import errors from './plugins/errors.js';
 import session from './plugins/session.js';
 import flash from './plugins/flash.js';
@@ -52,12 +53,14 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     // from the proxies named in the configuration.
     trustProxy: config.accounts.trustedProxies.length > 0 ? config.accounts.trustedProxies : false,
     ...requestIdOptions(),
+    ...CLOSING_OPTIONS,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     ...transportOptions(config.capacity.requestReceiveTimeoutMs),
   });
 
   registerContractHeaders(app);
   registerTransportGuards(app);
+  registerClosingRefusal(app, 'console');
 
   app.addHook('onRequest', async (_req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY');
@@ -81,10 +84,11 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     done(null, Object.fromEntries(new URLSearchParams(String(body))));
   });
 
+  // First: a route takes the error handler set when it is registered.
+  await app.register(errors);
   // Probes (Kubernetes): the console is nothing without its database.
   registerProbes(app, PACKAGE_VERSION, [{ error: 'database_unavailable', run: () => store.ping() }]);
 
-  await app.register(errors);
   await app.register(cookie);
   await app.register(session, { store, secureCookies: secureCookies(config) });
   await app.register(flash, { secureCookies: secureCookies(config) });

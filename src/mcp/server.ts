@@ -11,6 +11,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
+import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
@@ -97,12 +98,14 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.maxBodyBytes,
     ...requestIdOptions(),
+    ...CLOSING_OPTIONS,
     ...transportOptions(deps.requestReceiveTimeoutMs),
   });
 
   registerContractHeaders(app);
   useJsonBodyParser(app);
   registerTransportGuards(app);
+  registerClosingRefusal(app, 'MCP endpoint');
 
   const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
 
