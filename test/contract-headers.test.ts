@@ -18,6 +18,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config/index.js';
 import type { Logger } from '../src/logging/logger.js';
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
+import { startMetricsServer } from '../src/gateway/metrics.js';
 import { createMcp } from '../src/mcp/main.js';
 import { buildConsole } from '../src/console/app.js';
 import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
@@ -225,6 +226,23 @@ for (const [surface, cases] of Object.entries(SURFACES)) {
     }
   });
 }
+
+t.test('the metrics listener (admin port) answers with both headers too', async (t) => {
+  const server = await startMetricsServer(gw.metrics, 0);
+  t.teardown(() => new Promise((r) => server.close(r)));
+  const port = (server.address() as { port: number }).port;
+  const id = randomUUID();
+  const ok = await raw(port, `GET /metrics HTTP/1.1\r\nhost: x\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n`);
+  t.equal(ok.status, 200);
+  t.match(ok.text, /facecompute_/);
+  t.equal(ok.headers['x-request-id'], id);
+  t.equal(ok.headers['x-api-version'], 'v1');
+  const missing = await raw(port, 'GET /nope HTTP/1.1\r\nhost: x\r\nx-request-id: any string\r\nconnection: close\r\n\r\n');
+  t.equal(missing.status, 404);
+  t.same(JSON.parse(missing.text.replace(/^[0-9a-f]+\r\n|\r\n0\r\n\r\n$/g, '')), { error: 'not_found', detail: 'this listener serves GET /metrics only' });
+  t.match(missing.headers['x-request-id'], UUID_V4);
+  t.equal(missing.headers['x-api-version'], 'v1');
+});
 
 t.test('two requests without an id get different ids', async (t) => {
   const a = await raw(ports['mcp']!, request(SURFACES['mcp']![0]!, ''));

@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueStats } from './queue.js';
 import { listenHttp } from '../cli/listen.js';
+import { ServiceError } from '../errors/index.js';
+import { contractHeaders, requestIdFrom } from '../http/contract-headers.js';
 import type { ReplicaSnapshot } from './upstream/replicas.js';
 
 export interface GatewayMetrics {
@@ -55,14 +57,17 @@ export function registerReplicaMetrics(registry: Registry, snapshot: () => Repli
   });
 }
 
+/** The admin listener answers like the public surfaces: contract headers, errors as {error, detail}. */
 export async function startMetricsServer(m: GatewayMetrics, port: number, host = '127.0.0.1'): Promise<Server> {
   const server = createServer((req, res) => {
+    const headers = contractHeaders(requestIdFrom(req.headers['x-request-id']));
+    const fail = (e: ServiceError) => res.writeHead(e.status, { ...headers, 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(e.toBody()));
     if (req.method === 'GET' && req.url === '/metrics') {
       m.registry.metrics().then(
-        (body) => res.writeHead(200, { 'content-type': m.registry.contentType }).end(body),
-        () => res.writeHead(500).end(),
+        (body) => res.writeHead(200, { ...headers, 'content-type': m.registry.contentType }).end(body),
+        () => fail(new ServiceError('internal_error', 'the metrics could not be collected')),
       );
-    } else res.writeHead(404).end();
+    } else fail(new ServiceError('not_found', 'this listener serves GET /metrics only'));
   });
   await listenHttp('metrics listener', server, host, port);
   return server;
