@@ -40,3 +40,12 @@ t.test('closed sets are enums in every request body, JSON and multipart; model a
   }
   t.ok(seen >= 20, `every closed-set field checked (${seen})`);
 });
+
+t.test('metrics in responses are the same enum', async (t) => {
+  const schemas = (JSON.parse(renderOpenApi()) as { components: { schemas: Record<string, any> } }).components.schemas;
+  const metrics = [...DISTANCE_METRICS];
+  t.same(schemas['VerifyResponse'].properties.similarity_metric.enum, metrics);
+  t.same(schemas['CompareResponse'].properties.similarity_metric.enum, metrics);
+  t.same(schemas['CapabilitiesResponse'].properties.distance_metrics.items.enum, metrics);
+  t.same(schemas['CapabilitiesResponse'].properties.default_distance_metric.enum, metrics);
+});

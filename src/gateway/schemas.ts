@@ -162,8 +162,8 @@ export const capabilitiesResponse = {
     default_model: { type: 'string' },
     allowed_detectors: { type: 'array', items: { type: 'string' } },
     default_detector: { type: 'string' },
-    distance_metrics: { type: 'array', items: { type: 'string' } },
-    default_distance_metric: { type: 'string' },
+    distance_metrics: { type: 'array', items: metric },
+    default_distance_metric: metric,
     embedding_dims: { type: 'object', additionalProperties: { type: 'integer' } },
     thresholds: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'number' } } },
     limits: { type: 'object', additionalProperties: { type: 'number' } },
@@ -240,7 +240,7 @@ export const verifyResponse = {
     confidence: { type: 'number' },
     model: { type: 'string' },
     detector_backend: { type: 'string' },
-    similarity_metric: { type: 'string' },
+    similarity_metric: metric,
     facial_areas: { type: 'object', required: ['img1', 'img2'], properties: { img1: facialArea, img2: facialArea } },
     time: { type: 'number' },
   },
@@ -281,7 +281,7 @@ export const compareResponse = {
   required: ['model', 'similarity_metric', 'threshold', 'dims', 'source', 'results', 'time'],
   properties: {
     model: { type: 'string' },
-    similarity_metric: { type: 'string' },
+    similarity_metric: metric,
     threshold: { type: 'number' },
     dims: { type: 'integer' },
     source: {
