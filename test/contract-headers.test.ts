@@ -51,7 +51,7 @@ let consoleApp: FastifyInstance;
 let store: AccountsStore;
 const ports: Record<string, number> = {};
 
-interface Raw { status: number; headers: Record<string, string>; text: string }
+interface Raw { status: number; headers: Record<string, string>; text: string; head: string }
 
 /** Writes `data` on a fresh connection and reads until the server closes it. */
 function raw(port: number, data: string | Buffer, waitMs = 10_000): Promise<Raw> {
@@ -68,7 +68,7 @@ function raw(port: number, data: string | Buffer, waitMs = 10_000): Promise<Raw>
       const [statusLine = '', ...lines] = head.split('\r\n');
       const headers: Record<string, string> = {};
       for (const l of lines) { const i = l.indexOf(':'); if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim(); }
-      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, text: rest.join('\r\n\r\n') });
+      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, text: rest.join('\r\n\r\n'), head });
     });
   });
 }
@@ -211,6 +211,7 @@ for (const [surface, cases] of Object.entries(SURFACES)) {
         const what = `${c.name}, x-request-id ${s.how}`;
         t.equal(r.status, c.status, `${what}: status (${r.text.slice(0, 160)})`);
         t.equal(r.headers['x-api-version'], 'v1', `${what}: x-api-version`);
+        t.equal(r.head.match(/\r\nx-(request-id|api-version):/gi)?.length, 2, `${what}: each header once`);
         if (r.status >= 400 && !c.rpc) {
           let body: unknown;
           try { body = JSON.parse(r.text); } catch { body = undefined; }
