@@ -124,7 +124,7 @@ class PartCollector {
         value = JSON.parse(raw);
       } catch {
         if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
-        throw new ServiceError('invalid_request', `field '${name}' must be JSON in a multipart text part`);
+        throw new ServiceError('invalid_request', `field '${name}' must be valid JSON in a multipart text part (typed text/plain, application/json or untyped)`);
       }
     } else if (kind === 'image' && /^\s*\[/.test(raw)) {
       // an embedding sent as a text part
