@@ -249,28 +249,27 @@ t.test('waiters that can no longer start before their deadline are shed as soon 
   const runs = jobs.map((j, i) => q.run(j.job).then(() => `ran ${i}`, (e: ServiceError) => e).then((o) => void outcomes.push(o)));
   t.equal(q.stats().waiting, 8);
   // The running job takes 20 s instead of 5. S becomes 0.8 × 5 + 0.2 × 20 = 8 s; waiter 0 gets the
-  // slot (it waited 4× its estimate: the ratio's mean becomes 1.6), and waiter 1, the new head, has
-  // waited 20 s on an estimate of 10 s: the expected factor is 2. With the slot busy for 8 s more,
-  // waiter 1 starts in 8 × 2 = 16 s and waiter 2 in 32 s, within the 40 s they have left; waiters
-  // 3-7 would start in 48 s at best: shed now.
+  // slot (it waited 4× its estimate: the ratio's mean becomes 1.6). With that slot busy for 8 s,
+  // waiters 1, 2, 3 start in 8, 16, 24 s × 1.6 = 12.8, 25.6, 38.4 s, within the 40 s they have
+  // left; waiters 4-7 would start in 32 × 1.6 = 51.2 s at best: shed now.
   first.end(20_000);
   await pFirst;
   await new Promise((r) => setImmediate(r));
   const shed = outcomes.filter((o): o is ServiceError => o instanceof ServiceError);
-  t.equal(shed.length, 5, 'five shed at once, without waiting for their timeout');
+  t.equal(shed.length, 4, 'four shed at once, without waiting for their timeout');
   for (const e of shed) {
     t.equal(e.code, 'queue_full');
-    t.match(e.detail, /could no longer start within 60000 ms of its arrival \(estimated start in 48000 ms, 40000 ms left\)/);
-    t.equal(e.headers['retry-after'], '8', 'the estimated excess, 48 − 40 s');
+    t.match(e.detail, /could no longer start within 60000 ms of its arrival \(estimated start in 51200 ms, 40000 ms left\)/);
+    t.equal(e.headers['retry-after'], '12', 'the estimated excess, 51.2 − 40 s, rounded up');
   }
-  t.equal(q.stats().waiting, 2, 'the two that can still start in time keep their places');
-  t.equal(q.stats().shed, 5);
-  for (const i of [0, 1, 2]) {
+  t.equal(q.stats().waiting, 3, 'the three that can still start in time keep their places');
+  t.equal(q.stats().shed, 4);
+  for (const i of [0, 1, 2, 3]) {
     jobs[i]!.end(8000); // as estimated: nothing more is shed
     await new Promise((r) => setImmediate(r));
   }
   await Promise.all(runs);
-  t.same(outcomes.filter((o) => typeof o === 'string').sort(), ['ran 0', 'ran 1', 'ran 2']);
+  t.same(outcomes.filter((o) => typeof o === 'string').sort(), ['ran 0', 'ran 1', 'ran 2', 'ran 3']);
 });
 
 t.test('while the estimate holds, nobody is shed', async (t) => {

@@ -327,7 +327,9 @@ async function main(): Promise<void> {
       if (!(c.rps > 0)) throw new Error('no capacity measured');
       capacities[`${k}x`] = c.rps;
       process.stderr.write(`capacity before ${k}x: ${c.rps} req/s at c${CONCURRENCY} (p50 ${c.p50_ms} ms)\n`);
-      for (const s of services) {
+      // The order alternates between load levels: the machine's load drifts within minutes, and the
+      // service loaded second would otherwise always meet the later, usually busier, machine.
+      for (const s of j % 2 === 0 ? services : [...services].reverse()) {
         await sleep(2000);
         const rssBefore = rssMb(s.svc.proc.pid);
         const w0 = await queueWaits(s.metricsUrl);

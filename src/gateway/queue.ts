@@ -21,8 +21,8 @@
  *
  * Admitted requests are not left to time out when the estimate changes under them: whenever a job
  * finishes (the moving service time and the slots' schedule change), each waiter's start is
- * re-estimated in queue order with the expected ratio (moving mean, no SD margin: only what the
- * estimate says, not its pessimistic bound), and a waiter that can no longer start before its own
+ * re-estimated in queue order with the expected ratio (its moving mean: only what the estimate
+ * says, not its pessimistic bound), and a waiter that can no longer start before its own
  * deadline is shed at once with queue_full and Retry-After, the places behind it moving up.
  * `capacity` admission keeps only the bound on waiters.
  *
@@ -212,14 +212,14 @@ export function createQueue(
 
   /**
    * The factor a waiter's start is re-estimated with: the moving mean of the ratio (what waits have
-   * been, on average, against their estimates) and the head's live overrun, without the SD margin
-   * that admission adds, so that shedding follows the estimate rather than its pessimistic bound.
+   * been, on average, against their estimates), without the SD margin and the head's live overrun
+   * that admission adds. Shedding follows the estimate, not its pessimistic bound: the head's
+   * overrun is one sample, and one whose estimate was short (a single departure ahead, S / slots)
+   * overruns it several times over whenever departures bunch, which shed whole queues in the
+   * overload bench that went on to start in time.
    */
   function expectedFactor(): number {
-    let f = ratio.mean ?? 1;
-    const head = waiters[0];
-    if (head && head.estimate !== null && head.estimate > 0) f = Math.max(f, (now() - head.since) / head.estimate);
-    return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, f));
+    return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, ratio.mean ?? 1));
   }
 
   /** Calibrated estimate of the wait, ms. */
