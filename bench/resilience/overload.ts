@@ -116,7 +116,18 @@ async function readinessStatus(url: string): Promise<{ status: number; ms: numbe
   }
 }
 
-async function openLoop(svc: OurService, key: string, body: string, rate: number, seconds: number, seed: number, pid: number) {
+/** The gateway's queue gauges now: jobs running against the model server and jobs waiting. */
+async function queueNow(metricsUrl: string): Promise<{ running: number; waiting: number } | null> {
+  try {
+    const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+    const g = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+    return { running: g('facecompute_gateway_upstream_in_flight'), waiting: g('facecompute_gateway_queue_depth') };
+  } catch {
+    return null;
+  }
+}
+
+async function openLoop(svc: OurService, key: string, body: string, rate: number, seconds: number, seed: number, pid: number, metricsUrl: string) {
   const agent = new Agent({ connections: 4096, pipelining: 1, headersTimeout: 300_000, bodyTimeout: 300_000, keepAliveTimeout: 10_000 });
   const outcomes: Outcome[] = [];
   const pending: Array<Promise<void>> = [];
@@ -124,6 +135,9 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   const rss: number[] = [];
   const ready: Array<{ status: number; ms: number }> = [];
   const sampler = setInterval(() => rss.push(rssMb(pid)), 250);
+  // Whether the slots stay busy: a policy that refuses too much idles them and loses goodput.
+  const depth: Array<{ running: number; waiting: number }> = [];
+  const depthSampler = setInterval(() => void queueNow(metricsUrl).then((d) => d && depth.push(d)), 250);
   // This process's own event-loop delay: an answer read late here inflates the client's times.
   const clientLoop = monitorEventLoopDelay({ resolution: 5 });
   clientLoop.enable();
@@ -178,6 +192,7 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   }
   const loadEnd = performance.now();
   clientLoop.disable();
+  clearInterval(depthSampler);
   // The probes write every 200 ms: the last moments of the phase may be missing, not later ones.
   const gatewayLoop = svc.eldDir ? readEld(svc.eldDir, pid) : null;
   const idleLoop = svc.eldDir && svc.eldBaselinePid ? readEld(svc.eldDir, svc.eldBaselinePid) : null;
@@ -206,7 +221,9 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
     gateway: gatewayLoop,
     idle_process: idleLoop,
   };
-  return { outcomes, rss, ready, readyAfterMs, drainedMs, offered: pending.length, loops, server: serverSide(svc.proc.logPath) };
+  const mean = (xs: number[]) => round(xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length), 2);
+  const queue = { samples: depth.length, running_mean: mean(depth.map((d) => d.running)), waiting_mean: mean(depth.map((d) => d.waiting)), idle_slot_samples: depth.filter((d) => d.running < CONCURRENCY).length };
+  return { outcomes, rss, ready, readyAfterMs, drainedMs, offered: pending.length, loops, queue, server: serverSide(svc.proc.logPath) };
 }
 
 /** The gateway process's event-loop delay over the phase, from bench/lib/eld-probe.mjs. */
@@ -269,6 +286,9 @@ function phaseReport(name: string, rate: number, r: Awaited<ReturnType<typeof op
     rejections: { n: rejected.length, p50_ms: round(rej.p50, 1), p99_ms: round(rej.p99, 1), max_ms: round(rej.max, 1) },
     rejections_p99_within_50ms: rejected.length === 0 || rej.p99 <= 50,
     rejections_decomposed: decompose(rejected, r.server),
+    // Refusals that came after a wait (shed or timed out), not at once.
+    rejections_after_1s: rejected.filter((o) => o.ms > 1000).length,
+    queue_during_load: r.queue,
     event_loop_delay: r.loops,
     retry_after_s: retryAfters.length > 0 ? { min: Math.min(...retryAfters), max: Math.max(...retryAfters), missing: rejected.length - retryAfters.length } : null,
     successes: { n: ok.length, p50_ms: round(suc.p50, 1), p99_ms: round(suc.p99, 1), max_ms: round(suc.max, 1) },
@@ -334,11 +354,11 @@ async function main(): Promise<void> {
         const rssBefore = rssMb(s.svc.proc.pid);
         const w0 = await queueWaits(s.metricsUrl);
         const rate = c.rps * k;
-        const r = await openLoop(s.svc, s.key, body, rate, SECONDS, 1000 + j, s.svc.proc.pid);
+        const r = await openLoop(s.svc, s.key, body, rate, SECONDS, 1000 + j, s.svc.proc.pid, s.metricsUrl);
         const w1 = await queueWaits(s.metricsUrl);
         const p = phaseReport(`${s.admission} ${k}x`, rate, r, rssBefore, s.queueTimeoutMs, overTimeout(w0, w1, s.queueTimeoutMs));
         phases.push(p);
-        process.stderr.write(`${p.name}: ${JSON.stringify({ statuses: p.statuses, rejections: p.rejections, successes: p.successes, decomposed: p.rejections_decomposed, loops: p.event_loop_delay, waits_over: p.queue_waits_over_timeout, rss: p.rss_mb, ready_after_ms: p.readiness_200_after_load_ms })}\n`);
+        process.stderr.write(`${p.name}: ${JSON.stringify({ statuses: p.statuses, rejections: p.rejections, successes: p.successes, late: p.rejections_after_1s, queue: p.queue_during_load, decomposed: p.rejections_decomposed, loops: p.event_loop_delay, waits_over: p.queue_waits_over_timeout, rss: p.rss_mb, ready_after_ms: p.readiness_200_after_load_ms })}\n`);
       }
     }
   } finally {
