@@ -135,9 +135,10 @@ async function openLoop(svc: OurService, key: string, body: string, rate: number
   const rss: number[] = [];
   const ready: Array<{ status: number; ms: number }> = [];
   const sampler = setInterval(() => rss.push(rssMb(pid)), 250);
-  // Whether the slots stay busy: a policy that refuses too much idles them and loses goodput.
+  // Whether the slots stay busy: a policy that refuses too much idles them and loses goodput. Once
+  // a second: each scrape runs in the gateway's event loop, whose delays are being measured.
   const depth: Array<{ running: number; waiting: number }> = [];
-  const depthSampler = setInterval(() => void queueNow(metricsUrl).then((d) => d && depth.push(d)), 250);
+  const depthSampler = setInterval(() => void queueNow(metricsUrl).then((d) => d && depth.push(d)), 1000);
   // This process's own event-loop delay: an answer read late here inflates the client's times.
   const clientLoop = monitorEventLoopDelay({ resolution: 5 });
   clientLoop.enable();
