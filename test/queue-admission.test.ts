@@ -315,3 +315,27 @@ t.test('the headroom keeps a fraction of the timeout for the estimate\'s error',
   t.equal(r.refusal?.code, 'queue_full');
   t.match(r.refusal?.detail, /estimated wait 800 ms, admitted up to 750 ms/);
 });
+
+t.test('a wait estimated at a fraction of a service time does not teach the ratio', async (t) => {
+  const c = clock();
+  const q = createQueue(4, 100, 60_000, 'deadline', c.now);
+  await teach(q, c, 1000);
+  // Four slots taken, one job started 900 ms before the others: the first slot frees in 100 ms, and
+  // one departure is S / 4 = 250 ms on average; the waiter's estimate is 250 ms, a quarter of S.
+  const jobs = [controlled(c)];
+  const runs = [q.run(jobs[0]!.job)];
+  c.advance(900);
+  for (let i = 0; i < 3; i++) {
+    jobs.push(controlled(c));
+    runs.push(q.run(jobs.at(-1)!.job));
+  }
+  t.equal(q.estimateWaitMs(), 250, 'the waiter\'s estimate: one departure, S / 4');
+  const waiter = q.run(async () => 'w');
+  // The first job takes 2.5 s more than expected: the waiter met 10× its estimate. Learned, that one
+  // sample would lift the factor to its cap of 5; it says nothing about waits of seconds.
+  jobs[0]!.end(2500);
+  t.equal(await waiter, 'w');
+  t.equal(q.stats().waitFactor, 1, 'the ratio is unchanged');
+  for (const j of jobs.slice(1)) j.end(0);
+  await Promise.all(runs);
+});

@@ -98,6 +98,8 @@ interface Waiter {
   since: number;
   /** The uncalibrated estimate it entered with, ms (null without service history). */
   estimate: number | null;
+  /** Its estimate was at least the service time it entered with: its ratio is worth learning. */
+  teaches: boolean;
 }
 
 export function createQueue(
@@ -123,8 +125,15 @@ export function createQueue(
   let shedCount = 0;
   const timeoutRetryAfter = String(Math.max(1, Math.min(30, Math.ceil(timeoutMs / 1000))));
 
+  /**
+   * Only waits estimated at one service time or more teach the ratio: below that, the estimate is a
+   * fraction of S (one departure is S / slots) and the actual wait is when the next slot happens to
+   * free, so the ratio is noise that can reach 20 (a 0.2 s estimate met after 4 s). In the overload
+   * bench such samples lifted the ratio's mean several-fold at once and shed whole queues that had
+   * seconds to spare.
+   */
   function learn(w: Waiter, waitedMs: number): void {
-    if (w.estimate !== null && w.estimate > 0) ratio.add(Math.min(20, waitedMs / w.estimate));
+    if (w.teaches && w.estimate !== null) ratio.add(Math.min(20, waitedMs / w.estimate));
   }
 
   function next(): void {
@@ -201,12 +210,12 @@ export function createQueue(
   /**
    * The calibration factor. The head of the queue is also a live sample: having waited longer than
    * its estimate already, its ratio is at least age ÷ estimate, known now rather than once it runs,
-   * so a sudden loss of capacity tightens admission at once.
+   * so a sudden loss of capacity tightens admission at once (when its estimate was meaningful).
    */
   function factor(): number {
     let f = (ratio.mean ?? 1) + Z * ratio.sd;
     const head = waiters[0];
-    if (head && head.estimate !== null && head.estimate > 0) f = Math.max(f, (now() - head.since) / head.estimate);
+    if (head && head.teaches && head.estimate !== null) f = Math.max(f, (now() - head.since) / head.estimate);
     return Math.min(FACTOR_MAX, Math.max(FACTOR_MIN, f));
   }
 
@@ -262,12 +271,14 @@ export function createQueue(
       } else {
         // FIFO: the requests already waiting are ahead; those still reading their bodies are not.
         check(running + waiters.length);
+        const estimate = rawWait(running + waiters.length);
         started = await new Promise<number>((resolve, reject) => {
           const entry: Waiter = {
             resolve,
             reject,
             since: now(),
-            estimate: rawWait(running + waiters.length),
+            estimate,
+            teaches: estimate !== null && service.mean !== null && estimate > 0 && estimate >= service.mean,
             timer: setTimeout(() => {
               const i = waiters.indexOf(entry);
               if (i >= 0) waiters.splice(i, 1);
