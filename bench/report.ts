@@ -121,6 +121,8 @@ interface CompareResult {
   native?: { rows: Array<{ n: number; impl: string; vectors_per_s: number }> } | null;
   goals?: { binary_p50_ms: number; roofline_p50_ms: number; binary_over_roofline: number; binary_cpu_ms?: number | null; roofline_cpu_ms?: number | null; b64_over_binary: number; met: { binary_p50_le_60ms: boolean; within_2x_roofline: boolean; binary_5x_b64: boolean } } | null;
   many?: { sources: number; targets: number; top_k: number; p50_ms: number; single_requests_ms: number; speedup_vs_single_requests: number } | null;
+  /** The binary gateway's CPU per binary request, its main thread against its other threads. */
+  binary_gateway_threads?: Array<{ n: number; main_ms: number; others_ms: number }>;
 }
 interface BatchingResult {
   rps: { on: number; off: number };
@@ -397,6 +399,8 @@ export function writeReport(b: BenchFile, dir: string): void {
       md.push(`- against the roofline (${fx(g.roofline_p50_ms, 1)} ms): ${fx(g.binary_over_roofline)}× (goal ≤ 2×): ${yes(g.met.within_2x_roofline)}${g.binary_cpu_ms && g.roofline_cpu_ms ? `; server CPU per request ${fx(g.binary_cpu_ms, 0)} vs ${fx(g.roofline_cpu_ms, 0)} ms (${fx(g.binary_cpu_ms / g.roofline_cpu_ms)}×), which moves less with the machine's load` : ''}`);
       md.push(`- targets_b64 / binary: ${fx(g.b64_over_binary, 1)}× (goal ≥ 5×): ${yes(g.met.binary_5x_b64)}`);
     }
+    const split = compare.binary_gateway_threads?.find((x) => x.n === 100_000);
+    if (split) md.push(`- where the binary gateway's CPU goes at 100,000 targets: ${fx(split.main_ms, 0)} ms per request on its main thread (node:http's reading and copying of the body's 64 KiB chunks, the multipart reader's copy and native delimiter search, auth, the answer) and ${fx(split.others_ms, 0)} ms on its other threads (the kernel's half on the libuv pool, and V8's garbage-collector workers)`);
     if (compare.many) md.push(`- many-to-many: ${compare.many.sources} sources × ${compare.many.targets} targets in one request, p50 ${fx(compare.many.p50_ms, 0)} ms, against ${fx(compare.many.single_requests_ms, 0)} ms for ${compare.many.sources} single-source requests (${fx(compare.many.speedup_vs_single_requests, 1)}×)`);
     if (compare.native?.rows.length) md.push('', `Native kernel (bench/results/compare.json): ${compare.native.rows.map((r) => `${r.impl} n=${r.n}: ${r.vectors_per_s.toExponential(2)}/s`).join('; ')}.`);
     md.push('');
@@ -456,7 +460,15 @@ export function writeReport(b: BenchFile, dir: string): void {
     const b64 = compare.rows.find((r) => r.n === 100_000 && r.mode === 'b64');
     if (j && b64) losses.push(`- /compare with JSON bodies is bound by parsing, not by the kernel: 100k targets take ${fx(j.p50_ms, 0)} ms as JSON arrays and ${fx(b64.p50_ms, 0)} ms as targets_b64 (${fx(j.body_mb, 0)} and ${fx(b64.body_mb, 0)} MB bodies); send binary targets (multipart application/octet-stream) instead.`);
     const g = compare.goals;
-    if (g && !(g.met.binary_p50_le_60ms && g.met.within_2x_roofline)) losses.push(`- /compare with binary targets: p50 ${fx(g.binary_p50_ms, 1)} ms against a roofline of ${fx(g.roofline_p50_ms, 1)} ms for moving the same bytes (${fx(g.binary_over_roofline)}×): the multipart parse and the copy of the part into one buffer, on the shared 2 cores.`);
+    const split100k = compare.binary_gateway_threads?.find((x) => x.n === 100_000);
+    if (g && !(g.met.binary_p50_le_60ms && g.met.within_2x_roofline)) {
+      losses.push(
+        `- /compare with binary targets: p50 ${fx(g.binary_p50_ms, 1)} ms against a roofline of ${fx(g.roofline_p50_ms, 1)} ms for moving the same bytes (${fx(g.binary_over_roofline)}×)${g.binary_cpu_ms && g.roofline_cpu_ms ? `, CPU ${fx(g.binary_cpu_ms, 0)} against ${fx(g.roofline_cpu_ms, 0)} ms per request` : ''}. ` +
+          `The multipart parse is no longer the gap (our reader: 18 CPU ms per 49 MB body against 17 for the chunks and the copy alone, bench/profile/multipart-parse.ts). ` +
+          `node:http allocates every 64 KiB chunk of the body as its own ArrayBuffer, 49 MB per request, and in this suite V8 answered that external-memory growth with about one mark-compact of the gateway's heap per request (--trace-gc: 32 against 2 over the same requests posted alone by bench/profile/compare-http.ts)${split100k ? `: ${fx(split100k.others_ms, 0)} of the gateway's CPU ms per request ran on threads other than its event loop` : ''}. ` +
+          `Posted alone, binary and roofline interleaved, the same build measures 1.2–1.6× the roofline and 38–56 CPU ms against 18–39 (bench/profile/compare-http.ts, load 8–10).`,
+      );
+    }
   }
   md.push(...(losses.length ? losses : ['- Nothing measured here: see the tables.']), '');
   const failed = Object.entries(b.suites).filter(([, v]) => v?.error);

@@ -177,6 +177,31 @@ export function treeCpuSeconds(root: number): number {
   return ticks / CLOCK_TICKS;
 }
 
+/**
+ * CPU seconds of one process's threads, split into its main thread (tid = pid: the event loop) and
+ * all the others (libuv pool, V8's GC and compiler workers; threads that ended count in neither).
+ */
+export function threadCpuSeconds(pid: number): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const ticks = Number(f[11]) + Number(f[12]);
+        if (tid === String(pid)) main += ticks;
+        else others += ticks;
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // the process ended
+  }
+  return { main: main / CLOCK_TICKS, others: others / CLOCK_TICKS };
+}
+
 /** USER_HZ: the unit of /proc/<pid>/stat's times; 100 on every Linux ABI Node supports. */
 const CLOCK_TICKS = 100;
 

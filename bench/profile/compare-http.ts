@@ -82,6 +82,7 @@ const base = values.baseline
       throw err;
     })
   : null;
+process.stdout.write(`serve pid ${ours.proc.pid}${base ? `, baseline serve pid ${base.proc.pid}` : ''}\n`);
 const agent = new Agent({ connections: 2, keepAliveTimeout: 60_000 });
 try {
   const roofUrl = `http://127.0.0.1:${discardPort}/discard`;

@@ -11,13 +11,16 @@
  * agree between encodings. The /compare body limit is raised for this suite: 100k targets as JSON
  * arrays are about 250 MB. `binary` and many-to-many are served by one gateway, `b64` and `json` by
  * a second one started the same way, so that the garbage of the text encodings (about a gigabyte
- * after one 100k JSON body) is not collected during the binary requests.
+ * after one 100k JSON body) is not collected during the binary requests. The binary gateway's CPU
+ * per request is also split into its main thread and its other threads (libuv pool, V8's GC
+ * workers). BENCH_COMPARE_NODE_OPTIONS is given to the binary gateway as NODE_OPTIONS (to trace its
+ * collections: `--import=<a module calling v8.setFlagsFromString('--trace-gc')>`).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { REPO_ROOT } from '../lib/paths.js';
-import { freePort, start, treeCpuSeconds, waitFor } from '../lib/proc.js';
+import { freePort, start, threadCpuSeconds, treeCpuSeconds, waitFor } from '../lib/proc.js';
 import { createKey, startOurs } from '../lib/services.js';
 import { summarize } from '../lib/stats.js';
 import type { SuiteContext } from './context.js';
@@ -88,7 +91,7 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
   mkdirSync(ctx.logDir, { recursive: true });
   const discard = start(process.execPath, [join(REPO_ROOT, 'bench', 'lib', 'discard-server.mjs')], { env: { ...process.env, PORT: String(discardPort) }, cwd: REPO_ROOT, logPath: join(ctx.logDir, 'compare-discard.log') });
   const settings = { FACECOMPUTE_MAX_COMPARE_BYTES: String(256 * 2 ** 20), FACECOMPUTE_MAX_TARGETS: '100000', FACECOMPUTE_MAX_SOURCES: String(MANY_SOURCES) };
-  const ours = await startOurs({ logDir: ctx.logDir, label: 'compare-ours', env: settings });
+  const ours = await startOurs({ logDir: ctx.logDir, label: 'compare-ours', env: { ...settings, ...(process.env['BENCH_COMPARE_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_COMPARE_NODE_OPTIONS'] } : {}) } });
   // The text encodings get a gateway of their own: one 100k-target JSON body leaves about a
   // gigabyte of strings and arrays behind, and whichever request runs next would pay for its
   // collection. The roofline has its own process too.
@@ -115,6 +118,7 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
     const source = Array.from(targets(1).subarray(0, DIMS));
     const rows: CompareRow[] = [];
     let bytes100k: Uint8Array | null = null;
+    const threadSplit: Array<{ n: number; main_ms: number; others_ms: number }> = [];
     for (const n of sizes) {
       const t = targets(n);
       const bytes = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
@@ -143,6 +147,8 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
         if (b.mode !== 'roofline') nearest.set(b.mode, r.json.results?.[0]);
       }
       const most = Math.max(...bodies.map((b) => repeats(n, b.mode)));
+      // The binary gateway serves nothing else in these rounds: its threads' CPU is the binary requests'.
+      const threads0 = threadCpuSeconds(ours.proc.pid);
       for (let i = 0; i < most; i++) {
         for (const b of bodies) {
           if (i >= repeats(n, b.mode)) continue;
@@ -153,6 +159,11 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
           if (typeof r.json.time === 'number') server.get(b.mode)!.push(r.json.time * 1000);
         }
       }
+      const threads1 = threadCpuSeconds(ours.proc.pid);
+      const binaryCount = lat.get('binary')!.length;
+      const binaryThreads = { main_ms: ((threads1.main - threads0.main) * 1000) / binaryCount, others_ms: ((threads1.others - threads0.others) * 1000) / binaryCount };
+      threadSplit.push({ n, ...binaryThreads });
+      ctx.log(`compare binary n=${n}: gateway CPU per request ${binaryThreads.main_ms.toFixed(0)} ms on its main thread, ${binaryThreads.others_ms.toFixed(0)} ms on its other threads (libuv pool, V8 GC and compiler workers)`);
       for (const b of bodies) {
         const s = summarize(lat.get(b.mode)!);
         const st = server.get(b.mode)!;
@@ -203,7 +214,7 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       ctx.log(`goal: binary / roofline ${goals.binary_over_roofline.toFixed(2)}× (≤ 2): ${goals.met.within_2x_roofline ? 'met' : 'NOT met'}; server CPU per request ${goals.binary_cpu_ms?.toFixed(0)} vs ${goals.roofline_cpu_ms?.toFixed(0)} ms`);
       ctx.log(`goal: b64 / binary ${goals.b64_over_binary.toFixed(1)}× (≥ 5): ${goals.met.binary_5x_b64 ? 'met' : 'NOT met'}`);
     }
-    return { dims: DIMS, metric: 'cosine', top_k: TOP_K, rows, goals, many };
+    return { dims: DIMS, metric: 'cosine', top_k: TOP_K, rows, goals, many, binary_gateway_threads: threadSplit };
   } finally {
     await agent.close().catch(() => undefined);
     await ours.stop();
