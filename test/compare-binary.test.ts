@@ -169,3 +169,37 @@ t.test('many sources: one result list per source, as separate requests would giv
   t.equal(caps.limits.max_sources, 8);
   t.equal(caps.limits.max_compare_bytes, COMPARE_BYTES);
 });
+
+/** Text parts typed application/json read as @fastify/multipart reads them on the other routes. */
+t.test('text parts typed application/json: parsed, then read as the field says', async (t) => {
+  const targets = matrix(20, 4);
+  const boundary = 'jsonparts';
+  const part = (headers: string, body: string | Buffer) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), Buffer.from(body), Buffer.from('\r\n')]);
+  const send = async (parts: Buffer[]) => {
+    const r = await fetch(`${base}/compare`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer rest-key-1', 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]),
+    });
+    return { status: r.status, json: (await r.json()) as any };
+  };
+  const binary = part('Content-Disposition: form-data; name="targets"; filename="t.f32"\r\nContent-Type: application/octet-stream', Buffer.from(bytesOf(targets)));
+  const source = JSON.stringify({ embedding: Array.from(targets.subarray(5 * DIMS, 6 * DIMS)) });
+  const ok = await send([
+    part('Content-Disposition: form-data; name="source"\r\nContent-Type: application/json', source),
+    part('Content-Disposition: form-data; name="model_name"\r\nContent-Type: application/json', '"Facenet"'),
+    part('Content-Disposition: form-data; name="top_k"\r\nContent-Type: application/json; charset=utf-8', '2'),
+    binary,
+  ]);
+  t.equal(ok.status, 200, JSON.stringify(ok.json).slice(0, 200));
+  t.equal(ok.json.model, 'Facenet', 'a JSON string is its text');
+  t.equal(ok.json.results.length, 2, 'a JSON number is its number');
+  t.equal(ok.json.results[0].index, 5);
+  const nan = await send([part('Content-Disposition: form-data; name="source"\r\nContent-Type: application/json', source.replace(/^(\{"embedding":\[)[^,]*/, '$1NaN')), binary]);
+  t.equal(nan.status, 400);
+  t.equal(nan.json.error, 'invalid_embedding');
+  const bad = await send([part('Content-Disposition: form-data; name="model_name"\r\nContent-Type: application/json', 'Facenet'), part('Content-Disposition: form-data; name="source"', source), binary]);
+  t.equal(bad.status, 400);
+  t.equal(bad.json.error, 'invalid_request');
+  t.match(bad.json.detail, /typed application\/json does not hold valid JSON/);
+});

@@ -180,6 +180,22 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
 }
 
 /**
+ * A text part's value as the busboy path sees it: @fastify/multipart parses a part typed
+ * application/json (refusing it when it is not JSON) and the collector re-reads its text.
+ */
+function jsonTypedText(mimetype: string, raw: string): string {
+  if (mimetype !== 'application/json') return raw;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', 'a multipart text part typed application/json holds NaN or Infinity: every embedding value must be a finite number');
+    throw new ServiceError('invalid_request', 'a multipart text part typed application/json does not hold valid JSON');
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/**
  * Through our own reader (multipart-reader.ts): /compare, whose binary targets part is copied once
  * into one buffer (from `pool`, sized from Content-Length) and searched for its end natively.
  */
@@ -210,7 +226,7 @@ async function streamParts(req: FastifyRequest, maxImageBytes: number, maxReques
       const kind = kinds.get(head);
       if (kind === 'targets') c.targets(bytes);
       else if (kind === 'file') c.file(head.name, bytes);
-      else c.field(head.name, bytes.toString('utf8'));
+      else c.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
     }
   } catch (err) {
     if (c.binaryTargets) pool?.release(c.binaryTargets);
