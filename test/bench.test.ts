@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { cpuSplit, perfLine, writeReport } from '../bench/report.js';
 import { groupPerf } from '../bench/lib/perf.js';
 import { deepFaceProblem, type BenchFile } from '../bench/run.js';
-import { sampleLoad, treeCpuSeconds } from '../bench/lib/proc.js';
+import { sampleLoad, settle, treeCpuSeconds } from '../bench/lib/proc.js';
 import { rotation } from '../bench/suites/service.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -204,4 +204,24 @@ t.test('a perf report is grouped by what the time is spent on', async (t) => {
   t.same(perfLine(dir, 'Dlib'), [], 'no profile: nothing said');
   writeFileSync(join(dir, 'profile-verify-Dlib-opencv.json'), JSON.stringify({ ran_at: '2026-11-24T12:07:53.072Z', connections: 16, loadavg: '25.73 22.61 22.04 30/639 21163', ...g }));
   t.same(perfLine(dir, 'Dlib'), ['- Profiled, Dlib: `perf record` of our gateway and model server under /verify Dlib opencv at c16 (`node --import tsx bench/profile/verify-perf.ts --model Dlib`, 2026-11-24 12:07 UTC, load 25.73): haar 57.9%, align and tensor 2.9%, onnxruntime 2.5%, image decode 1.3%, kernel 1.2%, libc 1.2% of all samples. The Haar scan is the largest share: the next CPU gain must come from it.']);
+});
+
+t.test('settle waits while a process tree still burns CPU after a run, and not once it is idle', async (t) => {
+  // A server that finishes abandoned requests after the client stopped (gunicorn's sync workers):
+  // a child busy for 1.5 s, then idle.
+  const busy = spawn(process.execPath, ['-e', 'const e = Date.now() + 1500; while (Date.now() < e); setInterval(() => {}, 1000);'], { stdio: 'ignore' });
+  t.teardown(() => busy.kill('SIGKILL'));
+  await new Promise((r) => setTimeout(r, 100));
+  const s = await settle(busy.pid!, { windowMs: 250, timeoutMs: 10_000 });
+  t.ok(s.quiet, 'quiet in the end');
+  t.ok(s.waitedMs >= 1000, `waited through the busy second and a half (${s.waitedMs.toFixed(0)} ms)`);
+  t.ok(s.cpuS >= 0.5, `counted the CPU it burnt meanwhile (${s.cpuS.toFixed(2)} s)`);
+  const idle = await settle(busy.pid!, { windowMs: 250, timeoutMs: 10_000 });
+  t.ok(idle.quiet && idle.waitedMs < 1000, `an idle tree settles in one window (${idle.waitedMs.toFixed(0)} ms)`);
+  // A tree that never quiets ends at the timeout, saying so.
+  const hog = spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' });
+  t.teardown(() => hog.kill('SIGKILL'));
+  const capped = await settle(hog.pid!, { windowMs: 200, timeoutMs: 800 });
+  t.notOk(capped.quiet, 'still busy at the timeout');
+  t.ok(capped.waitedMs >= 800 && capped.waitedMs < 3000, `stopped at the timeout (${capped.waitedMs.toFixed(0)} ms)`);
 });

@@ -239,3 +239,27 @@ export function loadAverage(): number[] {
     return [];
   }
 }
+
+/**
+ * Waits until the process tree under `root` has gone quiet: less than `idleShare` of one core over
+ * a `windowMs` window, or `timeoutMs` passed. A load run abandons its requests in flight when it
+ * stops, but a server that cannot cancel them (gunicorn's sync workers run every queued request to
+ * the end) keeps both cores busy for seconds afterwards; the next side measured on the same machine
+ * would pay for that. Returns how long it waited and the CPU seconds the tree used meanwhile.
+ */
+export async function settle(root: number, o: { windowMs?: number; idleShare?: number; timeoutMs?: number } = {}): Promise<{ waitedMs: number; cpuS: number; quiet: boolean }> {
+  const windowMs = o.windowMs ?? 500;
+  const idleShare = o.idleShare ?? 0.05;
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  const t0 = performance.now();
+  const c0 = treeCpuSeconds(root);
+  let last = c0;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, windowMs));
+    const now = treeCpuSeconds(root);
+    const quiet = now - last < (idleShare * windowMs) / 1000;
+    const waitedMs = performance.now() - t0;
+    if (quiet || waitedMs >= timeoutMs) return { waitedMs, cpuS: now - c0, quiet };
+    last = now;
+  }
+}

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_PAIR, verifyBody } from '../lib/bodies.js';
 import { load, postJson, type LoadResult } from '../lib/load.js';
-import { processTree, treeCpuSeconds, treeMemory, waitFor } from '../lib/proc.js';
+import { processTree, settle, treeCpuSeconds, treeMemory, waitFor } from '../lib/proc.js';
 import { BENCH_MODELS, createKey, facenetWeightsFile, readEventLoop, startDeepFace, startOurs, type DeepFaceService, type OurService } from '../lib/services.js';
 import type { SuiteContext } from './context.js';
 
@@ -136,6 +136,10 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       const runSide = async (side: Side, c: number, b: string, eventLoop: boolean): Promise<{ cell: Cell; eld: ReturnType<typeof readEventLoop> }> => {
         if (side === 'ours' && eventLoop) resetEventLoop(ours);
         const cell = await measured(roots[side], () => load({ url: urls[side], body: b, headers: headers(side), connections: c, seconds: seconds(side, c), ...(side === 'ours' ? {} : { timeoutS: 600 }) }));
+        // The next side must not start while this one still works off the requests the run abandoned
+        // (DeepFace's sync workers finish every queued request: up to ~10 s of both cores after c16).
+        const quiet = await settle(roots[side]);
+        if (quiet.waitedMs > 1500 || !quiet.quiet) ctx.log(`service: ${side} c${c} went on for ${(quiet.waitedMs / 1000).toFixed(1)} s after its run (${quiet.cpuS.toFixed(1)} CPU s, not counted)${quiet.quiet ? '' : ', still busy at the timeout'}`);
         if (side !== 'ours' || !eventLoop) return { cell, eld: [] };
         await new Promise((r) => setTimeout(r, 300)); // the probe writes every 200 ms
         return { cell, eld: ours.eldDir ? readEventLoop(ours.eldDir) : [] };
