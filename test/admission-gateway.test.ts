@@ -6,7 +6,7 @@
  * time out. `FACECOMPUTE_QUEUE_ADMISSION=capacity` keeps the old behaviour, checked as the contrast.
  * Counts are asserted as bounds that a slow machine only makes safer (slower service, fewer admitted).
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeModelServer, startGateway, setFault } from './helpers/procs.js';
@@ -14,6 +14,27 @@ import { makePng } from './helpers/images.js';
 
 const KEYS = [{ key: 'k', accountId: 'a', kind: 'rest' }];
 const BODY = JSON.stringify({ img: makePng(32, 24, 3).toString('base64') });
+
+/**
+ * A fake model server answering in `serviceMs` behind a real gateway with one upstream slot and 50
+ * waiting places: the rig every test here measures admission on.
+ */
+async function rig(t: Test, o: { serviceMs: number; timeoutMs: number; admission?: 'deadline' | 'capacity' }) {
+  const ms = await startFakeModelServer();
+  t.teardown(() => ms.kill('SIGKILL'));
+  await setFault(ms.port, 'none', o.serviceMs);
+  const gw = await startGateway({
+    FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`,
+    FACECOMPUTE_UPSTREAM_CONCURRENCY: '1',
+    FACECOMPUTE_QUEUE_CAPACITY: '50',
+    FACECOMPUTE_QUEUE_TIMEOUT_MS: String(o.timeoutMs),
+    ...(o.admission ? { FACECOMPUTE_QUEUE_ADMISSION: o.admission } : {}),
+    FACECOMPUTE_RATE_LIMIT_CONCURRENT: '100',
+    TEST_KEYS: JSON.stringify(KEYS),
+  });
+  t.teardown(() => gw.kill('SIGKILL'));
+  return { ms, gw, base: `http://127.0.0.1:${gw.port}` };
+}
 
 async function burst(base: string, n: number) {
   return Promise.all(
@@ -28,20 +49,7 @@ async function burst(base: string, n: number) {
 
 for (const admission of ['deadline', 'capacity'] as const) {
   t.test(`${admission} admission under a burst of 12`, async (t) => {
-    const ms = await startFakeModelServer();
-    t.teardown(() => ms.kill('SIGKILL'));
-    await setFault(ms.port, 'none', 300);
-    const gw = await startGateway({
-      FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`,
-      FACECOMPUTE_UPSTREAM_CONCURRENCY: '1',
-      FACECOMPUTE_QUEUE_CAPACITY: '50',
-      FACECOMPUTE_QUEUE_TIMEOUT_MS: '1000',
-      FACECOMPUTE_QUEUE_ADMISSION: admission,
-      FACECOMPUTE_RATE_LIMIT_CONCURRENT: '100',
-      TEST_KEYS: JSON.stringify(KEYS),
-    });
-    t.teardown(() => gw.kill('SIGKILL'));
-    const base = `http://127.0.0.1:${gw.port}`;
+    const { gw, base } = await rig(t, { serviceMs: 300, timeoutMs: 1000, admission });
     // Service-time history: three requests one after another.
     for (let i = 0; i < 3; i++) t.equal((await burst(base, 1))[0]!.status, 200, 'warm-up request');
 
@@ -93,20 +101,8 @@ function headersOnly(port: number, path: string, key: string, contentLength: num
 }
 
 t.test('an overloaded gateway refuses /verify and /represent from the headers, after the key', async (t) => {
-  const ms = await startFakeModelServer();
-  t.teardown(() => ms.kill('SIGKILL'));
   // One slot, 1.5 s per request, 1 s timeout: while a request runs, a newcomer could not start in time.
-  await setFault(ms.port, 'none', 1500);
-  const gw = await startGateway({
-    FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`,
-    FACECOMPUTE_UPSTREAM_CONCURRENCY: '1',
-    FACECOMPUTE_QUEUE_CAPACITY: '50',
-    FACECOMPUTE_QUEUE_TIMEOUT_MS: '1000',
-    FACECOMPUTE_RATE_LIMIT_CONCURRENT: '100',
-    TEST_KEYS: JSON.stringify(KEYS),
-  });
-  t.teardown(() => gw.kill('SIGKILL'));
-  const base = `http://127.0.0.1:${gw.port}`;
+  const { gw, base } = await rig(t, { serviceMs: 1500, timeoutMs: 1000 });
   t.equal((await burst(base, 1))[0]!.status, 200, 'service-time history');
   const holding = burst(base, 1);
   await sleep(300);
@@ -129,20 +125,7 @@ t.test('an overloaded gateway refuses /verify and /represent from the headers, a
 
 for (const admission of ['deadline', 'capacity'] as const) {
   t.test(`${admission} admission when the model server slows down after admission`, async (t) => {
-    const ms = await startFakeModelServer();
-    t.teardown(() => ms.kill('SIGKILL'));
-    await setFault(ms.port, 'none', 150);
-    const gw = await startGateway({
-      FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`,
-      FACECOMPUTE_UPSTREAM_CONCURRENCY: '1',
-      FACECOMPUTE_QUEUE_CAPACITY: '50',
-      FACECOMPUTE_QUEUE_TIMEOUT_MS: '2600',
-      FACECOMPUTE_QUEUE_ADMISSION: admission,
-      FACECOMPUTE_RATE_LIMIT_CONCURRENT: '100',
-      TEST_KEYS: JSON.stringify(KEYS),
-    });
-    t.teardown(() => gw.kill('SIGKILL'));
-    const base = `http://127.0.0.1:${gw.port}`;
+    const { ms, base } = await rig(t, { serviceMs: 150, timeoutMs: 2600, admission });
     for (let i = 0; i < 3; i++) t.equal((await burst(base, 1))[0]!.status, 200, 'warm-up request');
     // Admitted on ~150 ms service times; then each request takes 2 s. The first of the burst runs
     // for 2 s; the others, admitted with estimates well within 2.6 s, could then start no sooner

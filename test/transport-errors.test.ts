@@ -12,11 +12,10 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/logging/logger.js';
-import { buildGateway, type Gateway } from '../src/gateway/app.js';
-import { createMcp } from '../src/mcp/main.js';
-import { buildConsole } from '../src/console/app.js';
-import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
+import type { Gateway } from '../src/gateway/app.js';
+import type { AccountsStore } from '../src/accounts/index.js';
 import { clientErrorToServiceError } from '../src/errors/client-errors.js';
+import { startSurfaces, type Surfaces } from './helpers/surfaces.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { setFault, startFakeModelServer, type Proc } from './helpers/procs.js';
 import { makePng } from './helpers/images.js';
@@ -35,6 +34,7 @@ let mcp: FastifyInstance;
 let consoleApp: FastifyInstance;
 let store: AccountsStore;
 const ports: Record<string, number> = {};
+let surfaces: Surfaces | undefined;
 
 interface Raw { status: number; headers: Record<string, string>; body: any; ms: number; text: string }
 
@@ -81,24 +81,15 @@ t.before(async () => {
     FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS: String(RECEIVE_TIMEOUT_MS),
     FACECOMPUTE_RATE_LIMIT_CONCURRENT: '1',
   });
-  gw = await buildGateway({ config, accounts, logger });
-  await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  ports['gateway'] = (gw.app.server.address() as { port: number }).port;
-  const m = await createMcp({ config, accounts, logger, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue });
-  mcp = m.app;
-  await mcp.listen({ host: '127.0.0.1', port: 0 });
-  ports['mcp'] = (mcp.server.address() as { port: number }).port;
-  store = await createAccountsStore(config);
-  consoleApp = await buildConsole({ config, store });
-  await consoleApp.listen({ host: '127.0.0.1', port: 0 });
-  ports['console'] = (consoleApp.server.address() as { port: number }).port;
+  const s = await startSurfaces({ config, accounts, logger });
+  ({ gw, mcp, store } = s);
+  consoleApp = s.console;
+  Object.assign(ports, s.ports);
+  surfaces = s;
 });
 
 t.teardown(async () => {
-  await consoleApp?.close();
-  await mcp?.close();
-  await gw?.close(100);
-  await store?.close();
+  await surfaces?.close();
   ms?.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
 });
