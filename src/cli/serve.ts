@@ -20,6 +20,7 @@ import { createLogger, type Logger } from '../logging/logger.js';
 import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-server/protocol.js';
 import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
+import { applyHeapGrowth } from '../gateway/heap.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 
@@ -80,6 +81,8 @@ function superviseModelServer(config: Config, logger: Logger, onFatal: (code: nu
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
+  // Before the surfaces allocate: the gateway's heap limit must leave room for upload chunks.
+  applyHeapGrowth(config.limits.heapGrowthPercent);
   const logger = createLogger('serve', config.logLevel);
   let fatalCode: number | null = null;
   let onFatal: (code: number) => void = (code) => {

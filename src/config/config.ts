@@ -90,6 +90,8 @@ export interface Config {
     maxSources: number;
     maxCompareResults: number;
     maxCompareBytes: number;
+    /** V8 old-generation growth after a full collection, percent; 0: V8's own heuristics (src/gateway/heap.ts). */
+    heapGrowthPercent: number;
     maxBatchImages: number;
     maxUpstreamResponseBytes: number;
     detectorMaxSide: number;
@@ -210,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxSources: v.FACECOMPUTE_MAX_SOURCES,
       maxCompareResults: v.FACECOMPUTE_MAX_COMPARE_RESULTS,
       maxCompareBytes: v.FACECOMPUTE_MAX_COMPARE_BYTES,
+      heapGrowthPercent: v.FACECOMPUTE_HEAP_GROWTH_PERCENT,
       maxBatchImages: v.FACECOMPUTE_MAX_BATCH_IMAGES,
       maxUpstreamResponseBytes: v.FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES,
       detectorMaxSide: v.FACECOMPUTE_DETECTOR_MAX_SIDE,

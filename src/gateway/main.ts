@@ -10,6 +10,7 @@ import { createAccountsStore } from '../accounts/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { startMetricsServer } from './metrics.js';
 import { listenSurface } from '../cli/listen.js';
+import { applyHeapGrowth } from './heap.js';
 
 export { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 
@@ -68,5 +69,8 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
 }
 
 export async function run(_args: string[]): Promise<number> {
-  return runGateway();
+  const config = loadConfig();
+  // Process-wide, so here and in `serve`, not in runGateway (tests run gateways in their own process).
+  applyHeapGrowth(config.limits.heapGrowthPercent);
+  return runGateway({ config });
 }
