@@ -522,7 +522,7 @@ impl Cascade {
         }
         // Every window read stays inside the crop: origins up to (ox1 - 1, oy1 - 1) plus the window.
         let crop = Roi { x0: ox0, y0: oy0, x1: (ox1 - 1 + win_w).min(s.w), y1: (oy1 - 1 + win_h).min(s.h) };
-        pyramid::resize_linear_exact_cascade_roi(img.data, img.width, img.height, s.w, s.h, crop, &mut bufs.pixels);
+        pyramid::resize_linear_exact_cascade_roi(kernel, img.data, img.width, img.height, s.w, s.h, crop, &mut bufs.pixels);
         let (cw, ch) = (crop.width(), crop.height());
         let origins = Roi { x0: ox0, y0: oy0, x1: ox1, y1: oy1 };
         if dense::supports(kernel) {
@@ -568,7 +568,7 @@ impl Cascade {
     /// `ch`, its origin at the first scanned origin). `None` when the cascade does not fit it.
     fn scan_dense(&self, o: Roi, step: usize, cw: usize, ch: usize, kernel: Kernel, bufs: &mut Buffers) -> Option<Vec<Hit>> {
         let (stumps, plan) = (self.stumps.as_ref()?, self.dense_plan.as_ref()?);
-        let layout = dense::integrals_planar(&bufs.pixels, cw, ch, step, &mut bufs.planar);
+        let layout = dense::integrals_planar(&bufs.pixels, cw, ch, step, kernel, &mut bufs.planar);
         let corners = |r: &HaarRect| -> [u32; 4] {
             let (x, y, w, h) = (r.x as usize, r.y as usize, r.w as usize, r.h as usize);
             [(x, y), (x + w, y), (x, y + h), (x + w, y + h)].map(|(dx, dy)| layout.offset(dx, dy) as u32)

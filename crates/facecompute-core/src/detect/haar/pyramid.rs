@@ -1,27 +1,59 @@
 //! The pixel work of the cascade, private to it until the shared `pixels` module has OpenCV-exact
 //! equivalents: BGR to grey, the pyramid's INTER_LINEAR_EXACT resize and the integral images.
-//! Each reproduces OpenCV 4.x bit for bit; the parity fixture checks it end to end.
+//! Each reproduces OpenCV 4.x bit for bit; the parity fixture checks it end to end. The hot loops
+//! have AVX2 versions (`avx2`), used where the CPU has it, with the scalar code as the reference
+//! and fallback.
+
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx2;
+
+use crate::simd::Kernel;
+
+/// Whether the AVX2 pixel loops run for `kernel` (any x86 choice whose CPU has AVX2).
+pub(super) fn use_avx2(kernel: Kernel) -> bool {
+    cfg!(target_arch = "x86_64") && matches!(kernel, Kernel::Avx512 | Kernel::Avx2) && Kernel::Avx2.is_supported()
+}
 
 /// cvtColor(COLOR_BGR2GRAY) (or BGRA2GRAY) on 8-bit data: OpenCV's fixed point with 15 fractional
 /// bits, the weights of `pixels::gray`.
 pub fn bgr_to_gray_cascade(bgr: &[u8], width: usize, height: usize, channels: usize) -> Vec<u8> {
-    use crate::pixels::gray::{B2Y, G2Y, R2Y, SHIFT};
-    const HALF: u32 = 1 << (SHIFT - 1);
+    gray_with(Kernel::best(), bgr, width, height, channels)
+}
+
+pub(super) fn gray_with(kernel: Kernel, bgr: &[u8], width: usize, height: usize, channels: usize) -> Vec<u8> {
     let n = width * height;
     if channels == 1 {
         return bgr[..n].to_vec();
     }
     let mut out = vec![0u8; n];
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2(kernel) {
+        // SAFETY: AVX2 was detected at run time (`use_avx2`).
+        done = unsafe {
+            match channels {
+                3 => avx2::gray::<3>(bgr, &mut out),
+                4 => avx2::gray::<4>(bgr, &mut out),
+                _ => 0,
+            }
+        };
+    }
+    gray_scalar(&bgr[done * channels..], channels, &mut out[done..]);
+    out
+}
+
+fn gray_scalar(bgr: &[u8], channels: usize, out: &mut [u8]) {
+    use crate::pixels::gray::{B2Y, G2Y, R2Y, SHIFT};
+    const HALF: u32 = 1 << (SHIFT - 1);
     for (o, px) in out.iter_mut().zip(bgr.chunks_exact(channels)) {
         *o = ((px[0] as u32 * B2Y + px[1] as u32 * G2Y + px[2] as u32 * R2Y + HALF) >> SHIFT) as u8;
     }
-    out
 }
 
 /// Source index and right-hand weight (8 fractional bits) of every destination column or row, and
 /// the range `[lo, hi)` of destinations that interpolate; outside it OpenCV replicates the edge.
 struct Axis {
-    ofs: Vec<usize>,
+    ofs: Vec<u32>,
     c1: Vec<u32>,
     lo: usize,
     hi: usize,
@@ -32,7 +64,7 @@ struct Axis {
 fn axis(src: usize, dst: usize) -> Axis {
     let inv_scale = dst as f64 / src as f64;
     let scale = 1.0 / inv_scale;
-    let mut ofs = vec![0usize; dst];
+    let mut ofs = vec![0u32; dst];
     let mut c1 = vec![0u32; dst];
     let (mut lo, mut hi) = (0usize, dst);
     for d in 0..dst {
@@ -41,10 +73,10 @@ fn axis(src: usize, dst: usize) -> Axis {
         if i >= 0.0 && src > 1 {
             let i = i as usize;
             if i < src - 1 {
-                ofs[d] = i;
+                ofs[d] = i as u32;
                 c1[d] = ((f - i as f64) * 256.0).round_ties_even() as u32;
             } else {
-                ofs[d] = src - 1;
+                ofs[d] = (src - 1) as u32;
                 hi = hi.min(d);
             }
         } else {
@@ -56,7 +88,7 @@ fn axis(src: usize, dst: usize) -> Axis {
 
 /// The horizontal pass for destination columns `[x0, x0 + out.len())`: the replicated left edge,
 /// the interpolated middle, the replicated right edge, each its own loop (no per-pixel branch).
-fn h_line(src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
+fn h_line(kernel: Kernel, src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
     let x1 = x0 + out.len();
     let lo = ax.lo.clamp(x0, x1);
     let hi = ax.hi.max(ax.lo).clamp(lo, x1);
@@ -64,8 +96,16 @@ fn h_line(src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
     let (mid, right) = rest.split_at_mut(hi - lo);
     left.fill((src[0] as u32) << 8);
     right.fill((src[src.len() - 1] as u32) << 8);
-    for ((o, &i), &c1) in mid.iter_mut().zip(&ax.ofs[lo..hi]).zip(&ax.c1[lo..hi]) {
+    let (ofs, c1) = (&ax.ofs[lo..hi], &ax.c1[lo..hi]);
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2(kernel) {
+        // SAFETY: AVX2 was detected at run time (`use_avx2`).
+        done = unsafe { avx2::h_line_mid(src, ofs, c1, mid) };
+    }
+    for ((o, &i), &c1) in mid[done..].iter_mut().zip(&ofs[done..]).zip(&c1[done..]) {
         // Below `hi`, `axis` keeps i + 1 inside the row.
+        let i = i as usize;
         let pair = &src[i..i + 2];
         *o = (256 - c1) * pair[0] as u32 + c1 * pair[1] as u32;
     }
@@ -117,7 +157,7 @@ fn reach(t: &Taps, src: usize, dst: usize, c0: usize, c1: usize) -> (usize, usiz
             Taps::Copy => (d, d),
             Taps::Halve => (2 * d, 2 * d + 1),
             Taps::Linear(ax) if d < ax.lo => (0, 0),
-            Taps::Linear(ax) if d < ax.hi => (ax.ofs[d], ax.ofs[d] + 1),
+            Taps::Linear(ax) if d < ax.hi => (ax.ofs[d] as usize, ax.ofs[d] as usize + 1),
             Taps::Linear(_) => (src - 1, src - 1),
         }
     };
@@ -161,14 +201,15 @@ pub fn nonzero_bounds(img: &[u8], w: usize, h: usize) -> Option<Roi> {
 /// with a different rounding.
 pub fn resize_linear_exact_cascade(src: &[u8], sw: usize, sh: usize, dw: usize, dh: usize) -> Vec<u8> {
     let mut dst = Vec::new();
-    resize_linear_exact_cascade_roi(src, sw, sh, dw, dh, Roi::full(dw, dh), &mut dst);
+    resize_linear_exact_cascade_roi(Kernel::best(), src, sw, sh, dw, dh, Roi::full(dw, dh), &mut dst);
     dst
 }
 
 /// Only the pixels of `roi` (inside `dw x dh`) of [`resize_linear_exact_cascade`], rows packed
 /// into `dst`: each destination pixel depends on its own position alone, so they are the same
 /// values as in the full resize.
-pub fn resize_linear_exact_cascade_roi(src: &[u8], sw: usize, sh: usize, dw: usize, dh: usize, roi: Roi, dst: &mut Vec<u8>) {
+#[allow(clippy::too_many_arguments)]
+pub fn resize_linear_exact_cascade_roi(kernel: Kernel, src: &[u8], sw: usize, sh: usize, dw: usize, dh: usize, roi: Roi, dst: &mut Vec<u8>) {
     let (rw, rh) = (roi.width(), roi.height());
     dst.clear();
     dst.resize(rw * rh, 0);
@@ -203,25 +244,31 @@ pub fn resize_linear_exact_cascade_roi(src: &[u8], sw: usize, sh: usize, dw: usi
             for (y, row) in (roi.y0..roi.y1).zip(dst.chunks_exact_mut(rw)) {
                 if y < ay.lo || y >= ay.hi.max(ay.lo) {
                     let sy = if y < ay.lo { 0 } else { sh - 1 };
-                    h_line(&src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
+                    h_line(kernel, &src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
                     cached = [usize::MAX, usize::MAX];
                     edge(&h0, row);
                     continue;
                 }
-                let sy = ay.ofs[y];
+                let sy = ay.ofs[y] as usize;
                 // Consecutive destination rows mostly share source rows: reuse the horizontal pass.
                 if cached[0] != sy {
                     if cached[1] == sy {
                         std::mem::swap(&mut h0, &mut h1);
                     } else {
-                        h_line(&src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
+                        h_line(kernel, &src[sy * sw..(sy + 1) * sw], &ax, roi.x0, &mut h0);
                     }
-                    h_line(&src[(sy + 1) * sw..(sy + 2) * sw], &ax, roi.x0, &mut h1);
+                    h_line(kernel, &src[(sy + 1) * sw..(sy + 2) * sw], &ax, roi.x0, &mut h1);
                     cached = [sy, sy + 1];
                 }
                 let c1 = ay.c1[y];
                 let c0 = 256 - c1;
-                for ((o, &a), &b) in row.iter_mut().zip(&h0).zip(&h1) {
+                let mut done = 0;
+                #[cfg(target_arch = "x86_64")]
+                if use_avx2(kernel) {
+                    // SAFETY: AVX2 was detected at run time (`use_avx2`).
+                    done = unsafe { avx2::v_pass(&h0, &h1, c0, c1, row) };
+                }
+                for ((o, &a), &b) in row[done..].iter_mut().zip(&h0[done..]).zip(&h1[done..]) {
                     *o = ((a * c0 + b * c1 + (1 << 15)) >> 16).min(255) as u8;
                 }
             }
@@ -243,13 +290,21 @@ pub fn integrals(img: &[u8], w: usize, h: usize, sum: &mut Vec<i32>, sq: &mut Ve
         let (prev_s, cur_s) = sum.split_at_mut((y + 1) * stride);
         let (prev_q, cur_q) = sq.split_at_mut((y + 1) * stride);
         let (prev_s, prev_q) = (&prev_s[y * stride + 1..], &prev_q[y * stride + 1..]);
-        integral_row(&img[y * w..(y + 1) * w], prev_s, &mut cur_s[1..], prev_q, &mut cur_q[1..]);
+        integral_row(Kernel::Scalar, &img[y * w..(y + 1) * w], prev_s, &mut cur_s[1..], prev_q, &mut cur_q[1..]);
     }
 }
 
 /// One integral row, column order: `cur[x] = prev[x] + sum(src[..=x])`, for sums and squares.
-pub(super) fn integral_row(src: &[u8], prev: &[i32], cur: &mut [i32], prev_q: &[u32], cur_q: &mut [u32]) {
-    let (mut s, mut q) = (0i32, 0u32);
+pub(super) fn integral_row(kernel: Kernel, src: &[u8], prev: &[i32], cur: &mut [i32], prev_q: &[u32], cur_q: &mut [u32]) {
+    let (mut i, mut s, mut q) = (0, 0i32, 0u32);
+    #[cfg(target_arch = "x86_64")]
+    if use_avx2(kernel) {
+        // SAFETY: AVX2 was detected at run time (`use_avx2`).
+        (i, s, q) = unsafe { avx2::integral_row(src, prev, cur, prev_q, cur_q) };
+    }
+    let _ = kernel;
+    // The vector part stopped at `i`, within every slice.
+    let (src, prev, cur, prev_q, cur_q) = (&src[i..], &prev[i..], &mut cur[i..], &prev_q[i..], &mut cur_q[i..]);
     for ((((&v, p), c), pq), cq) in src.iter().zip(prev).zip(cur.iter_mut()).zip(prev_q).zip(cur_q.iter_mut()) {
         let v = v as i32;
         s = s.wrapping_add(v);
@@ -312,7 +367,7 @@ mod tests {
             let full = resize_linear_exact_cascade(&src, sw, sh, dw, dh);
             for roi in [Roi::full(dw, dh), Roi { x0: 1, y0: 2, x1: dw - 1, y1: dh - 3 }, Roi { x0: dw / 2, y0: 0, x1: dw / 2 + 1, y1: dh }] {
                 let mut part = Vec::new();
-                resize_linear_exact_cascade_roi(&src, sw, sh, dw, dh, roi, &mut part);
+                resize_linear_exact_cascade_roi(Kernel::best(), &src, sw, sh, dw, dh, roi, &mut part);
                 let expected: Vec<u8> = (roi.y0..roi.y1).flat_map(|y| full[y * dw + roi.x0..y * dw + roi.x1].to_vec()).collect();
                 assert_eq!(part, expected, "{sw}x{sh} -> {dw}x{dh} {roi:?}");
             }
@@ -333,6 +388,86 @@ mod tests {
             assert!(lit.width() < dw && lit.height() < dh, "{lit:?} for {dw}x{dh}");
         }
         assert_eq!(nonzero_bounds(&[0u8; 12], 4, 3), None);
+    }
+
+    /// Deterministic pseudo-random bytes.
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    /// The vector kernels this CPU runs, each to be compared with the scalar reference.
+    fn vector_kernels() -> Vec<Kernel> {
+        Kernel::supported().into_iter().filter(|&k| k != Kernel::Scalar).collect()
+    }
+
+    #[test]
+    fn simd_gray_equals_scalar_for_every_tail() {
+        for cn in [3, 4] {
+            // Every length up to several vectors, so each tail length meets the scalar finish.
+            for n in 0..70 {
+                let px = noise(n * cn, n as u32 + 1);
+                let expected = gray_with(Kernel::Scalar, &px, n, 1, cn);
+                for k in vector_kernels() {
+                    assert_eq!(gray_with(k, &px, n, 1, cn), expected, "{k:?} {cn} channels, {n} pixels");
+                }
+            }
+        }
+        // Extremes: every channel at 0 and at 255, and the colour where 14-bit weights differ.
+        let px: Vec<u8> = [[255u8, 255, 255], [0, 0, 0], [157, 188, 255]].iter().cycle().take(40).flatten().copied().collect();
+        for k in vector_kernels() {
+            assert_eq!(gray_with(k, &px, 40, 1, 3), gray_with(Kernel::Scalar, &px, 40, 1, 3));
+        }
+    }
+
+    #[test]
+    fn simd_resize_equals_scalar_on_odd_sizes() {
+        // Shrinking by factors around the pyramid's (1.1^k), growing, and widths that are not a
+        // multiple of the vectors, so the gather's edge stop and every tail are exercised.
+        let sizes = [(61, 37, 55, 33), (61, 37, 50, 30), (97, 41, 31, 13), (200, 9, 181, 8), (13, 11, 12, 10), (23, 17, 41, 29), (5, 5, 3, 3), (300, 4, 17, 3)];
+        for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
+            let src = noise(sw * sh, i as u32 + 3);
+            for roi in [Roi::full(dw, dh), Roi { x0: 1, y0: 1, x1: dw - 1, y1: dh - 1 }, Roi { x0: dw / 3, y0: 0, x1: dw, y1: dh / 2 + 1 }] {
+                let mut expected = Vec::new();
+                resize_linear_exact_cascade_roi(Kernel::Scalar, &src, sw, sh, dw, dh, roi, &mut expected);
+                for k in vector_kernels() {
+                    let mut got = Vec::new();
+                    resize_linear_exact_cascade_roi(k, &src, sw, sh, dw, dh, roi, &mut got);
+                    assert_eq!(got, expected, "{k:?} {sw}x{sh} -> {dw}x{dh} {roi:?}");
+                }
+            }
+        }
+        // Saturated pixels: the largest horizontal sums (255 << 8) through the vertical pass.
+        let white = vec![255u8; 50 * 20];
+        for k in vector_kernels() {
+            let mut got = Vec::new();
+            resize_linear_exact_cascade_roi(k, &white, 50, 20, 37, 13, Roi::full(37, 13), &mut got);
+            assert_eq!(got, vec![255u8; 37 * 13]);
+        }
+    }
+
+    #[test]
+    fn simd_integral_row_equals_scalar_for_every_tail() {
+        for n in 0..45 {
+            let src = noise(n, 100 + n as u32);
+            // Previous rows near the wrap-around, as on large images.
+            let prev: Vec<i32> = noise(4 * n, 7).chunks(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3] | 0x7f])).collect();
+            let prev_q: Vec<u32> = prev.iter().map(|&v| (v as u32).wrapping_mul(3)).collect();
+            let (mut s0, mut q0) = (vec![0i32; n], vec![0u32; n]);
+            integral_row(Kernel::Scalar, &src, &prev, &mut s0, &prev_q, &mut q0);
+            for k in vector_kernels() {
+                let (mut s1, mut q1) = (vec![0i32; n], vec![0u32; n]);
+                integral_row(k, &src, &prev, &mut s1, &prev_q, &mut q1);
+                assert_eq!((&s1, &q1), (&s0, &q0), "{k:?} {n} pixels");
+            }
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub(super) fn integrals_planar(
     w: usize,
     h: usize,
     step: usize,
+    kernel: Kernel,
     bufs: &mut PlanarBuffers,
 ) -> Layout {
     debug_assert!(step == 1 || step == 2);
@@ -76,6 +77,7 @@ pub(super) fn integrals_planar(
             cur[0] = 0;
             cur_q[0] = 0;
             super::pyramid::integral_row(
+                kernel,
                 src,
                 &prev[1..],
                 &mut cur[1..],
@@ -83,7 +85,7 @@ pub(super) fn integrals_planar(
                 &mut cur_q[1..],
             );
         } else {
-            integral_row_split(src, prev, cur, prev_q, cur_q, plane);
+            integral_row_split(kernel, src, prev, cur, prev_q, cur_q, plane);
         }
     }
     layout
@@ -92,6 +94,7 @@ pub(super) fn integrals_planar(
 /// One integral row, stored in two planes (even columns, then odd ones from `plane` on): pixel
 /// pair (2k, 2k + 1) ends columns 2k + 1 (odd plane, index k) and 2k + 2 (even plane, index k + 1).
 fn integral_row_split(
+    kernel: Kernel,
     src: &[u8],
     prev: &[i32],
     cur: &mut [i32],
@@ -105,11 +108,17 @@ fn integral_row_split(
     let (qce, qco) = cur_q.split_at_mut(plane);
     ce[0] = 0;
     qce[0] = 0;
-    let (mut s, mut q) = (0i32, 0u32);
+    let (mut done, mut s, mut q) = (0, 0i32, 0u32);
+    #[cfg(target_arch = "x86_64")]
+    if super::pyramid::use_avx2(kernel) {
+        // SAFETY: AVX2 was detected at run time (`use_avx2`).
+        (done, s, q) = unsafe { super::pyramid::avx2::integral_row_split(src, pe, po, ce, co, qpe, qpo, qce, qco) };
+    }
+    let _ = kernel;
     let pairs = src.chunks_exact(2);
     let tail = pairs.remainder();
     let n = pairs.len();
-    for (k, pair) in pairs.enumerate() {
+    for (k, pair) in pairs.enumerate().skip(done) {
         let (a, b) = (pair[0] as i32, pair[1] as i32);
         s = s.wrapping_add(a);
         q = q.wrapping_add((a * a) as u32);
@@ -275,12 +284,12 @@ mod tests {
         let img: Vec<u8> = (0..w * h).map(|i| (i * 37 % 256) as u8).collect();
         let (mut s1, mut q1) = (Vec::new(), Vec::new());
         super::super::pyramid::integrals(&img, w, h, &mut s1, &mut q1);
-        for step in [1, 2] {
+        for (step, kernel) in [1, 2].into_iter().flat_map(|s| Kernel::supported().into_iter().map(move |k| (s, k))) {
             let mut bufs = PlanarBuffers::default();
             // Stale values from a larger image must not leak into the valid region.
             bufs.sum = vec![-7; 10_000];
             bufs.sq = vec![7; 10_000];
-            let layout = integrals_planar(&img, w, h, step, &mut bufs);
+            let layout = integrals_planar(&img, w, h, step, kernel, &mut bufs);
             let (s2, q2) = (&bufs.sum, &bufs.sq);
             for y in 0..=h {
                 for x in 0..=w {
@@ -290,6 +299,30 @@ mod tests {
                         (s1[y * (w + 1) + x], q1[y * (w + 1) + x]),
                         "step {step} at ({x}, {y})"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn simd_planar_integrals_equal_scalar_for_every_width() {
+        // Widths 1..50 cover every tail of the sixteen-pixel (eight-pair) step, odd and even.
+        for w in 1..50usize {
+            let h = 3;
+            let img: Vec<u8> = (0..w * h).map(|i| (i * 193 + w * 7) as u8).collect();
+            for step in [1, 2] {
+                let mut reference = PlanarBuffers::default();
+                let l0 = integrals_planar(&img, w, h, step, Kernel::Scalar, &mut reference);
+                for kernel in Kernel::supported() {
+                    let mut bufs = PlanarBuffers::default();
+                    let l1 = integrals_planar(&img, w, h, step, kernel, &mut bufs);
+                    assert_eq!(l1, l0);
+                    for y in 0..=h {
+                        for x in 0..=w {
+                            let i = l0.offset(x, y);
+                            assert_eq!((bufs.sum[i], bufs.sq[i]), (reference.sum[i], reference.sq[i]), "{kernel:?} step {step} w {w} at ({x}, {y})");
+                        }
+                    }
                 }
             }
         }
