@@ -84,30 +84,159 @@ pub struct Cascade {
     dense_plan: Option<DensePlan>,
 }
 
-/// Per stage, which stumps the dense scan evaluates, in order: where the order of a stage's terms
-/// cannot change its sum, its two-rectangle stumps go first and skip the third rectangle (weight 0:
-/// it adds +-0, which no comparison sees); otherwise every stump in the cascade's order, with all
-/// three.
+/// Per stage, which stumps the dense scan evaluates, in order, and how (`dense::Shape`): where the
+/// order of a stage's terms cannot change its sum, its stumps are grouped by shape, the integer
+/// shapes first, then two-rectangle stumps (the third rectangle, of weight 0, adds +-0, which no
+/// comparison sees); otherwise every stump in the cascade's order, with all three rectangles.
+/// Where the sums are exact and small enough, the stage sums are also counted in integers (see
+/// `IntSums`).
 #[derive(Clone, Debug)]
 struct DensePlan {
     /// Indices into `Cascade::stumps`.
     order: Vec<u32>,
+    /// Per stump of `order`, the window points whose integral values it reads, as
+    /// `dense::Stump::ofs` lists them.
+    points: Vec<[(u16, u16); 12]>,
     stages: Vec<dense::Stage>,
+    /// Per stump of `order`, `dense::Stump::delta`; empty when the sums stay in f64.
+    deltas: Vec<[i32; 2]>,
 }
 
 fn dense_plan(features: &[Feature], stages: &[Stage], stumps: Option<&[Stump]>, order_free: bool) -> Option<DensePlan> {
     let stumps = stumps?;
-    let is_two = |i: &u32| order_free && features[stumps[*i as usize].feature as usize].rects[2].weight == 0.0;
-    let mut plan = DensePlan { order: Vec::with_capacity(stumps.len()), stages: Vec::with_capacity(stages.len()) };
+    let mut plan = DensePlan { order: Vec::with_capacity(stumps.len()), points: Vec::new(), stages: Vec::with_capacity(stages.len()), deltas: Vec::new() };
+    let mut ints = Vec::with_capacity(stages.len());
     for st in stages {
-        let own = st.first..st.first + st.count;
         let first = plan.order.len();
-        plan.order.extend(own.clone().filter(is_two));
-        let two = plan.order.len() - first;
-        plan.order.extend(own.filter(|i| !is_two(i)));
-        plan.stages.push(dense::Stage { first, two, three: st.count as usize - two, threshold: st.threshold as f64 });
+        let mut own: Vec<(usize, u32, [(u16, u16); 12])> = (st.first..st.first + st.count)
+            .map(|i| {
+                let f = &features[stumps[i as usize].feature as usize];
+                let (shape, points) = if order_free { shape_of(f) } else { (dense::Shape::Three, rect_points(f)) };
+                (dense::SHAPES.iter().position(|s| *s == shape).unwrap_or(dense::SHAPES.len() - 1), i, points)
+            })
+            .collect();
+        // Stable: within a shape, the cascade's order.
+        own.sort_by_key(|o| o.0);
+        let mut count = [0usize; 6];
+        for (k, i, points) in own {
+            count[k] += 1;
+            plan.order.push(i);
+            plan.points.push(points);
+        }
+        let leaves: Vec<(f32, f32)> = plan.order[first..].iter().map(|&i| (stumps[i as usize].left, stumps[i as usize].right)).collect();
+        ints.push(if order_free { IntSums::new(&leaves) } else { None });
+        plan.stages.push(dense::Stage { first, count, threshold: st.threshold as f64, int_base: [0; 2], int_units: [0.0; 2] });
+    }
+    // One kernel per level: integers for every stage or for none.
+    if let Some(ints) = ints.into_iter().collect::<Option<Vec<IntSums>>>() {
+        for (st, int) in plan.stages.iter_mut().zip(ints) {
+            st.int_base = int.base;
+            st.int_units = int.units;
+            plan.deltas.extend(int.deltas);
+        }
     }
     Some(plan)
+}
+
+/// The four corners (a, b, c, d: `a - b - c + d`) of each of a feature's three rectangles.
+fn rect_points(f: &Feature) -> [(u16, u16); 12] {
+    let mut out = [(0u16, 0u16); 12];
+    for (k, r) in f.rects.iter().enumerate() {
+        let (x, y, x1, y1) = (r.x as u16, r.y as u16, (r.x + r.w) as u16, (r.y + r.h) as u16);
+        out[k * 4..k * 4 + 4].copy_from_slice(&[(x, y), (x1, y), (x, y1), (x1, y1)]);
+    }
+    out
+}
+
+/// Which `dense::Shape` computes a feature, with the points it reads. An integer shape needs
+/// integer weights and `sum of |weight| * area * 255` below 2^24: then every f32 operation of
+/// OpenCV's `ret` is exact (see `dense::Shape`).
+fn shape_of(f: &Feature) -> (dense::Shape, [(u16, u16); 12]) {
+    use dense::Shape;
+    let fallback = (if f.rects[2].weight == 0.0 { Shape::Two } else { Shape::Three }, rect_points(f));
+    let integral = f.rects.iter().all(|r| r.weight.fract() == 0.0 && r.weight.abs() <= 16.0);
+    let bound: f64 = f.rects.iter().map(|r| (r.weight.abs() as f64) * (r.w as f64) * (r.h as f64) * 255.0).sum();
+    if !integral || bound >= (1 << 24) as f64 {
+        return fallback;
+    }
+    // Each corner's coefficient in `sum of weight * (a - b - c + d)`.
+    let mut coef: Vec<((u16, u16), i32)> = Vec::with_capacity(12);
+    let pts = rect_points(f);
+    for (k, r) in f.rects.iter().enumerate() {
+        let w = r.weight as i32;
+        for (j, sign) in [1, -1, -1, 1].into_iter().enumerate() {
+            let p = pts[k * 4 + j];
+            match coef.iter_mut().find(|c| c.0 == p) {
+                Some(c) => c.1 += sign * w,
+                None => coef.push((p, sign * w)),
+            }
+        }
+    }
+    coef.retain(|c| c.1 != 0);
+    let mut sorted: Vec<i32> = coef.iter().map(|c| c.1).collect();
+    sorted.sort_unstable();
+    // The formula's order of coefficients, per shape (see `dense::Shape`).
+    let (shape, order): (Shape, &[i32]) = match sorted.as_slice() {
+        [-3, -3, -1, -1, 1, 1, 3, 3] => (Shape::Thirds, &[1, 1, -1, -1, 3, 3, -3, -3]),
+        [-2, -1, -1, 1, 1, 2] => (Shape::Halves, &[1, 1, -1, -1, 2, -2]),
+        [-2, -2, -2, -2, 1, 1, 1, 1, 4] => (Shape::Quarters, &[1, 1, 1, 1, -2, -2, -2, -2, 4]),
+        [-4, -1, -1, -1, -1, 2, 2, 2, 2] => (Shape::QuartersNeg, &[-1, -1, -1, -1, 2, 2, 2, 2, -4]),
+        _ => return fallback,
+    };
+    let mut out = [(0u16, 0u16); 12];
+    for (slot, want) in out.iter_mut().zip(order) {
+        let i = coef.iter().position(|c| c.1 == *want).expect("the multiset matched");
+        *slot = coef.swap_remove(i).0;
+    }
+    (shape, out)
+}
+
+/// A stage's sums as two i32 counters. Where every partial sum is exact (`leaf_sums_exact`), a
+/// stage's leaves are integer multiples of a unit 2^e, and its sum is
+/// `sum(right) + sum over stumps that choose left of (left - right)`, an integer count of units.
+/// Split in base 2^INT_SPLIT, (high, low) with the low part in [0, 2^INT_SPLIT), each part sums
+/// exactly in an i32 lane; `high * 2^(e + INT_SPLIT) + low * 2^e` is then the exact sum, the very
+/// value the in-order f64 sum of the scalar scan reaches. Cheaper than the f64 sums: an integer add
+/// per leaf instead of two conversions and two f64 adds, once per stage the conversion back.
+struct IntSums {
+    base: [i32; 2],
+    units: [f64; 2],
+    deltas: Vec<[i32; 2]>,
+}
+
+/// Low parts hold INT_SPLIT bits: up to 2^(31 - INT_SPLIT) - 1 of them fit an i32 sum.
+const INT_SPLIT: i32 = 22;
+
+impl IntSums {
+    /// `None` when a part could overflow its i32 or a leaf is not a whole number of units.
+    fn new(leaves: &[(f32, f32)]) -> Option<Self> {
+        let all = || leaves.iter().flat_map(|l| [l.0, l.1]);
+        let e = all().filter(|v| *v != 0.0).map(ulp_exp).min().unwrap_or(0);
+        let unit = 2f64.powi(e);
+        let count = |v: f32| -> Option<i64> {
+            let k = v as f64 / unit;
+            (k.is_finite() && k.fract() == 0.0 && k.abs() < 2f64.powi(53)).then_some(k as i64)
+        };
+        let split = |k: i64| [k >> INT_SPLIT, k & ((1 << INT_SPLIT) - 1)];
+        let base = leaves.iter().try_fold(0i64, |acc, l| Some(acc + count(l.1)?))?;
+        let deltas: Vec<[i64; 2]> = leaves.iter().map(|l| Some(split(count(l.0)? - count(l.1)?))).collect::<Option<_>>()?;
+        let [bh, bl] = split(base);
+        // Bounds on every partial sum of each part, whatever the choices.
+        let high = bh.abs() + deltas.iter().map(|d| d[0].abs()).sum::<i64>();
+        let low = bl + deltas.iter().map(|d| d[1]).sum::<i64>();
+        let fits = |v: i64| v <= i32::MAX as i64;
+        (fits(high) && fits(low)).then(|| Self {
+            base: [bh as i32, bl as i32],
+            units: [2f64.powi(e + INT_SPLIT), unit],
+            deltas: deltas.iter().map(|d| [d[0] as i32, d[1] as i32]).collect(),
+        })
+    }
+}
+
+/// The exponent of the unit in the last place of an f32 value: 2^(exponent - 23).
+fn ulp_exp(v: f32) -> i32 {
+    let biased = ((v.to_bits() >> 23) & 0xff) as i32;
+    if biased == 0 { -149 } else { biased - 127 - 23 }
 }
 
 /// Windows whose `nf` (area * sum of squares - sum^2) is below this fail OpenCV's variance test
@@ -121,11 +250,6 @@ fn flat_nf(area: f64) -> f64 {
 /// are multiples of the smallest leaf's unit in the last place, 2^e, and no sum can exceed
 /// 2^(53 + e) in magnitude. Exact additions do not depend on their order.
 fn leaf_sums_exact(stages: &[Stage], stumps: &[Stump]) -> bool {
-    // The exponent of the unit in the last place of an f32 value: 2^(exponent - 23).
-    let ulp_exp = |v: f32| -> i32 {
-        let biased = ((v.to_bits() >> 23) & 0xff) as i32;
-        if biased == 0 { -149 } else { biased - 127 - 23 }
-    };
     stages.iter().all(|st| {
         let own = &stumps[st.first as usize..(st.first + st.count) as usize];
         let leaves = || own.iter().flat_map(|s| [s.left, s.right]);
@@ -575,21 +699,19 @@ impl Cascade {
         };
         // The corners are planar offsets, which depend on the level's layout.
         bufs.stumps.clear();
-        bufs.stumps.extend(plan.order.iter().map(|&i| {
+        bufs.stumps.extend(plan.order.iter().zip(&plan.points).enumerate().map(|(k, (&i, points))| {
             let sp = &stumps[i as usize];
             let f = &self.features[sp.feature as usize];
-            let mut ofs = [0u32; 12];
-            for (k, r) in f.rects.iter().enumerate() {
-                ofs[k * 4..k * 4 + 4].copy_from_slice(&corners(r));
-            }
-            dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right }
+            let ofs = points.map(|(dx, dy)| layout.offset(dx as usize, dy as usize) as u32);
+            let delta = plan.deltas.get(k).copied().unwrap_or_default();
+            dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right, delta }
         }));
         let norm = HaarRect { x: 1, y: 1, w: self.win_w - 2, h: self.win_h - 2, weight: 0.0 };
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
         let per_row = (o.x1 - o.x0).div_ceil(step);
         // Origin rows o.y0, o.y0 + step, ...: the last one's integral row, relative to the crop.
         let last_row = (o.y1 - 1 - o.y0) / step * step;
-        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &plan.stages)?;
+        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &plan.stages, !plan.deltas.is_empty())?;
         let mut hits = Vec::new();
         for y in (o.y0..o.y1).step_by(step) {
             bufs.row_hits.clear();

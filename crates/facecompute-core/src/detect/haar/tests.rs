@@ -253,3 +253,98 @@ fn traced_detection_is_the_detection_and_each_box_the_mean_of_its_group() {
         assert_eq!(det.level_weight, best);
     }
 }
+
+/// The coefficients `dense::Shape`'s formulas give the points of `shape_of`, in order.
+fn shape_coefficients(shape: dense::Shape) -> &'static [i64] {
+    match shape {
+        dense::Shape::Thirds => &[1, 1, -1, -1, 3, 3, -3, -3],
+        dense::Shape::Halves => &[1, 1, -1, -1, 2, -2],
+        dense::Shape::Quarters => &[1, 1, 1, 1, -2, -2, -2, -2, 4],
+        dense::Shape::QuartersNeg => &[-1, -1, -1, -1, 2, 2, 2, 2, -4],
+        dense::Shape::Two | dense::Shape::Three => &[],
+    }
+}
+
+#[test]
+fn shipped_cascades_scan_with_integer_shapes_and_sums() {
+    // Every feature of both cascades has one of the integer shapes, and every stage sums in
+    // integers: without them the dense scan is slower, not wrong, so only this test sees it.
+    for (name, stumps) in [("haarcascade_frontalface_default.xml", 2913), ("haarcascade_eye.xml", 1066)] {
+        let c = load(name);
+        let plan = c.dense_plan.as_ref().unwrap();
+        let mut count = [0usize; 6];
+        for st in &plan.stages {
+            for (total, n) in count.iter_mut().zip(st.count) {
+                *total += n;
+            }
+        }
+        assert_eq!(count.iter().sum::<usize>(), stumps, "{name}");
+        assert_eq!(count[4] + count[5], 0, "{name}: {count:?}");
+        assert!(count[0] > 0 && count[1] > 0 && count[2] + count[3] > 0, "{name}: {count:?}");
+        assert_eq!(plan.deltas.len(), stumps, "{name}: integer stage sums");
+    }
+}
+
+#[test]
+fn integer_shapes_read_the_points_their_formula_weighs() {
+    // For every feature of the face cascade, the shape's formula over its points is OpenCV's
+    // `sum of weight * (a - b - c + d)` for arbitrary integral values.
+    let face = load("haarcascade_frontalface_default.xml");
+    let value = |(x, y): (u16, u16)| (x as i64 * 7919 + y as i64 * 104_729) % 65_521 - 30_000;
+    for f in &face.features {
+        let (shape, points) = shape_of(f);
+        let coef = shape_coefficients(shape);
+        assert!(!coef.is_empty(), "{f:?} has no integer shape");
+        let ours: i64 = coef.iter().zip(points).map(|(c, p)| c * value(p)).sum();
+        let rects = rect_points(f);
+        let theirs: i64 = (0..3)
+            .map(|k| {
+                let v = |j: usize| value(rects[k * 4 + j]);
+                f.rects[k].weight as i64 * (v(0) - v(1) - v(2) + v(3))
+            })
+            .sum();
+        assert_eq!(ours, theirs, "{f:?} as {shape:?}");
+    }
+    // Fractional weights, or sums that may reach 2^24, keep OpenCV's f32 arithmetic.
+    let mut f = face.features[0].clone();
+    f.rects[1].weight = 2.5;
+    assert!(matches!(shape_of(&f).0, dense::Shape::Two | dense::Shape::Three));
+    let mut f = face.features[0].clone();
+    f.rects[0] = HaarRect { x: 0, y: 0, w: 300, h: 300, weight: -1.0 };
+    assert!(matches!(shape_of(&f).0, dense::Shape::Two | dense::Shape::Three));
+}
+
+#[test]
+fn integer_stage_sums_are_the_in_order_f64_sums() {
+    // Leaves from 2^-20 to 40 and of both signs: every choice of leaves gives, bit for bit, the sum
+    // the scalar scan adds up in f64, and the base and deltas span both counters.
+    let leaves: Vec<(f32, f32)> = vec![
+        (0.812_9, -0.5),
+        (-1.0 / 1_048_576.0, 3.25),
+        (40.0, -39.999_996),
+        (0.1, 0.2),
+        (-7.0, 0.0),
+        (1.0e-3, -2.5e-4),
+        (-0.333_333_34, 0.666_666_7),
+        (12.5, -12.5),
+        (0.0, 0.0),
+        (5.0e-5, 17.0),
+    ];
+    let int = IntSums::new(&leaves).expect("these sums fit the counters");
+    assert!(int.deltas.iter().any(|d| d[0] != 0) && int.deltas.iter().any(|d| d[1] != 0));
+    for choice in 0u32..1 << leaves.len() {
+        let (mut f64_sum, mut high, mut low) = (0.0f64, int.base[0], int.base[1]);
+        for (i, l) in leaves.iter().enumerate() {
+            let left = choice >> i & 1 == 1;
+            f64_sum += if left { l.0 } else { l.1 } as f64;
+            if left {
+                high += int.deltas[i][0];
+                low += int.deltas[i][1];
+            }
+        }
+        let ours = high as f64 * int.units[0] + low as f64 * int.units[1];
+        assert_eq!(ours.to_bits(), f64_sum.to_bits(), "choice {choice:#b}");
+    }
+    // Leaves 2^-40 apart from 2^20 need more than the two counters' 53 bits.
+    assert!(IntSums::new(&[(1_048_576.0, 9.094_947e-13)]).is_none());
+}

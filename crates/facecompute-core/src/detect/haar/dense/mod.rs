@@ -1,12 +1,16 @@
 //! The scan of a stump cascade, eight windows at once: the lattice origins of one scan row, eight
-//! per AVX2 vector. Each lane does exactly the scalar arithmetic of `Cascade::run_at` (the same
-//! operations in the same order, no fused multiply-add), so the hits and their weights are
-//! bit-identical to the scalar scan, which stays the reference and the fallback.
+//! per AVX2 vector. Each lane computes exactly the values of `Cascade::run_at`'s scalar arithmetic
+//! (no fused multiply-add), so the hits and their weights are bit-identical to the scalar scan,
+//! which stays the reference and the fallback. Where the plan proves it exact, a value is computed
+//! another way: feature values of integer-weighted features in i32 (`Shape`), stage sums as
+//! integer counts of their leaves' unit (`Stage`).
 //!
 //! Why: the scalar scan spends about ten cycles per window and weak classifier, on twelve scattered
 //! loads. Stored "planar" (each row's columns split by their phase modulo the scan step), one corner
 //! of eight neighbouring origins is a single contiguous load. A vector keeps evaluating stages while
-//! any of its lanes is alive; windows that survive cluster, so few lanes are wasted.
+//! any of its lanes is alive: from the face cascade's fourth stage on, that is about 2.3 live lanes
+//! of 8 (img5 and img6), yet 60% of all stump evaluations. Per stump the loop is bound by loads
+//! (offsets, corners, constants), which is what the integer shapes and sums cut.
 //!
 //! AVX2 also serves CPUs with AVX-512: a sixteen-lane version of this kernel measured 8% slower on
 //! the AMD EPYC (Zen 5) we run on (`bench_haar`, 156-159 against 145 ms/image on one thread), as
@@ -148,28 +152,72 @@ pub(super) struct PlanarBuffers {
 /// A single-split weak classifier with its feature's corners as planar offsets.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Stump {
-    /// Four corners (a - b - c + d) per rectangle, three rectangles; an unused third rectangle has
-    /// weight 0 and four equal offsets.
+    /// For `Shape::Two` and `Shape::Three`, four corners (a - b - c + d) per rectangle, three
+    /// rectangles (an unused third rectangle has weight 0 and four equal offsets); for the other
+    /// shapes, the distinct corners in the order their formula reads them.
     pub ofs: [u32; 12],
     pub weight: [f32; 3],
     pub threshold: f32,
     pub left: f32,
     pub right: f32,
+    /// With integer sums, what choosing `left` adds to the stage's two counters (see `Stage`).
+    pub delta: [i32; 2],
 }
 
-/// A stage's stumps: `two` two-rectangle ones (the third rectangle is skipped), then `three` that
-/// are evaluated with all three rectangles.
+/// How a stump's feature value `ret` is computed. OpenCV computes
+/// `ret = (w0 * r0 + w1 * r1) + w2 * r2` in f32 from the rectangles' integer sums. Where the
+/// weights are integers and no partial result can reach 2^24, every one of those f32 operations is
+/// exact, so `ret` is the integer `sum of weight * corner value` over the feature's distinct
+/// corners, which wrapping i32 arithmetic gets exactly (the true value fits). The shipped cascades'
+/// features come in three such shapes (by the multiset of corner coefficients): fewer loads and no
+/// float products per stump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// Coefficients +1 +1 -1 -1 +3 +3 -3 -3 (a rectangle less three times its middle third):
+    /// `(c0 + c1 - c2 - c3) + 3 * (c4 + c5 - c6 - c7)`.
+    Thirds,
+    /// +1 +1 -1 -1 +2 -2 (a rectangle less twice one half): `(c0 + c1 - c2 - c3) + 2 * (c4 - c5)`.
+    Halves,
+    /// +1 x4 -2 x4 +4 (a rectangle less twice two diagonal quarters):
+    /// `(c0 + c1 + c2 + c3) - 2 * (c4 + c5 + c6 + c7) + 4 * c8`.
+    Quarters,
+    /// The negation of `Quarters` (the other diagonal).
+    QuartersNeg,
+    /// Anything else, with a third rectangle of weight 0: OpenCV's f32 arithmetic, two rectangles.
+    Two,
+    /// Anything else: OpenCV's f32 arithmetic on all three rectangles.
+    Three,
+}
+
+pub(super) const SHAPES: [Shape; 6] = [
+    Shape::Thirds,
+    Shape::Halves,
+    Shape::Quarters,
+    Shape::QuartersNeg,
+    Shape::Two,
+    Shape::Three,
+];
+
+/// A stage's stumps, grouped by `Shape` in the order of `SHAPES`: `count[k]` of shape
+/// `SHAPES[k]`. Where a stage's sum depends on the order of its terms, all its stumps are
+/// `Shape::Three`, in the cascade's order.
+///
+/// With integer sums (`Level::ints`), a window's stage sum is kept as two i32 counters that start
+/// at `int_base` and gain the `delta` of each stump that chooses its left leaf; the sum is
+/// `high * int_units[0] + low * int_units[1]`, exactly (the plan checks that nothing overflows and
+/// that the sum is the exact sum of the leaves, which is what the scalar scan's f64 sum is).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Stage {
     pub first: usize,
-    pub two: usize,
-    pub three: usize,
+    pub count: [usize; 6],
     pub threshold: f64,
+    pub int_base: [i32; 2],
+    pub int_units: [f64; 2],
 }
 
 impl Stage {
     pub fn end(&self) -> usize {
-        self.first + self.two + self.three
+        self.first + self.count.iter().sum::<usize>()
     }
 }
 
@@ -183,6 +231,8 @@ pub(super) struct Level<'a> {
     flat_nf: f64,
     stumps: &'a [Stump],
     stages: &'a [Stage],
+    /// Stage sums as integer counters (see `Stage`) rather than in f64.
+    ints: bool,
 }
 
 impl<'a> Level<'a> {
@@ -200,6 +250,7 @@ impl<'a> Level<'a> {
         norm_area: f64,
         stumps: &'a [Stump],
         stages: &'a [Stage],
+        ints: bool,
     ) -> Option<Self> {
         let max_ofs = stumps.iter().flat_map(|s| s.ofs).chain(nofs).max()? as usize;
         let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(LANES) * LANES
@@ -217,6 +268,7 @@ impl<'a> Level<'a> {
             flat_nf: super::flat_nf(norm_area),
             stumps,
             stages,
+            ints,
         })
     }
 }
@@ -253,25 +305,41 @@ pub(super) fn scan_row(
 /// OpenCV's skip rule over one vector of origins: which lanes are evaluated at all, given which
 /// are normalisable (`nonflat`) and which of those fail the first stage. `skip` carries "the
 /// previous origin failed the first stage" from one vector to the next. Returns the lanes that go
-/// on to the second stage.
+/// on to the second stage. By table rather than lane by lane: the loop's data-dependent branches
+/// mispredicted often.
 #[inline(always)]
 fn walk(lanes: usize, nonflat: u32, fail0: u32, skip: &mut bool) -> u32 {
-    let mut live = 0u32;
-    for i in 0..lanes {
-        if *skip {
-            *skip = false;
-            continue;
-        }
-        let bit = 1u32 << i;
-        if nonflat & bit != 0 {
-            if fail0 & bit != 0 {
-                *skip = true;
-            } else {
-                live |= bit;
+    let e = SKIPPED[(*skip as usize) << LANES | (nonflat & fail0 & 0xff) as usize] as u32;
+    // Past the last lane nothing fails, so lane `lanes` is skipped exactly when it would carry.
+    *skip = e >> lanes & 1 != 0;
+    nonflat & !fail0 & !e & ((1 << lanes) - 1)
+}
+
+/// For "the lane before the first failed" (bit 8 of the index) and which lanes fail the first
+/// stage (bits 0-7), the lanes OpenCV skips (bits 0-7) and whether the next vector's first lane is
+/// skipped (bit 8).
+const SKIPPED: [u16; 512] = skipped_table();
+
+const fn skipped_table() -> [u16; 512] {
+    let mut t = [0u16; 512];
+    let mut e = 0;
+    while e < 512 {
+        let mut skip = e >> LANES == 1;
+        let mut out = 0u16;
+        let mut i = 0;
+        while i <= LANES {
+            if skip {
+                skip = false;
+                out |= 1 << i;
+            } else if i < LANES && e >> i & 1 == 1 {
+                skip = true;
             }
+            i += 1;
         }
+        t[e] = out;
+        e += 1;
     }
-    live
+    t
 }
 
 #[cfg(test)]
@@ -299,6 +367,43 @@ mod tests {
                         (s1[y * (w + 1) + x], q1[y * (w + 1) + x]),
                         "step {step} at ({x}, {y})"
                     );
+                }
+            }
+        }
+    }
+
+    /// The rule lane by lane, as OpenCV's loop applies it.
+    fn walk_lanes(lanes: usize, nonflat: u32, fail0: u32, skip: &mut bool) -> u32 {
+        let mut live = 0u32;
+        for i in 0..lanes {
+            if *skip {
+                *skip = false;
+                continue;
+            }
+            let bit = 1u32 << i;
+            if nonflat & bit != 0 {
+                if fail0 & bit != 0 {
+                    *skip = true;
+                } else {
+                    live |= bit;
+                }
+            }
+        }
+        live
+    }
+
+    #[test]
+    fn walk_by_table_is_the_lane_by_lane_rule() {
+        for lanes in 1..=LANES {
+            let valid = (1u32 << lanes) - 1;
+            for carry in [false, true] {
+                for nonflat in 0..=valid {
+                    for fail0 in 0..256u32 {
+                        let (mut a, mut b) = (carry, carry);
+                        let live = walk(lanes, nonflat, fail0, &mut a);
+                        assert_eq!(live, walk_lanes(lanes, nonflat, fail0, &mut b));
+                        assert_eq!(a, b, "carry after {lanes} lanes {nonflat:#b} {fail0:#b} from {carry}");
+                    }
                 }
             }
         }
