@@ -35,7 +35,11 @@ pub(super) struct Layout {
 
 impl Layout {
     pub fn offset(&self, dx: usize, dy: usize) -> usize {
-        dy * self.stride + (dx % self.step) * self.plane + dx / self.step
+        // A mask and a shift for the steps 1 and 2, not two divisions: this runs for every corner
+        // of every stump at every level (profiled at 5% of a detection with the divisions).
+        debug_assert!(self.step == 1 || self.step == 2);
+        let odd = self.step - 1;
+        dy * self.stride + (dx & odd) * self.plane + (dx >> odd)
     }
 }
 
