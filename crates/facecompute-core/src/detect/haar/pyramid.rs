@@ -57,6 +57,12 @@ struct Axis {
     c1: Vec<u32>,
     lo: usize,
     hi: usize,
+    /// For the vector horizontal pass, per destination in `[lo, hi)`, in blocks of four from `lo`:
+    /// the byte-shuffle mask picking its two taps relative to its block's first tap, and its
+    /// weight pair `(256 - c1) | c1 << 16`. Empty when some block's taps spread over more than
+    /// sixteen bytes (shrinking by more than about 4.6).
+    pair_mask: Vec<u32>,
+    pair_w: Vec<u32>,
 }
 
 /// OpenCV's `interpolationLinear::getCoeffs` for the bit-exact resize: the mapping is computed in
@@ -83,7 +89,15 @@ fn axis(src: usize, dst: usize) -> Axis {
             lo = lo.max(d + 1);
         }
     }
-    Axis { ofs, c1, lo, hi }
+    let hi_eff = hi.max(lo);
+    let fits = (lo..hi_eff).step_by(4).all(|b| ofs[(b + 3).min(hi_eff - 1)] <= ofs[b] + 14);
+    let (mut pair_mask, mut pair_w) = (Vec::new(), Vec::new());
+    if fits {
+        // Mask bytes: tap, 0x80 (zero), tap + 1, 0x80, leaving src[tap] | src[tap + 1] << 16.
+        pair_mask = (lo..hi_eff).map(|d| (ofs[d] - ofs[lo + (d - lo) / 4 * 4]) * 0x0001_0001 + 0x8001_8000).collect();
+        pair_w = (lo..hi_eff).map(|d| (256 - c1[d]) | c1[d] << 16).collect();
+    }
+    Axis { ofs, c1, lo, hi, pair_mask, pair_w }
 }
 
 /// The horizontal pass for destination columns `[x0, x0 + out.len())`: the replicated left edge,
@@ -99,9 +113,19 @@ fn h_line(kernel: Kernel, src: &[u8], ax: &Axis, x0: usize, out: &mut [u32]) {
     let (ofs, c1) = (&ax.ofs[lo..hi], &ax.c1[lo..hi]);
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if use_avx2(kernel) {
+    // A non-empty middle starts at or after `ax.lo`.
+    if use_avx2(kernel) && !ax.pair_mask.is_empty() && !mid.is_empty() {
+        // The masks come in blocks of four from `ax.lo`: start at a block boundary.
+        let skip = ((4 - (lo - ax.lo) % 4) % 4).min(mid.len());
+        for ((o, &i), &c1) in mid[..skip].iter_mut().zip(ofs).zip(c1) {
+            let i = i as usize;
+            *o = (256 - c1) * src[i] as u32 + c1 * src[i + 1] as u32;
+        }
+        let at = lo + skip - ax.lo;
+        let end = hi - ax.lo;
         // SAFETY: AVX2 was detected at run time (`use_avx2`).
-        done = unsafe { avx2::h_line_mid(src, ofs, c1, mid) };
+        done = skip
+            + unsafe { avx2::h_line_mid(src, &ofs[skip..], &ax.pair_mask[at..end], &ax.pair_w[at..end], &mut mid[skip..]) };
     }
     for ((o, &i), &c1) in mid[done..].iter_mut().zip(&ofs[done..]).zip(&c1[done..]) {
         // Below `hi`, `axis` keeps i + 1 inside the row.

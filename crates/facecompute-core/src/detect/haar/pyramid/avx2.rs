@@ -125,20 +125,14 @@ pub(in crate::detect::haar) fn integral_row_split(
 
 /// The interpolated middle of `pyramid::h_line`: `out[d] = (256 - c1[d]) * src[ofs[d]] + c1[d] *
 /// src[ofs[d] + 1]`, eight destinations per step, four per 128-bit half. Each half loads the
-/// sixteen source bytes from its first tap and picks its pairs with a byte shuffle, which needs
-/// the four destinations' taps within those bytes: true for shrinking by up to about 4.6, the
-/// pyramid levels where nearly all the pixels are. Returns how many it did; it stops at the first
-/// step whose taps spread wider or whose load would pass the end of `src`, and the caller
-/// finishes the row. (A dword gather per lane, `vpgatherdd`, measured no faster than the scalar
-/// loop on our AMD EPYC.)
+/// sixteen source bytes from its first tap and picks its pairs with a byte shuffle, by the masks
+/// and weight pairs `Axis` prepared (`mask`, `w`, in blocks of four from `ofs[0]`). Returns how
+/// many it did; it stops where a load would pass the end of `src`, and the caller finishes the
+/// row. (A dword gather per lane, `vpgatherdd`, measured no faster than the scalar loop on our
+/// AMD EPYC.)
 #[target_feature(enable = "avx2")]
-pub(super) fn h_line_mid(src: &[u8], ofs: &[u32], c1: &[u32], out: &mut [u32]) -> usize {
-    let n = ofs.len().min(c1.len()).min(out.len());
-    // Byte j of a lane's mask: tap, 0x80 (zero), tap + 1, 0x80, so that the shuffle leaves
-    // src[tap] | src[tap + 1] << 16 in each 32-bit lane, ready for madd with the weight pair.
-    let spread = _mm256_set1_epi32(0x0001_0001);
-    let pair = _mm256_set1_epi32(0x8001_8000u32 as i32);
-    let full = _mm256_set1_epi32(256);
+pub(super) fn h_line_mid(src: &[u8], ofs: &[u32], mask: &[u32], w: &[u32], out: &mut [u32]) -> usize {
+    let n = ofs.len().min(mask.len()).min(w.len()).min(out.len());
     let load16 = |at: usize| -> __m128i {
         let s: &[u8; 16] = src[at..at + 16].try_into().expect("sixteen bytes");
         // SAFETY: sixteen bytes are in bounds (the array above).
@@ -147,18 +141,13 @@ pub(super) fn h_line_mid(src: &[u8], ofs: &[u32], c1: &[u32], out: &mut [u32]) -
     let mut d = 0;
     while d + 8 <= n {
         let (b0, b1) = (ofs[d] as usize, ofs[d + 4] as usize);
-        // `ofs` never decreases: the last tap of each half bounds its spread.
-        if ofs[d + 3] as usize > b0 + 14 || ofs[d + 7] as usize > b1 + 14 || b1 + 16 > src.len() {
+        if b1 + 16 > src.len() {
             break;
         }
-        let base = _mm256_setr_epi32(b0 as i32, b0 as i32, b0 as i32, b0 as i32, b1 as i32, b1 as i32, b1 as i32, b1 as i32);
-        let rel = _mm256_sub_epi32(load8(as_i32(&ofs[d..])), base);
-        let mask = _mm256_add_epi32(_mm256_mullo_epi32(rel, spread), pair);
-        let px = _mm256_shuffle_epi8(_mm256_set_m128i(load16(b1), load16(b0)), mask);
-        let w1 = load8(as_i32(&c1[d..]));
-        let w = _mm256_or_si256(_mm256_sub_epi32(full, w1), _mm256_slli_epi32::<16>(w1));
+        // `Axis` checked that each block's taps lie within its sixteen bytes.
+        let px = _mm256_shuffle_epi8(_mm256_set_m128i(load16(b1), load16(b0)), load8(as_i32(&mask[d..])));
         // Pixels are below 256 and weights at most 256: the 16-bit products are exact.
-        store8(as_i32_mut(&mut out[d..]), _mm256_madd_epi16(px, w));
+        store8(as_i32_mut(&mut out[d..]), _mm256_madd_epi16(px, load8(as_i32(&w[d..]))));
         d += 8;
     }
     d
