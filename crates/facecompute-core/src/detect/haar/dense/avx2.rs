@@ -271,15 +271,17 @@ unsafe fn scan<S: Sums>(level: &Level, base: usize, n: usize, hits: &mut Vec<(u3
             continue;
         }
         let vnf = _mm256_set_m128(vnf_hi, vnf_lo);
-        let first = &stages[0];
-        let (mut lo, mut hi) = unsafe { stage::<S>(ps, level.stumps, first, vnf) };
-        let mut live = walk(lanes, nonflat, below(lo, hi, first.threshold), &mut skip);
-        for st in &stages[1..] {
+        // One call site for `stage`, so that it is inlined: a call per stage and vector cost more
+        // than the late stages' few stumps.
+        let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+        let mut live = 0;
+        for (si, st) in stages.iter().enumerate() {
+            (lo, hi) = unsafe { stage::<S>(ps, level.stumps, st, vnf) };
+            let fail = below(lo, hi, st.threshold);
+            live = if si == 0 { walk(lanes, nonflat, fail, &mut skip) } else { live & !fail };
             if live == 0 {
                 break;
             }
-            (lo, hi) = unsafe { stage::<S>(ps, level.stumps, st, vnf) };
-            live &= !below(lo, hi, st.threshold);
         }
         if live != 0 {
             let mut sums = [0f64; LANES];
