@@ -91,12 +91,17 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
   mkdirSync(ctx.logDir, { recursive: true });
   const discard = start(process.execPath, [join(REPO_ROOT, 'bench', 'lib', 'discard-server.mjs')], { env: { ...process.env, PORT: String(discardPort) }, cwd: REPO_ROOT, logPath: join(ctx.logDir, 'compare-discard.log') });
   const settings = { FACECOMPUTE_MAX_COMPARE_BYTES: String(256 * 2 ** 20), FACECOMPUTE_MAX_TARGETS: '100000', FACECOMPUTE_MAX_SOURCES: String(MANY_SOURCES) };
-  const ours = await startOurs({ logDir: ctx.logDir, label: 'compare-ours', env: { ...settings, ...(process.env['BENCH_COMPARE_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_COMPARE_NODE_OPTIONS'] } : {}) } });
+  // A service that fails to start must not leave the discard server behind: it would keep the bench
+  // process alive after the suite has reported its failure.
+  const ours = await startOurs({ logDir: ctx.logDir, label: 'compare-ours', env: { ...settings, ...(process.env['BENCH_COMPARE_NODE_OPTIONS'] ? { NODE_OPTIONS: process.env['BENCH_COMPARE_NODE_OPTIONS'] } : {}) } }).catch(async (err: unknown) => {
+    await discard.stop();
+    throw err;
+  });
   // The text encodings get a gateway of their own: one 100k-target JSON body leaves about a
   // gigabyte of strings and arrays behind, and whichever request runs next would pay for its
   // collection. The roofline has its own process too.
   const oursText = await startOurs({ logDir: ctx.logDir, label: 'compare-ours-text', env: settings }).catch(async (err: unknown) => {
-    await ours.stop();
+    await Promise.all([ours.stop(), discard.stop()]);
     throw err;
   });
   const agent = new Agent({ connections: 2, keepAliveTimeout: 60_000 });
