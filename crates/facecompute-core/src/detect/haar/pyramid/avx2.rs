@@ -42,6 +42,19 @@ fn store8(d: &mut [i32], v: __m256i) {
     unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), v) }
 }
 
+/// Sixteen i32 values (`lo` then `hi`, each 0..=255 or saturated like `.min(255)` by packus) as
+/// sixteen bytes at the start of `out`. The two packs interleave 128-bit halves; the permute undoes it.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store16(out: &mut [u8], lo: __m256i, hi: __m256i) {
+    let w = _mm256_packus_epi32(lo, hi);
+    let b = _mm256_packus_epi16(w, w);
+    let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+    let o: &mut [u8; 16] = (&mut out[..16]).try_into().expect("sixteen bytes");
+    // SAFETY: sixteen bytes are in bounds (the slice above).
+    unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), _mm256_castsi256_si128(b)) };
+}
+
 /// The integral rows as `cast_signed` views: the squares are u32 that wrap like i32.
 fn as_i32(s: &[u32]) -> &[i32] {
     // SAFETY: u32 and i32 have the same size and alignment, and every bit pattern is valid.
@@ -168,14 +181,7 @@ pub(super) fn v_pass(h0: &[u32], h1: &[u32], c0: u32, c1: u32, out: &mut [u8]) -
             _mm256_srli_epi32::<16>(s)
         };
         let (lo, hi) = (lane(i), lane(i + 8));
-        // packus saturates like `.min(255)`; the two packs interleave 128-bit halves, undone by
-        // the permute.
-        let w = _mm256_packus_epi32(lo, hi);
-        let b = _mm256_packus_epi16(w, w);
-        let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
-        let o: &mut [u8; 16] = (&mut out[i..i + 16]).try_into().expect("sixteen pixels");
-        // SAFETY: sixteen bytes are in bounds (the slice above).
-        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), _mm256_castsi256_si128(b)) };
+        store16(&mut out[i..i + 16], lo, hi);
         i += 16;
     }
     i
@@ -220,12 +226,7 @@ pub(super) fn gray<const CN: usize>(bgr: &[u8], out: &mut [u8]) -> usize {
     // The last load starts at (i + 12) * CN and reads sixteen bytes.
     while i + 16 <= n && (i + 12) * CN + 16 <= bgr.len() {
         let (lo, hi) = (eight(i * CN), eight((i + 8) * CN));
-        let w = _mm256_packus_epi32(lo, hi);
-        let b = _mm256_packus_epi16(w, w);
-        let b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
-        let o: &mut [u8; 16] = (&mut out[i..i + 16]).try_into().expect("sixteen pixels");
-        // SAFETY: sixteen bytes are in bounds (the slice above).
-        unsafe { _mm_storeu_si128(o.as_mut_ptr().cast(), _mm256_castsi256_si128(b)) };
+        store16(&mut out[i..i + 16], lo, hi);
         i += 16;
     }
     i
