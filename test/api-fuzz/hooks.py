@@ -26,6 +26,11 @@ from schemathesis.transport.requests import REQUESTS_TRANSPORT, binary_serialize
 # own large generator module that parse fails now and then (KeyError, then "AST constructor recursion
 # depth mismatch"), which aborted the run as a runtime error. A fixed name changes only what a repr says.
 _lambda_sources.lambda_description = lambda f: "lambda"
+# The same CPython 3.11 bug hit anyio: its packages (anyio, anyio.abc) compile their own source when first
+# imported, and Schemathesis first imports them (for its ASGI transport) deep inside case generation, where
+# compile() raised "AST constructor recursion depth mismatch" and the run ended in a runtime error (CI, seed
+# 554584630). Imported here, at a shallow depth, they are compiled once before generation starts.
+import schemathesis.transport.asgi  # noqa: E402,F401
 
 FIX = json.load(open(os.environ["FC_API_FUZZ_FIXTURES"], encoding="utf-8"))
 IMAGES = []
