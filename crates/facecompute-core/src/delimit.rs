@@ -37,6 +37,74 @@ pub fn append_and_find(dest: &mut [u8], at: usize, chunk: &[u8], needle: &[u8], 
     Ok(memmem::find(chunk, needle).map(|i| at + i))
 }
 
+/// The end of a part read as it arrives, without keeping it: the streaming /compare path scores the
+/// `targets` rows chunk by chunk (compare::stream) and never copies the part into one buffer. Bytes
+/// are handed on as soon as they are certainly the part's; the last `needle.len() - 1` seen are held
+/// back, since they may be the start of the delimiter, and searched with the next chunk's head.
+#[derive(Debug)]
+pub struct PartEnd {
+    needle: Vec<u8>,
+    held: Vec<u8>,
+}
+
+impl PartEnd {
+    /// An empty needle is `invalid_request`.
+    pub fn new(needle: &[u8]) -> CoreResult<PartEnd> {
+        if needle.is_empty() {
+            return Err(CoreError::invalid_request("the delimiter is empty"));
+        }
+        Ok(PartEnd { needle: needle.to_vec(), held: Vec::with_capacity(needle.len()) })
+    }
+
+    /// Reads the next chunk: `body` receives the bytes that are certainly the part's, in order (the
+    /// held bytes first, as a separate call). Returns the index in `chunk` just past the delimiter
+    /// when it ends in this chunk (the part is then complete and what follows is the next part's),
+    /// or `None`.
+    pub fn feed(&mut self, chunk: &[u8], mut body: impl FnMut(&[u8])) -> Option<usize> {
+        let (h, dl) = (self.held.len(), self.needle.len());
+        // A delimiter that starts in the held bytes ends in the first dl - 1 of the chunk: searched
+        // first, in a small window, so the first match in held ++ chunk is the one found.
+        if h > 0 {
+            let head = &chunk[..chunk.len().min(dl - 1)];
+            let mut window = Vec::with_capacity(h + head.len());
+            window.extend_from_slice(&self.held);
+            window.extend_from_slice(head);
+            if let Some(i) = memmem::find(&window, &self.needle).filter(|&i| i < h) {
+                body(&self.held[..i]);
+                self.held.clear();
+                return Some(i + dl - h);
+            }
+        }
+        if let Some(i) = memmem::find(chunk, &self.needle) {
+            if h > 0 {
+                body(&self.held);
+            }
+            body(&chunk[..i]);
+            self.held.clear();
+            return Some(i + dl);
+        }
+        let keep = dl - 1;
+        if chunk.len() >= keep {
+            if h > 0 {
+                body(&self.held);
+            }
+            body(&chunk[..chunk.len() - keep]);
+            self.held.clear();
+            self.held.extend_from_slice(&chunk[chunk.len() - keep..]);
+        } else {
+            // Fewer new bytes than the hold: the oldest held ones leave.
+            let total = h + chunk.len();
+            let out = total.saturating_sub(keep);
+            if out > 0 {
+                body(&self.held[..out]);
+                self.held.drain(..out);
+            }
+            self.held.extend_from_slice(chunk);
+        }
+        None
+    }
+}
+
 /// Below this, a plain copy: the stores' setup and fence cost more than the cache they would spare.
 const STREAMING_MIN: usize = 4096;
 
@@ -144,5 +212,51 @@ mod tests {
         assert!(append_and_find(&mut dest, usize::MAX, b"x", b"a", 0).is_err(), "overflow");
         assert!(append_and_find(&mut dest, 0, b"x", b"a", 2).is_err(), "from past the appended bytes");
         assert!(append_and_find(&mut dest, 0, b"x", b"", 0).is_err(), "empty needle");
+    }
+
+    /// Feeds `stream` to a PartEnd in pieces cut at `cuts`: the part's bytes and where, in the whole
+    /// stream, the delimiter ended.
+    fn part_end(stream: &[u8], needle: &[u8], cuts: &[usize]) -> (Vec<u8>, Option<usize>) {
+        let mut end = PartEnd::new(needle).unwrap();
+        let mut body = Vec::new();
+        let mut start = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&stream.len())) {
+            if let Some(at) = end.feed(&stream[start..cut], |b| body.extend_from_slice(b)) {
+                return (body, Some(start + at));
+            }
+            start = cut;
+        }
+        (body, None)
+    }
+
+    #[test]
+    fn part_end_finds_the_delimiter_split_at_every_offset() {
+        let needle = b"\r\n--bound";
+        // Near-misses before the real delimiter: a prefix of it at the seam must not end the part.
+        let stream = b"ab\r\n--bou\r\n-\r\n--boundX\r\n--bound--rest";
+        let first = memmem::find(stream, needle).unwrap();
+        for a in 0..=stream.len() {
+            for b in a..=stream.len() {
+                let (body, end) = part_end(stream, needle, &[a, b]);
+                assert_eq!(end, Some(first + needle.len()), "cuts {a},{b}");
+                assert_eq!(&body[..], &stream[..first], "cuts {a},{b}");
+            }
+        }
+        // One byte at a time.
+        let cuts: Vec<usize> = (1..stream.len()).collect();
+        assert_eq!(part_end(stream, needle, &cuts), (stream[..first].to_vec(), Some(first + needle.len())));
+    }
+
+    #[test]
+    fn part_end_without_a_delimiter_holds_back_only_a_possible_start() {
+        let needle = b"\r\n--b";
+        let stream: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 13) as u8).collect();
+        for step in [1usize, 3, 5, 6, 7, 64, 999] {
+            let cuts: Vec<usize> = (step..stream.len()).step_by(step).collect();
+            let (body, end) = part_end(&stream, needle, &cuts);
+            assert_eq!(end, None);
+            assert_eq!(&body[..], &stream[..stream.len() - (needle.len() - 1)], "step {step}");
+        }
+        assert!(PartEnd::new(b"").is_err());
     }
 }

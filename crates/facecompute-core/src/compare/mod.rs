@@ -11,6 +11,7 @@ mod many;
 mod metric;
 mod normalize;
 mod parallel;
+mod stream;
 mod topk;
 mod validate;
 
@@ -20,6 +21,7 @@ pub use kernels::Kernel;
 pub use many::{compare_many_to_many, peak_f32_gflops, MIN_GEMM_SOURCES};
 pub use metric::{Metric, L2_EPSILON};
 pub use normalize::l2_normalize;
+pub use stream::RowStream;
 pub use topk::top_k;
 pub use validate::{count_vectors, validate_query, validate_vectors};
 
