@@ -9,6 +9,29 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+export declare class CompareStream {
+  /**
+   * `sources`: K×dims (1 ≤ K < 4); `top_k` if known; rows past `max_rows` are counted, not
+   * scored; `delimiter`: CRLF--boundary, which ends the part.
+   */
+  constructor(sources: Float32Array, dims: number, metric: string, topK: number | undefined | null, maxRows: number, delimiter: Uint8Array)
+  /**
+   * Scores the rows of the next chunk; returns the index in `chunk` just past the delimiter when
+   * the part ends in it, else -1.
+   */
+  feed(chunk: Uint8Array): number
+  /** Bytes of the part so far (the delimiter excluded once found). */
+  get bytes(): number
+  /**
+   * One result list per source, as compare_many_to_many would give them; the state is freed.
+   * Errors: a part that has not ended, a truncated row, rows over the limit, then the first
+   * non-finite row (invalid_embedding naming it).
+   */
+  finish(topK?: number | undefined | null): ManyOutput
+  /** Drops the state (a request that failed before `finish`), without waiting for the collector. */
+  close(): void
+}
+
 /**
  * DeepFace's `opencv` detector over OpenCV's two Haar cascades, parsed once and shared by every
  * detection.

@@ -12,6 +12,8 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from '../src/gateway/multipart-reader.js';
 import { ServiceError } from '../src/errors/index.js';
+import { TargetStream } from '../src/core/compare-stream.js';
+import { compareManyToMany } from '../src/core/compare.js';
 
 const B = 'XyZ-boundary-42';
 
@@ -102,6 +104,49 @@ t.test('a delimiter split across chunks at every position, for both kinds of par
       if (JSON.stringify(simple(got)) !== JSON.stringify(expected(parts))) t.fail(`chunks of ${size} bytes, hint ${hint}: ${JSON.stringify(simple(got))}`);
     }
   }
+  t.pass(`every chunk size from 1 to ${raw.length}`);
+});
+
+t.test('a streamed targets part: every chunk size, the rows compared and the parts after it read', async (t) => {
+  const dims = 4;
+  const rows = new Float32Array(Array.from({ length: 9 * dims }, (_, i) => Math.sin(i * 0.7)));
+  const source = rows.slice(3 * dims, 4 * dims);
+  // Targets whose bytes hold near-delimiters, so that the end of the part is found, not guessed.
+  const targets = Buffer.concat([Buffer.from(rows.buffer), tricky.subarray(0, 16 * Math.floor(tricky.length / 16))]);
+  const floats = new Float32Array(targets.buffer.slice(targets.byteOffset, targets.byteOffset + targets.length));
+  const parts: Part[] = [
+    { name: 'source', content: Buffer.from('{}') },
+    { name: 'targets', filename: 't.f32', type: 'application/octet-stream', content: targets },
+    { name: 'top_k', content: Buffer.from('3') },
+  ];
+  const want = await compareManyToMany(source, floats, dims, 'euclidean', 3).catch((e: unknown) => e);
+  t.ok(!(want instanceof Error), 'the bytes are finite rows');
+  const raw = body(parts, { preamble: "p", epilogue: "e" });
+  for (let size = 1; size <= raw.length; size++) {
+    let s: TargetStream | undefined;
+    const o = {
+      ...options(),
+      onPart: (h: PartHead, earlier: readonly ReadPart[]): PartSink => {
+        if (h.name !== 'targets') return { kind: 'collect', limit: 1 << 20, tooLarge: () => new ServiceError('image_too_large', 'image') };
+        if (earlier.length !== 1 || earlier[0]!.head.name !== 'source') t.fail('the parts before the targets are handed over');
+        const stream = new TargetStream({ sources: source, dims, metric: 'euclidean', topK: 3, maxRows: 100 }, Buffer.from(`\r\n--${B}`));
+        s = stream;
+        return { kind: 'stream', feed: (chunk) => stream.feed(chunk) };
+      },
+    };
+    const got = await readMultipart(stream(raw, [size]), o);
+    const names = got.map((p) => `${p.head.name}:${p.bytes.length}`).join(',');
+    if (names !== 'source:2,targets:0,top_k:1') t.fail(`chunks of ${size}: ${names}`);
+    if (s!.byteLength !== targets.length) t.fail(`chunks of ${size}: ${s!.byteLength} bytes`);
+    let answer: unknown;
+    try {
+      answer = s!.finish(3);
+    } catch (e) {
+      answer = e;
+    }
+    if (JSON.stringify(answer) !== JSON.stringify(want)) t.fail(`chunks of ${size}: ${JSON.stringify(answer)} vs ${JSON.stringify(want)}`);
+  }
+  t.equal(TargetStream.live, 0);
   t.pass(`every chunk size from 1 to ${raw.length}`);
 });
 

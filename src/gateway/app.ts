@@ -26,6 +26,7 @@ import { createMemoryLimiter } from './limits/memory.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
 import { BufferPool } from './buffer-pool.js';
+import type { TargetStream } from '../core/compare-stream.js';
 import { compareJson } from './compute/compare-result.js';
 import { useJsonBodyParser } from './json-body.js';
 
@@ -65,6 +66,7 @@ declare module 'fastify' {
     auth?: AuthenticatedKey;
     uploads?: Map<string, Buffer>;
     binaryTargets?: Uint8Array;
+    streamedTargets?: TargetStream;
     fc?: RequestState;
   }
 }
@@ -276,6 +278,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       targetBuffers.release(req.binaryTargets);
       req.binaryTargets = undefined;
     }
+    req.streamedTargets?.close();
+    req.streamedTargets = undefined;
     metrics.requests.inc({ route, code: String(reply.statusCode) });
     req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
   });
@@ -320,13 +324,17 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     if (req.isMultipart()) {
       // /compare reads its parts with our own reader: its binary targets are most of the body.
       const compare = req.routeOptions.url === '/compare';
-      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req), compare ? targetBuffers : undefined, compare ? 'stream' : 'busboy');
+      const plan = compare ? (fields: Record<string, unknown>) => compute.planCompareStream(fields, req.id) : undefined;
+      const r = await parseMultipart(req, cfg.limits.maxImageBytes, bodyLimitOf(req), compare ? targetBuffers : undefined, compare ? 'stream' : 'busboy', plan);
+      if (r.binaryTargets) metrics.compareTargets.inc({ path: 'contiguous' });
+      if (r.streamedTargets) metrics.compareTargets.inc({ path: 'streamed' });
       if (r.binaryTargets && req.routeOptions.url !== '/compare') {
         throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
       }
       req.body = r.body;
       req.uploads = r.uploads;
       if (r.binaryTargets) req.binaryTargets = r.binaryTargets;
+      if (r.streamedTargets) req.streamedTargets = r.streamedTargets;
     }
   }
 
@@ -347,6 +355,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       signal: ac.signal,
       reserve,
       ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}),
+      ...(req.streamedTargets ? { streamedTargets: req.streamedTargets } : {}),
       ...(req.fc?.ticket ? { admission: req.fc.ticket } : {}),
     };
   };
@@ -395,11 +404,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     // is done with it (onResponse can fire earlier, when the client goes away).
     const ctx = ctxOf(req, reply);
     req.binaryTargets = undefined;
+    req.streamedTargets = undefined;
     try {
       const r = await compute.compare(req.body as never, ctx);
       return reply.type('application/json; charset=utf-8').send(await compareJson(r));
     } finally {
       if (ctx.binaryTargets) targetBuffers.release(ctx.binaryTargets);
+      ctx.streamedTargets?.close();
     }
   });
 

@@ -14,6 +14,8 @@ export interface GatewayMetrics {
   queueWait: Histogram;
   upstreamErrors: Counter<'kind'>;
   limiterRejections: Counter<'reason'>;
+  /** Binary /compare targets by how they were read: compared as they arrived, or kept in one buffer. */
+  compareTargets: Counter<'path'>;
 }
 
 export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
@@ -24,12 +26,13 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   const queueWait = new Histogram({ name: 'facecompute_gateway_queue_wait_seconds', help: 'Time spent waiting for a compute slot.', buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
   const upstreamErrors = new Counter({ name: 'facecompute_gateway_upstream_errors_total', help: 'Model-server errors by kind.', labelNames: ['kind'] as const, registers: [registry] });
   const limiterRejections = new Counter({ name: 'facecompute_gateway_limiter_rejections_total', help: 'Requests refused by the rate limiter or the queue.', labelNames: ['reason'] as const, registers: [registry] });
+  const compareTargets = new Counter({ name: 'facecompute_gateway_compare_binary_targets_total', help: 'Binary /compare targets parts read: path streamed (compared as they arrived) or contiguous (kept in one buffer, then compared).', labelNames: ['path'] as const, registers: [registry] });
   new Gauge({ name: 'facecompute_gateway_queue_depth', help: 'Compute requests waiting for a slot.', registers: [registry], collect() { this.set(queueStats().waiting); } });
   new Gauge({ name: 'facecompute_gateway_queue_service_seconds', help: 'Moving average of the time a compute job holds its slot (the admission estimate uses it).', registers: [registry], collect() { this.set((queueStats().serviceMs ?? 0) / 1000); } });
   new Gauge({ name: 'facecompute_gateway_queue_wait_factor', help: 'Calibration of the admission estimate: actual ÷ estimated queue waits (mean + 2 SD).', registers: [registry], collect() { this.set(queueStats().waitFactor); } });
   new Gauge({ name: 'facecompute_gateway_queue_shed', help: 'Waiting compute requests shed (503 queue_full) since start because the estimate said they could no longer start before their deadline.', registers: [registry], collect() { this.set(queueStats().shed); } });
   new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
-  return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections };
+  return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections, compareTargets };
 }
 
 /** The model-server replicas as this process sees them (src/gateway/upstream/replicas.ts). */

@@ -3,11 +3,13 @@
  * (the `targets`, raw float32). busboy (under @fastify/multipart) finds the boundary with a
  * JavaScript Boyer-Moore-Horspool over every byte and hands each part's bytes on as a stream of
  * chunks; profiled on a 100,000 × 128 request (49 MB), its search and stream plumbing were most of the
- * gateway's own time beyond reading the socket. Here each chunk of the `targets` part is copied once,
- * straight into one buffer sized from Content-Length (bounded by the limit), and the delimiter is
- * searched for only in the bytes just copied, plus the few before them that a delimiter split across
- * chunks may start in: one native call per chunk (src/core/delimit.ts, SIMD memmem). Other parts
- * (text fields, an image `source`) are small, collected as chunks and searched with Buffer.indexOf.
+ * gateway's own time beyond reading the socket. Here each chunk of the `targets` part is either
+ * handed to a sink that consumes it as it comes and finds the delimiter itself (the streaming
+ * comparison, src/core/compare-stream.ts: nothing is kept), or copied once, straight into one buffer
+ * sized from Content-Length (bounded by the limit), with the delimiter searched for only in the bytes
+ * just copied, plus the few before them that a delimiter split across chunks may start in: one
+ * native call per chunk either way (SIMD memmem). Other parts (text fields, an image `source`) are
+ * small, collected as chunks and searched with Buffer.indexOf.
  *
  * Grammar (RFC 2046 §5.1.1, RFC 7578): an optional preamble, `--boundary`, then parts, each
  * `CRLF headers CRLF CRLF body` followed by `CRLF--boundary`; the last delimiter is followed by `--`
@@ -33,7 +35,14 @@ export type PartSink =
   /** Into one contiguous buffer from `alloc`, at most `limit` bytes (then `tooLarge()`). */
   | { kind: 'contiguous'; limit: number; sizeHint: number; tooLarge: () => ServiceError }
   /** Collected as chunks, at most `limit` bytes (then `tooLarge()`). */
-  | { kind: 'collect'; limit: number; tooLarge: () => ServiceError };
+  | { kind: 'collect'; limit: number; tooLarge: () => ServiceError }
+  /**
+   * Handed on chunk by chunk and never kept: `feed` consumes the bytes of the part and of its
+   * delimiter, which it finds itself, and returns the index in the chunk just past the delimiter, or
+   * -1 while the part goes on. The part is then read as empty bytes; the caller owns what `feed`
+   * made of them (and frees it when the body fails).
+   */
+  | { kind: 'stream'; feed: (chunk: Buffer) => number };
 
 export interface ReadPart {
   head: PartHead;
@@ -44,7 +53,8 @@ export interface ReaderOptions {
   boundary: string;
   /** The whole body's limit: the first byte past it is `413 request_too_large`. */
   maxBytes: number;
-  onPart(head: PartHead): PartSink;
+  /** Decides from the part's headers and the parts read before it. */
+  onPart(head: PartHead, earlier: readonly ReadPart[]): PartSink;
   /** Whether a part is a file (counted against maxFiles) rather than a field (maxFields). */
   isFile(head: PartHead): boolean;
   /** Buffers for contiguous parts: exactly `size` bytes on their own ArrayBuffer at offset 0. */
@@ -62,6 +72,7 @@ const MAX_HEADER_BYTES = 80 * 1024;
 const MAX_PADDING = 1024;
 const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
+const EMPTY = Buffer.alloc(0);
 
 const malformed = (detail: string) => new ServiceError('invalid_request', detail);
 export const UNTERMINATED = 'the multipart/form-data body ends before its closing boundary (--boundary--): a part is unterminated or the body is not multipart';
@@ -216,7 +227,7 @@ export function readMultipart(req: IncomingMessage, o: ReaderOptions): Promise<R
       if (file && ++files > maxFiles) throw new ServiceError('request_too_large', 'the multipart body has too many parts');
       if (!file && ++fields > maxFields) throw new ServiceError('request_too_large', 'the multipart body has too many parts');
       head = h;
-      sink = o.onPart(h);
+      sink = o.onPart(h, parts);
       if (sink.kind === 'contiguous') {
         dest = o.alloc(Math.max(1, Math.min(sink.sizeHint > 0 ? sink.sizeHint : 1 << 20, o.maxBytes + dl)));
         written = 0;
@@ -227,7 +238,7 @@ export function readMultipart(req: IncomingMessage, o: ReaderOptions): Promise<R
     const collect = (buf: Buffer, from: number, to: number) => {
       if (to <= from || skipping) return;
       size += to - from;
-      if (sink && size > sink.limit) throw sink.tooLarge();
+      if (sink && sink.kind !== 'stream' && size > sink.limit) throw sink.tooLarge();
       // A view is enough when the chunk is not reused: chunks from the socket never are; the carry
       // is a fresh buffer each time.
       chunks.push(buf.subarray(from, to));
@@ -308,6 +319,16 @@ export function readMultipart(req: IncomingMessage, o: ReaderOptions): Promise<R
             break;
           }
           case State.Body: {
+            if (sink?.kind === 'stream') {
+              const piece = pos === 0 ? buf : buf.subarray(pos);
+              const past = sink.feed(piece);
+              if (past < 0) return;
+              endPart(EMPTY);
+              state = State.AfterDelimiter;
+              buf = piece;
+              pos = past;
+              break;
+            }
             if (dest) {
               // Copied, then searched from where a delimiter that ends in these bytes can start.
               const n = buf.length - pos;

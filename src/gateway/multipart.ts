@@ -11,7 +11,14 @@ import { MULTIPART_FIELD_KIND } from './schemas.js';
 import { UPLOAD_MARK } from './inputs/resolve.js';
 import { hasBareNonFinite } from './json-body.js';
 import type { BufferPool } from './buffer-pool.js';
-import { boundaryOf, readMultipart, type PartHead, type PartSink } from './multipart-reader.js';
+import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from './multipart-reader.js';
+import { TargetStream, type StreamPlan } from '../core/compare-stream.js';
+
+/**
+ * Decides, from the fields read before a binary `targets` part, whether its rows can be compared as
+ * they arrive (src/gateway/compute/service.ts); null keeps the part in one buffer.
+ */
+export type PlanStream = (fieldsBefore: Record<string, unknown>) => StreamPlan | null;
 
 export interface MultipartBody {
   body: Record<string, unknown>;
@@ -22,15 +29,17 @@ export interface MultipartBody {
    * Schema describes JSON values only.
    */
   binaryTargets?: Uint8Array;
+  /** The `targets` part compared while it arrived, instead of `binaryTargets`. */
+  streamedTargets?: TargetStream;
 }
 
 /**
  * The parts as a body; a malformed envelope (no boundary, a body that never reaches its closing
  * boundary, bytes that are not multipart at all) is the caller's `400 invalid_request`, not ours.
  */
-export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, reader: 'busboy' | 'stream' = 'busboy'): Promise<MultipartBody> {
+export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, reader: 'busboy' | 'stream' = 'busboy', planStream?: PlanStream): Promise<MultipartBody> {
   try {
-    return await (reader === 'stream' ? streamParts : collectParts)(req, maxImageBytes, maxRequestBytes, pool);
+    return await (reader === 'stream' ? streamParts(req, maxImageBytes, maxRequestBytes, pool, planStream) : collectParts(req, maxImageBytes, maxRequestBytes, pool));
   } catch (err) {
     throw malformedMultipart(err);
   }
@@ -76,6 +85,7 @@ class PartCollector {
   readonly body: Record<string, unknown> = {};
   readonly uploads = new Map<string, Buffer>();
   binaryTargets: Uint8Array | undefined;
+  streamedTargets: TargetStream | undefined;
   total = 0;
 
   constructor(
@@ -88,7 +98,7 @@ class PartCollector {
     if (name === '__proto__' || name === 'constructor' || name === 'prototype') throw new ServiceError('invalid_request', `field '${name}' is not allowed`);
     if (!isFile) return 'field';
     if (name !== 'targets') return 'file';
-    if (this.binaryTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
+    if (this.binaryTargets || this.streamedTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
     if (mimetype !== 'application/octet-stream') {
       throw new ServiceError('invalid_request', `the targets file part must be application/octet-stream (little-endian float32, row-major), not ${JSON.stringify(mimetype.slice(0, 60))}`);
     }
@@ -96,8 +106,15 @@ class PartCollector {
   }
 
   targets(bytes: Uint8Array): void {
+    this.headOf('targets', true, 'application/octet-stream');
     this.binaryTargets = bytes;
     this.total += bytes.byteLength;
+  }
+
+  streamed(s: TargetStream): void {
+    this.headOf('targets', true, 'application/octet-stream');
+    this.streamedTargets = s;
+    this.total += s.byteLength;
   }
 
   file(name: string, buf: Buffer): void {
@@ -139,7 +156,12 @@ class PartCollector {
   }
 
   result(): MultipartBody {
-    return this.binaryTargets ? { body: this.body, uploads: this.uploads, binaryTargets: this.binaryTargets } : { body: this.body, uploads: this.uploads };
+    return {
+      body: this.body,
+      uploads: this.uploads,
+      ...(this.binaryTargets ? { binaryTargets: this.binaryTargets } : {}),
+      ...(this.streamedTargets ? { streamedTargets: this.streamedTargets } : {}),
+    };
   }
 
   private add(name: string, value: unknown, repeatable: boolean): void {
@@ -196,41 +218,77 @@ function jsonTypedText(mimetype: string, raw: string): string {
 }
 
 /**
- * Through our own reader (multipart-reader.ts): /compare, whose binary targets part is copied once
- * into one buffer (from `pool`, sized from Content-Length) and searched for its end natively.
+ * Through our own reader (multipart-reader.ts): /compare, whose binary targets part is either
+ * compared as it arrives (when `planStream` accepts the fields read before it: no copy at all) or
+ * copied once into one buffer (from `pool`, sized from Content-Length) and searched for its end
+ * natively.
  */
-async function streamParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
+async function streamParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, planStream?: PlanStream): Promise<MultipartBody> {
   const c = new PartCollector(maxImageBytes, maxRequestBytes);
   const declared = Number(req.headers['content-length'] ?? NaN);
   const kinds = new Map<PartHead, 'targets' | 'file' | 'field'>();
+  const streams = new Map<PartHead, TargetStream>();
   const isFile = (h: PartHead) => isPartAFile(h.name, h.mimetype, h.filename);
-  const parts = await readMultipart(req.raw, {
-    boundary: boundaryOf(req.headers['content-type']),
-    maxBytes: maxRequestBytes,
-    isFile,
-    alloc: (n) => (pool ? pool.acquire(n) : Buffer.allocUnsafeSlow(n)),
-    release: (b) => pool?.release(b),
-    onPart(h): PartSink {
-      const kind = c.headOf(h.name, isFile(h), h.mimetype);
-      kinds.set(h, kind);
-      if (kind === 'targets') {
-        const tooLarge = () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`);
-        return { kind: 'contiguous', limit: maxRequestBytes, sizeHint: Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes) : 0, tooLarge };
+  const boundary = boundaryOf(req.headers['content-type']);
+
+  /** A streamed comparison when the text fields before the part say all it needs, else null. */
+  const startStream = (earlier: readonly ReadPart[]): TargetStream | null => {
+    if (!planStream) return null;
+    const before = new PartCollector(maxImageBytes, maxRequestBytes);
+    try {
+      for (const { head, bytes } of earlier) {
+        // An image source needs the model server first; an earlier targets part is an error.
+        if (kinds.get(head) !== 'field') return null;
+        before.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
       }
-      if (kind === 'file') return { kind: 'collect', limit: maxImageBytes, tooLarge: () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`) };
-      return { kind: 'collect', limit: maxRequestBytes, tooLarge: () => new ServiceError('request_too_large', 'the request body is larger than the limit') };
-    },
-  });
+      const plan = planStream(before.body);
+      return plan ? new TargetStream(plan, Buffer.from(`\r\n--${boundary}`)) : null;
+    } catch {
+      // Whatever is wrong with those fields is reported, as usual, once the body is read.
+      return null;
+    }
+  };
+
+  let parts: ReadPart[];
+  try {
+    parts = await readMultipart(req.raw, {
+      boundary,
+      maxBytes: maxRequestBytes,
+      isFile,
+      alloc: (n) => (pool ? pool.acquire(n) : Buffer.allocUnsafeSlow(n)),
+      release: (b) => pool?.release(b),
+      onPart(h, earlier): PartSink {
+        const kind = c.headOf(h.name, isFile(h), h.mimetype);
+        kinds.set(h, kind);
+        if (kind === 'targets') {
+          const s = startStream(earlier);
+          if (s) {
+            streams.set(h, s);
+            return { kind: 'stream', feed: (chunk) => s.feed(chunk) };
+          }
+          const tooLarge = () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`);
+          return { kind: 'contiguous', limit: maxRequestBytes, sizeHint: Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes) : 0, tooLarge };
+        }
+        if (kind === 'file') return { kind: 'collect', limit: maxImageBytes, tooLarge: () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`) };
+        return { kind: 'collect', limit: maxRequestBytes, tooLarge: () => new ServiceError('request_too_large', 'the request body is larger than the limit') };
+      },
+    });
+  } catch (err) {
+    for (const s of streams.values()) s.close();
+    throw err;
+  }
   try {
     for (const { head, bytes } of parts) {
       const kind = kinds.get(head);
-      if (kind === 'targets') c.targets(bytes);
+      const s = streams.get(head);
+      if (s) c.streamed(s);
+      else if (kind === 'targets') c.targets(bytes);
       else if (kind === 'file') c.file(head.name, bytes);
       else c.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
     }
   } catch (err) {
-    if (c.binaryTargets) pool?.release(c.binaryTargets);
-    else for (const p of parts) if (kinds.get(p.head) === 'targets') pool?.release(p.bytes);
+    for (const s of streams.values()) s.close();
+    for (const p of parts) if (kinds.get(p.head) === 'targets' && !streams.has(p.head)) pool?.release(p.bytes);
     throw err;
   }
   return c.result();

@@ -144,7 +144,7 @@ pub struct ManyOutput {
     pub count: u32,
 }
 
-fn flatten(per_source: Vec<Comparison>, count: usize) -> ManyOutput {
+pub(crate) fn flatten(per_source: Vec<Comparison>, count: usize) -> ManyOutput {
     let total: usize = per_source.iter().map(|c| c.indices.len()).sum();
     let mut offsets = Vec::with_capacity(per_source.len() + 1);
     let (mut indices, mut distances) = (Vec::with_capacity(total), Vec::with_capacity(total));

@@ -9,6 +9,7 @@ mod task;
 mod image;
 mod compare;
 mod delimit;
+mod stream;
 mod detect;
 mod faces;
 

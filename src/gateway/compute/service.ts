@@ -5,7 +5,8 @@
  * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
  */
 import { ServiceError } from '../../errors/index.js';
-import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, type Metric } from '../../core/compare.js';
+import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, METRICS, type Metric } from '../../core/compare.js';
+import { STREAM_MAX_SOURCES, type StreamPlan, type TargetStream } from '../../core/compare-stream.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
 import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
 import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../../model-server/protocol.js';
@@ -57,6 +58,8 @@ export interface ComputeContext extends InputContext {
   signal?: AbortSignal;
   /** The bytes of a binary `targets` part (multipart, little-endian float32 N×dims), /compare only. */
   binaryTargets?: Uint8Array;
+  /** The binary `targets` part, compared while it arrived (planCompareStream), /compare only. */
+  streamedTargets?: TargetStream;
   /**
    * Reserves the caller's free call; called once a request has passed every check that needs no
    * compute, right before the compute starts (src/accounts/charging.ts settles it by the answer).
@@ -104,6 +107,15 @@ export interface ComputeService {
   represent(body: RepresentBody, ctx: ComputeContext): Promise<unknown>;
   /** Results stay typed arrays (CompareRows) until rendered: REST writes JSON text, MCP plain objects. */
   compare(body: CompareBody, ctx: ComputeContext): Promise<CompareResponse>;
+  /**
+   * Whether a binary `targets` part can be compared while it arrives, from the multipart fields read
+   * before it: only when nothing that follows can change the comparison. `source` (1 to
+   * STREAM_MAX_SOURCES embeddings), `model_name` (the row length) and `distance_metric` must be
+   * there, since a later part cannot repeat them; `top_k` may come later (every distance is kept
+   * until then). Anything else, or anything invalid, is null: the part is then kept in one buffer
+   * and the request runs, and fails, exactly as it would have.
+   */
+  planCompareStream(fieldsBefore: Record<string, unknown>, requestId: string): StreamPlan | null;
 }
 
 
@@ -133,22 +145,17 @@ function checkEmbedding(v: number[], dims: number, what: string): Float32Array {
  * `413 too_many_targets`, a byte length that is not whole rows `400 embedding_dimension_mismatch`.
  * NaN and Infinity are found by the kernel, which names the row (`400 invalid_embedding`).
  */
-function compareTargets(b: CompareBody, ctx: ComputeContext, dims: number, maxTargets: number): Float32Array {
-  const given = [b.targets !== undefined, b.targets_b64 !== undefined, ctx.binaryTargets !== undefined].filter(Boolean).length;
+function compareTargets(b: CompareBody, ctx: ComputeContext, dims: number, maxTargets: number): Float32Array | TargetStream {
+  const binary = ctx.binaryTargets !== undefined || ctx.streamedTargets !== undefined;
+  const given = [b.targets !== undefined, b.targets_b64 !== undefined, binary].filter(Boolean).length;
   if (given !== 1) throw new ServiceError('invalid_request', 'exactly one of targets (JSON arrays or a binary application/octet-stream part) or targets_b64 is required');
+  if (ctx.streamedTargets !== undefined) {
+    binaryRows(ctx.streamedTargets.byteLength, dims, maxTargets);
+    return ctx.streamedTargets;
+  }
   if (ctx.binaryTargets !== undefined) {
-    const bytes = ctx.binaryTargets;
-    const rowBytes = dims * 4;
-    const rows = Math.floor(bytes.byteLength / rowBytes);
-    if (rows > maxTargets) throw new ServiceError('too_many_targets', `the binary targets hold ${rows} vectors; the limit is ${maxTargets}`);
-    if (bytes.byteLength % rowBytes !== 0) {
-      throw new ServiceError(
-        'embedding_dimension_mismatch',
-        `the binary targets are ${bytes.byteLength} bytes: ${rows} whole rows of ${dims} float32 (${rowBytes} bytes each) and ${bytes.byteLength - rows * rowBytes} bytes of a truncated row; expected ${rows * rowBytes} or ${(rows + 1) * rowBytes} bytes`,
-      );
-    }
-    if (rows === 0) throw new ServiceError('invalid_request', 'the binary targets hold no vectors');
-    return floatsOfBytes(bytes);
+    binaryRows(ctx.binaryTargets.byteLength, dims, maxTargets);
+    return floatsOfBytes(ctx.binaryTargets);
   }
   if (b.targets !== undefined) {
     if (b.targets.length > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${maxTargets}`);
@@ -162,6 +169,29 @@ function compareTargets(b: CompareBody, ctx: ComputeContext, dims: number, maxTa
   if (targets.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
   return targets;
 }
+
+/** The rows of `byteLength` bytes of binary targets, or the error that refuses them. */
+function binaryRows(byteLength: number, dims: number, maxTargets: number): number {
+  const rowBytes = dims * 4;
+  const rows = Math.floor(byteLength / rowBytes);
+  if (rows > maxTargets) throw new ServiceError('too_many_targets', `the binary targets hold ${rows} vectors; the limit is ${maxTargets}`);
+  if (byteLength % rowBytes !== 0) {
+    throw new ServiceError(
+      'embedding_dimension_mismatch',
+      `the binary targets are ${byteLength} bytes: ${rows} whole rows of ${dims} float32 (${rowBytes} bytes each) and ${byteLength - rows * rowBytes} bytes of a truncated row; expected ${rows * rowBytes} or ${(rows + 1) * rowBytes} bytes`,
+    );
+  }
+  if (rows === 0) throw new ServiceError('invalid_request', 'the binary targets hold no vectors');
+  return rows;
+}
+
+const sameFloats = (a: Float32Array, b: Float32Array) => {
+  if (a.length !== b.length) return false;
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+};
 
 export function createComputeService(d: ComputeDeps): ComputeService {
   let cached: { at: number; caps: CapabilitiesResponse } | null = null;
@@ -334,6 +364,29 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
+    planCompareStream(f, requestId) {
+      const b = f as Partial<CompareBody>;
+      if (b.source === undefined || b.model_name === undefined || b.distance_metric === undefined) return null;
+      if (b.targets !== undefined || b.targets_b64 !== undefined) return null;
+      if (!(METRICS as readonly unknown[]).includes(b.distance_metric)) return null;
+      if (b.top_k !== undefined && !(Number.isInteger(b.top_k) && b.top_k >= 1 && b.top_k <= 0xffff_ffff)) return null;
+      const sources = Array.isArray(b.source) ? (b.source as unknown[]) : [b.source];
+      if (sources.length < 1 || sources.length > STREAM_MAX_SOURCES) return null;
+      try {
+        const p = pipeline(b as CommonBody, capsNoHop(requestId));
+        const dims = dimsOf(capsNoHop(requestId), p.model_name);
+        const vectors = new Float32Array(sources.length * dims);
+        for (const [i, src] of sources.entries()) {
+          const s = src as SourceRef | null;
+          if (typeof s !== 'object' || s === null || s.img !== undefined || !Array.isArray(s.embedding)) return null;
+          vectors.set(checkEmbedding(s.embedding, dims, 'source'), i * dims);
+        }
+        return { sources: vectors, dims, metric: b.distance_metric as Metric, ...(b.top_k !== undefined ? { topK: b.top_k } : {}), maxRows: d.limits.max_targets };
+      } catch {
+        return null;
+      }
+    },
+
     async compare(b, ctx) {
       const t0 = performance.now();
       const many = Array.isArray(b.source);
@@ -347,7 +400,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const dims = dimsOf(c, p.model_name);
       // Targets first: they are cheap to check and may refuse the request before any upstream work.
       const targets = compareTargets(b, ctx, dims, d.limits.max_targets);
-      const n = targets.length / dims;
+      const n = targets instanceof Float32Array ? targets.length / dims : binaryRows(targets.byteLength, dims, d.limits.max_targets);
       const perSource = b.top_k === undefined ? n : Math.min(b.top_k, n);
       if (many && sources.length * perSource > d.limits.max_compare_results) {
         throw new ServiceError('too_many_targets', `${sources.length} sources × ${perSource} results is ${sources.length * perSource} results; the limit is ${d.limits.max_compare_results} (lower top_k or send fewer sources)`);
@@ -378,6 +431,17 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       );
       const pretuned = thresholdOf(c, p.model_name, metric);
       const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
+      if (!(targets instanceof Float32Array)) {
+        // Fields that fix the comparison cannot be repeated, so the plan still holds; only a change
+        // of the model server's dimensions mid-request could break it.
+        const plan = targets.plan;
+        if (plan.dims !== dims || plan.metric !== metric || !sameFloats(plan.sources, vectors) || (plan.topK !== undefined && plan.topK !== b.top_k)) {
+          throw new ServiceError('internal_error', 'the targets were compared with other options than the request ended with; send the request again');
+        }
+        const r = targets.finish(b.top_k);
+        const rows = many ? new CompareRows(decide, r.indices, r.distances, r.offsets) : new CompareRows(decide, r.indices, r.distances);
+        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: many ? infos : (infos[0] ?? null), results: rows, time: round2((performance.now() - t0) / 1000) };
+      }
       if (!many) {
         const r = await compareOneToMany(vectors, targets, dims, metric, b.top_k);
         const rows = new CompareRows(decide, r.indices, r.distances);
