@@ -194,6 +194,13 @@ t.test('bad targets on the streaming path: the contiguous path\'s errors, word f
     t.equal(contiguous.path, 'contiguous', what);
     t.equal(streamed.text, contiguous.text, `${what}: the same error`);
   }
+  // Two targets parts: refused on either path, as busboy's reader refuses them on the other routes.
+  for (const order of ['streamed', 'contiguous']) {
+    const parts: Part[] = order === 'streamed' ? [...fields, ['targets', targetBytes], ['targets', targetBytes]] : [['targets', targetBytes], ['targets', targetBytes], ...fields];
+    const twice = await post(body(parts));
+    t.equal(twice.status, 400, `${order}: ${twice.text.slice(0, 200)}`);
+    t.match(twice.json?.detail, /given more than once/);
+  }
   t.equal(TargetStream.live, 0, 'every stream freed');
 });
 

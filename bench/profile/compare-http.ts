@@ -8,9 +8,11 @@
  *
  * With --baseline DIR, a second service from another build (a directory holding copies of bin/,
  * dist/, package.json, index.js, the .node addon, models/ and a node_modules link) is timed in the
- * same rounds: before/after figures under the same load.
+ * same rounds: before/after figures under the same load. With --contiguous, this build is also sent
+ * the same request with its text fields after the binary part (mode `contiguous`), which keeps the
+ * targets in one buffer and compares them after the body: the streaming path's A/B in one process.
  *
- *   node --import tsx bench/profile/compare-http.ts [--n 100000] [--requests 15] [--cpu-prof preload.mjs] [--baseline DIR [--baseline-node-options OPTS]] [--warm 1000,10000] [--node-options OPTS] [--all]
+ *   node --import tsx bench/profile/compare-http.ts [--n 100000] [--requests 15] [--cpu-prof preload.mjs] [--baseline DIR [--baseline-node-options OPTS]] [--warm 1000,10000] [--node-options OPTS] [--all] [--contiguous]
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,13 +24,16 @@ import { createKey, startOurs } from '../lib/services.js';
 import { summarize } from '../lib/stats.js';
 import { loadAverage, processTree } from '../lib/proc.js';
 
-const { values } = parseArgs({ options: { n: { type: 'string', default: '100000' }, requests: { type: 'string', default: '15' }, 'cpu-prof': { type: 'string' }, all: { type: 'boolean' }, baseline: { type: 'string' }, warm: { type: 'string' }, 'baseline-node-options': { type: 'string' }, 'node-options': { type: 'string' } } });
+const { values } = parseArgs({ options: { n: { type: 'string', default: '100000' }, requests: { type: 'string', default: '15' }, 'cpu-prof': { type: 'string' }, all: { type: 'boolean' }, contiguous: { type: 'boolean' }, baseline: { type: 'string' }, warm: { type: 'string' }, 'baseline-node-options': { type: 'string' }, 'node-options': { type: 'string' } } });
 const N = Number(values.n);
 const DIMS = 128;
 const BOUNDARY = 'facecompute-bench-boundary';
 
-/** The suite's body for `n` targets (bench/suites/compare.ts): text fields, then the binary part. */
-function bodyOf(n: number): Buffer {
+/**
+ * The suite's body for `n` targets (bench/suites/compare.ts): text fields, then the binary part (the
+ * gateway's streaming path); with `fieldsAfter` the binary part first (its contiguous path).
+ */
+function bodyOf(n: number, fieldsAfter = false): Buffer {
   const t = new Float32Array(n * DIMS);
   let s = n >>> 0;
   for (let i = 0; i < t.length; i++) {
@@ -36,15 +41,13 @@ function bodyOf(n: number): Buffer {
     t[i] = Math.round(((s / 2 ** 32) * 0.6 - 0.3) * 1e6) / 1e6;
   }
   const source = Array.from(t.subarray(0, DIMS));
-  const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', top_k: '10' };
-  const parts: Buffer[] = [];
-  for (const [name, value] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-  parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="targets"; filename="targets.f32"\r\nContent-Type: application/octet-stream\r\n\r\n`));
-  parts.push(Buffer.from(t.buffer));
-  parts.push(Buffer.from(`\r\n--${BOUNDARY}--\r\n`));
-  return Buffer.concat(parts);
+  const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', distance_metric: 'cosine', top_k: '10' };
+  const text = Object.entries(fields).map(([name, value]) => Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  const binary = [Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="targets"; filename="targets.f32"\r\nContent-Type: application/octet-stream\r\n\r\n`), Buffer.from(t.buffer), Buffer.from('\r\n')];
+  return Buffer.concat([...(fieldsAfter ? [...binary, ...text] : [...text, ...binary]), Buffer.from(`--${BOUNDARY}--\r\n`)]);
 }
 const body = bodyOf(N);
+const bodyAfter = bodyOf(N, true);
 
 /** utime+stime ticks (10 ms) of every thread of `pid`, by thread id, with the thread's name. */
 function threadCpu(pid: number): Map<string, { name: string; ticks: number }> {
@@ -90,9 +93,10 @@ try {
   const key = await createKey(ours.consoleUrl);
   const baseKey = base ? await createKey(base.consoleUrl) : '';
   const targets = [
-    { mode: 'binary', url: `${ours.gatewayUrl}/compare`, pid: ours.proc.pid, key },
-    ...(base ? [{ mode: 'baseline', url: `${base.gatewayUrl}/compare`, pid: base.proc.pid, key: baseKey }] : []),
-    { mode: 'roofline', url: roofUrl, pid: discard.pid, key },
+    { mode: 'binary', url: `${ours.gatewayUrl}/compare`, pid: ours.proc.pid, key, payload: body },
+    ...(values.contiguous ? [{ mode: 'contiguous', url: `${ours.gatewayUrl}/compare`, pid: ours.proc.pid, key, payload: bodyAfter }] : []),
+    ...(base ? [{ mode: 'baseline', url: `${base.gatewayUrl}/compare`, pid: base.proc.pid, key: baseKey, payload: body }] : []),
+    { mode: 'roofline', url: roofUrl, pid: discard.pid, key, payload: body },
   ];
   const lat = new Map<string, number[]>(targets.map((x) => [x.mode, []]));
   const cpu = new Map<string, number>(targets.map((x) => [x.mode, 0]));
@@ -103,11 +107,12 @@ try {
     if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${text.slice(0, 300)}`);
     return performance.now() - t0;
   };
-  for (const x of targets) await send(x.url, x.key);
+  for (const x of targets) await send(x.url, x.key, x.payload);
   // --warm 1000,10000: smaller bodies first, 30 each to every service, as the compare suite does.
   for (const n of (values.warm ?? '').split(',').filter(Boolean).map(Number)) {
     const small = bodyOf(n);
-    for (let i = 0; i < 30; i++) for (const x of targets) await send(x.url, x.key, small);
+    const smallAfter = bodyOf(n, true);
+    for (let i = 0; i < 30; i++) for (const x of targets) await send(x.url, x.key, x.mode === 'contiguous' ? smallAfter : small);
   }
   const signalProfilers = () => {
     if (values['cpu-prof']) for (const pid of processTree(ours.proc.pid)) process.kill(pid, 'SIGUSR2');
@@ -118,7 +123,7 @@ try {
   for (let i = 0; i < Number(values.requests); i++) {
     for (const x of targets) {
       const c0 = treeCpuSeconds(x.pid);
-      lat.get(x.mode)!.push(await send(x.url, x.key));
+      lat.get(x.mode)!.push(await send(x.url, x.key, x.payload));
       cpu.set(x.mode, cpu.get(x.mode)! + treeCpuSeconds(x.pid) - c0);
     }
   }

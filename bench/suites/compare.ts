@@ -128,18 +128,20 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       const t = targets(n);
       const bytes = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
       if (n === 100_000) bytes100k = bytes;
-      const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', top_k: String(TOP_K) };
+      // Everything the comparison needs before the targets part, as clients are advised (README):
+      // the gateway then compares the rows as they arrive (the streaming path).
+      const fields = { source: JSON.stringify({ embedding: source }), model_name: 'Dlib', distance_metric: 'cosine', top_k: String(TOP_K) };
       const binary = multipart(fields, bytes);
       const mp = `multipart/form-data; boundary=${BOUNDARY}`;
       const asJson = () => {
         const rowsJson: number[][] = [];
         for (let i = 0; i < n; i++) rowsJson.push(Array.from(t.subarray(i * DIMS, (i + 1) * DIMS)));
-        return Buffer.from(JSON.stringify({ source: { embedding: source }, targets: rowsJson, model_name: 'Dlib', top_k: TOP_K }));
+        return Buffer.from(JSON.stringify({ source: { embedding: source }, targets: rowsJson, model_name: 'Dlib', distance_metric: 'cosine', top_k: TOP_K }));
       };
       const bodies: Body[] = [
         { mode: 'binary', pid: ours.proc.pid, url, body: binary, contentType: mp },
         { mode: 'roofline', pid: discard.pid, url: roofUrl, body: binary, contentType: mp },
-        { mode: 'b64', pid: oursText.proc.pid, url: textUrl, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', top_k: TOP_K })), contentType: 'application/json' },
+        { mode: 'b64', pid: oursText.proc.pid, url: textUrl, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', distance_metric: 'cosine', top_k: TOP_K })), contentType: 'application/json' },
         { mode: 'json', pid: oursText.proc.pid, url: textUrl, body: asJson(), contentType: 'application/json' },
       ];
       // One warm-up each, then round-robin so that outside load hits every mode alike.
@@ -185,7 +187,7 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
       const k = ctx.quick ? 100 : MANY_SOURCES;
       const sources = targets(k + 7).subarray(0, k * DIMS);
       const list = Array.from({ length: k }, (_, i) => ({ embedding: Array.from(sources.subarray(i * DIMS, (i + 1) * DIMS)) }));
-      const body: Body = { mode: 'many', pid: ours.proc.pid, url, body: multipart({ source: JSON.stringify(list), model_name: 'Dlib', top_k: String(TOP_K) }, bytes100k), contentType: `multipart/form-data; boundary=${BOUNDARY}` };
+      const body: Body = { mode: 'many', pid: ours.proc.pid, url, body: multipart({ source: JSON.stringify(list), model_name: 'Dlib', distance_metric: 'cosine', top_k: String(TOP_K) }, bytes100k), contentType: `multipart/form-data; boundary=${BOUNDARY}` };
       const first = await send(body);
       if (!Array.isArray(first.json.results?.[0]) || first.json.results!.length !== k) throw new Error('many-to-many answered without one list per source');
       const lat: number[] = [];
