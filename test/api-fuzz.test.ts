@@ -25,8 +25,8 @@ import { freePort, modelServerEnv } from './helpers/real-stack.js';
 import { makeUniformPng } from './helpers/images.js';
 
 const ST = resolve(REPO_ROOT, '.venvs', 'schemathesis', 'bin', 'st');
-const EXAMPLES = Number(process.env['API_FUZZ_EXAMPLES'] ?? 60);
-const SEED = process.env['API_FUZZ_SEED'] ?? String(Math.floor(Math.random() * 2 ** 31));
+const EXAMPLES = Number(process.env['API_FUZZ_EXAMPLES'] || 60);
+const SEED = process.env['API_FUZZ_SEED'] || String(Math.floor(Math.random() * 2 ** 31));
 const CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_headers_conformance', 'response_schema_conformance', 'negative_data_rejection', 'ignored_auth', 'missing_required_header'];
 
 /** Real inputs: faces in several formats (their vectors are computed below), no face, a truncated file, a uniform image. */
@@ -118,7 +118,15 @@ test('Schemathesis finds no failure against a live serve', { timeout: 900_000 },
   st.stdout.on('data', (d: Buffer) => out.push(d.toString()));
   st.stderr.on('data', (d: Buffer) => out.push(d.toString()));
   const killer = setTimeout(() => st.kill('SIGKILL'), 700_000);
-  const rc = await new Promise<number | null>((r) => st.once('exit', (code) => r(code)));
+  // A spawn that fails (ENOENT: no venv, or a venv moved so that `st`'s shebang points nowhere) emits
+  // 'error' and never 'exit': without this the test would wait for the killer instead of failing.
+  const rc = await new Promise<number | null>((r) => {
+    st.once('exit', (code) => r(code));
+    st.once('error', (err) => {
+      out.push(`could not run ${ST}: ${err.message}\n`);
+      r(null);
+    });
+  });
   clearTimeout(killer);
   const text = out.join('');
   const summary = text.slice(text.lastIndexOf('SUMMARY'));

@@ -11,10 +11,13 @@ Negative cases are left alone: they must be refused.
 The fixtures file (FC_API_FUZZ_FIXTURES) is written by the test: {"images": [paths], "vectors": {model:
 [[floats]]}, "models": [...], "detectors": [...]}.
 """
+import ast
 import base64
+import builtins
 import json
 import os
 import struct
+import threading
 
 import hypothesis.internal.lambda_sources as _lambda_sources
 import schemathesis
@@ -26,11 +29,27 @@ from schemathesis.transport.requests import REQUESTS_TRANSPORT, binary_serialize
 # own large generator module that parse fails now and then (KeyError, then "AST constructor recursion
 # depth mismatch"), which aborted the run as a runtime error. A fixed name changes only what a repr says.
 _lambda_sources.lambda_description = lambda f: "lambda"
-# The same CPython 3.11 bug hit anyio: its packages (anyio, anyio.abc) compile their own source when first
-# imported, and Schemathesis first imports them (for its ASGI transport) deep inside case generation, where
-# compile() raised "AST constructor recursion depth mismatch" and the run ended in a runtime error (CI, seed
-# 554584630). Imported here, at a shallow depth, they are compiled once before generation starts.
-import schemathesis.transport.asgi  # noqa: E402,F401
+# The root cause of "AST constructor recursion depth mismatch": CPython 3.11 keeps the depth counter of
+# its AST constructor in one per-interpreter state, so two threads turning source into an AST at once
+# (the run uses --workers 2; a garbage collection inside one compile can hand the GIL to the other)
+# corrupt each other's count (the same message as cpython gh-106905, another path to it). It hit
+# Hypothesis's lambda naming above and anyio's lazy importer (anyio and anyio.abc compile their own source
+# when first imported, deep inside case generation), and can hit any compile(..., PyCF_ONLY_AST) a worker
+# reaches: the run then ends in a runtime error with no API failure. Such compiles are serialised here.
+# Reproduced with two threads calling ast.parse under GC churn: a mismatch in every run without the lock,
+# none with it.
+_compile = builtins.compile
+_ast_lock = threading.RLock()
+
+
+def _serialised_compile(source, filename, mode, flags=0, *args, **kwargs):
+    if flags & ast.PyCF_ONLY_AST:
+        with _ast_lock:
+            return _compile(source, filename, mode, flags, *args, **kwargs)
+    return _compile(source, filename, mode, flags, *args, **kwargs)
+
+
+builtins.compile = _serialised_compile
 
 FIX = json.load(open(os.environ["FC_API_FUZZ_FIXTURES"], encoding="utf-8"))
 IMAGES = []
