@@ -146,6 +146,12 @@ case "$MODE" in
     [ -n "$topo_pass" ] || topo_pass=0
     [ -n "$topo_fail" ] || topo_fail=0
     [ $topo_rc -eq 0 ] || [ "$topo_fail" -gt 0 ] || topo_fail=1
+    # CI keeps only the tail of this output: repeat each failed assertion there, with the first lines
+    # of its diagnostic, so that a failure far up the log can still be named and replayed.
+    if [ "$tap_fail" -gt 0 ] || [ "$topo_fail" -gt 0 ]; then
+      log "failures (repeated from above)"
+      cat "$LOGS/tap.log" "$LOGS/topology.log" | awk '/^ *not ok /{n=12} n>0{print; n--}' | cut -c1-400 | head -n 160
+    fi
     echo
     echo "$((cargo_pass + tap_pass + topo_pass)) passed, $((cargo_fail + tap_fail + topo_fail)) failed"
     [ $cargo_rc -eq 0 ] && [ $tap_rc -eq 0 ] && [ $topo_rc -eq 0 ]
