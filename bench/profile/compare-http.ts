@@ -49,6 +49,16 @@ function bodyOf(n: number, fieldsAfter = false): Buffer {
 const body = bodyOf(N);
 const bodyAfter = bodyOf(N, true);
 
+/** Minor page faults of process `pid` so far (a fresh page touched: 4 KiB zeroed by the kernel). */
+function minorFaults(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+  } catch {
+    return 0;
+  }
+}
+
 /** utime+stime ticks (10 ms) of every thread of `pid`, by thread id, with the thread's name. */
 function threadCpu(pid: number): Map<string, { name: string; ticks: number }> {
   const out = new Map<string, { name: string; ticks: number }>();
@@ -100,6 +110,7 @@ try {
   ];
   const lat = new Map<string, number[]>(targets.map((x) => [x.mode, []]));
   const cpu = new Map<string, number>(targets.map((x) => [x.mode, 0]));
+  const faults = new Map<string, number>(targets.map((x) => [x.mode, 0]));
   const send = async (url: string, key: string, payload: Buffer = body) => {
     const t0 = performance.now();
     const res = await request(url, { method: 'POST', body: payload, headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, authorization: `Bearer ${key}` }, dispatcher: agent });
@@ -123,8 +134,10 @@ try {
   for (let i = 0; i < Number(values.requests); i++) {
     for (const x of targets) {
       const c0 = treeCpuSeconds(x.pid);
+      const f0 = minorFaults(x.pid);
       lat.get(x.mode)!.push(await send(x.url, x.key, x.payload));
       cpu.set(x.mode, cpu.get(x.mode)! + treeCpuSeconds(x.pid) - c0);
+      faults.set(x.mode, faults.get(x.mode)! + minorFaults(x.pid) - f0);
     }
   }
   signalProfilers();
@@ -132,7 +145,7 @@ try {
   process.stdout.write(`n=${N} body ${(body.length / 2 ** 20).toFixed(1)} MB, load ${load0.join(' ')} -> ${loadAverage().join(' ')}\n`);
   for (const x of targets) {
     const st = summarize(lat.get(x.mode)!);
-    process.stdout.write(`${x.mode.padEnd(9)} p50 ${st.p50.toFixed(1)} ms  p99 ${st.p99.toFixed(1)} ms  min ${Math.min(...lat.get(x.mode)!).toFixed(1)} ms  server CPU ${((cpu.get(x.mode)! * 1000) / st.n).toFixed(0)} ms/request\n`);
+    process.stdout.write(`${x.mode.padEnd(9)} p50 ${st.p50.toFixed(1)} ms  p99 ${st.p99.toFixed(1)} ms  min ${Math.min(...lat.get(x.mode)!).toFixed(1)} ms  server CPU ${((cpu.get(x.mode)! * 1000) / st.n).toFixed(0)} ms/request  minor faults ${(faults.get(x.mode)! / st.n).toFixed(0)}/request\n`);
     {
       // Per thread of the serving process (main, libuv pool, V8 workers), ms per request.
       const by: string[] = [];

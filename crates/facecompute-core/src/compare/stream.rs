@@ -42,6 +42,12 @@ impl Ord for Near {
     }
 }
 
+/// Little-endian f32 bytes into `out` (cleared first), aligned and in host order.
+fn floats_of(bytes: &[u8], out: &mut Vec<f32>) {
+    out.clear();
+    out.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+}
+
 /// What is kept per source.
 #[derive(Debug)]
 enum Kept {
@@ -73,7 +79,7 @@ pub struct RowStream {
     bytes: u64,
     /// The first row with a NaN or Infinity, and the position in it; nothing is scored after it.
     bad: Option<(usize, usize)>,
-    /// Rows copied here when a piece's rows are not 4-byte aligned (or the host is big-endian).
+    /// Rows copied here for kernels that cannot read unaligned bytes in place.
     aligned: Vec<f32>,
     out: Vec<f64>,
 }
@@ -155,32 +161,23 @@ impl RowStream {
             return;
         }
         let n = n.min(self.max_rows - first);
-        let bytes = &bytes[..n * self.row_bytes];
-        // SAFETY: every bit pattern is a valid f32; align_to only reinterprets the aligned middle.
-        let (head, floats, _) = unsafe { bytes.align_to::<f32>() };
-        if head.is_empty() && cfg!(target_endian = "little") {
-            self.score_floats(first, floats);
-        } else {
-            let mut aligned = std::mem::take(&mut self.aligned);
-            aligned.clear();
-            aligned.extend(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
-            self.score_floats(first, &aligned);
-            self.aligned = aligned;
-        }
-    }
-
-    fn score_floats(&mut self, first: usize, floats: &[f32]) {
         let dims = self.dims;
-        for (b, block) in floats.chunks(BLOCK_ROWS * dims).enumerate() {
-            let rows = block.len() / dims;
+        for (b, block) in bytes[..n * self.row_bytes].chunks(BLOCK_ROWS * self.row_bytes).enumerate() {
+            let rows = block.len() / self.row_bytes;
             let base = first + b * BLOCK_ROWS;
             let out = &mut self.out[..rows];
             for (s, source) in self.sources.iter_mut().enumerate() {
-                self.kernel.distances(&source.query, &source.stats, self.metric, block, dims, out);
+                // Socket chunks put rows at any alignment: the SIMD kernels read them in place, the
+                // others from an aligned copy (which the NaN position below also needs).
+                if !self.kernel.distances_unaligned(&source.query, &source.stats, self.metric, block, dims, out) {
+                    floats_of(block, &mut self.aligned);
+                    self.kernel.distances(&source.query, &source.stats, self.metric, &self.aligned, dims, out);
+                }
                 if s == 0 {
                     // The kernels give NaN exactly for a row holding a NaN or Infinity (metric.rs).
                     if let Some(r) = out.iter().position(|d| d.is_nan()) {
-                        let at = first_non_finite(&block[r * dims..(r + 1) * dims]).unwrap_or(0);
+                        floats_of(&block[r * self.row_bytes..(r + 1) * self.row_bytes], &mut self.aligned);
+                        let at = first_non_finite(&self.aligned).unwrap_or(0);
                         self.bad = Some((base + r, at));
                         return;
                     }

@@ -31,6 +31,24 @@ impl Kernel {
         }
     }
 
+    /// `distances` over rows given as little-endian bytes at any alignment (a socket chunk read in
+    /// place), with the same results. Returns false, having done nothing, where this kernel has no
+    /// unaligned path (scalar, NEON, a big-endian host): the caller copies the rows to aligned floats.
+    pub(crate) fn distances_unaligned(self, query: &[f64], stats: &QueryStats, metric: Metric, bytes: &[u8], dims: usize, out: &mut [f64]) -> bool {
+        assert_eq!(bytes.len(), out.len() * dims * 4);
+        let targets = bytes.as_ptr() as *const f32;
+        match self {
+            // SAFETY: the feature was detected at run time; `bytes` holds out.len() × dims floats,
+            // read with unaligned loads only; x86-64 is little-endian.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 if self.is_supported() => unsafe { x86_avx512::distances_raw(query, stats, metric, targets, dims, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 if self.is_supported() => unsafe { x86_avx2::distances_raw(query, stats, metric, targets, dims, out) },
+            _ => return false,
+        }
+        true
+    }
+
     pub(crate) fn read_sum(self, data: &[f32]) -> f64 {
         match self {
             // SAFETY: the feature was detected at run time.

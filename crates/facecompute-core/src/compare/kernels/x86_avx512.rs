@@ -11,25 +11,47 @@ const LANES: usize = 16;
 /// The CPU must support AVX-512F; `targets.len() == out.len() * dims` and `query.len() == dims`.
 #[target_feature(enable = "avx512f")]
 pub unsafe fn distances(query: &[f64], stats: &QueryStats, metric: Metric, targets: &[f32], dims: usize, out: &mut [f64]) {
-    let rows = targets.chunks_exact(dims);
+    assert_eq!(targets.len(), out.len() * dims);
+    unsafe { distances_raw(query, stats, metric, targets.as_ptr(), dims, out) }
+}
+
+/// `distances` over `out.len() * dims` floats at `targets`, which need not be 4-byte aligned (rows
+/// of a socket chunk, read in place by the streaming comparison): every load is unaligned, and the
+/// few floats past the last full vector are read with `read_unaligned`.
+///
+/// # Safety
+/// The CPU must support AVX-512F; `targets` must be valid for reads of `out.len() * dims` floats and
+/// `query.len() == dims`.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn distances_raw(query: &[f64], stats: &QueryStats, metric: Metric, targets: *const f32, dims: usize, out: &mut [f64]) {
     if metric.reads_difference() {
-        for (slot, row) in out.iter_mut().zip(rows) {
-            *slot = metric.finish(stats, unsafe { squared_difference(query, row) }, 0.0);
+        for (r, slot) in out.iter_mut().enumerate() {
+            *slot = metric.finish(stats, unsafe { squared_difference(query, targets.add(r * dims)) }, 0.0);
         }
     } else {
-        for (slot, row) in out.iter_mut().zip(rows) {
-            let (dot, tt) = unsafe { dot_and_norm(query, row) };
+        for (r, slot) in out.iter_mut().enumerate() {
+            let (dot, tt) = unsafe { dot_and_norm(query, targets.add(r * dims)) };
             *slot = metric.finish(stats, dot, tt);
         }
     }
 }
 
+/// The last `q.len() % LANES` floats of a row at `tp`, copied out whole (fewer than LANES).
+#[inline(always)]
+unsafe fn tail(tp: *const f32, body: usize, n: usize) -> ([f32; LANES], usize) {
+    let mut t = [0f32; LANES];
+    for (i, slot) in t.iter_mut().enumerate().take(n - body) {
+        *slot = unsafe { tp.add(body + i).read_unaligned() };
+    }
+    (t, n - body)
+}
+
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn dot_and_norm(q: &[f64], t: &[f32]) -> (f64, f64) {
-    let n = t.len();
+unsafe fn dot_and_norm(q: &[f64], tp: *const f32) -> (f64, f64) {
+    let n = q.len();
     let body = n - n % LANES;
-    let (qp, tp) = (q.as_ptr(), t.as_ptr());
+    let qp = q.as_ptr();
     let (mut d0, mut d1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
     let (mut n0, mut n1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
     let mut i = 0;
@@ -44,16 +66,17 @@ unsafe fn dot_and_norm(q: &[f64], t: &[f32]) -> (f64, f64) {
         }
         i += LANES;
     }
-    let (td, tn) = scalar::dot_and_norm(&q[body..], &t[body..]);
+    let (t, rest) = unsafe { tail(tp, body, n) };
+    let (td, tn) = scalar::dot_and_norm(&q[body..], &t[..rest]);
     (_mm512_reduce_add_pd(_mm512_add_pd(d0, d1)) + td, _mm512_reduce_add_pd(_mm512_add_pd(n0, n1)) + tn)
 }
 
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn squared_difference(q: &[f64], t: &[f32]) -> f64 {
-    let n = t.len();
+unsafe fn squared_difference(q: &[f64], tp: *const f32) -> f64 {
+    let n = q.len();
     let body = n - n % LANES;
-    let (qp, tp) = (q.as_ptr(), t.as_ptr());
+    let qp = q.as_ptr();
     let (mut s0, mut s1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
     let mut i = 0;
     while i < body {
@@ -65,7 +88,10 @@ unsafe fn squared_difference(q: &[f64], t: &[f32]) -> f64 {
         }
         i += LANES;
     }
-    _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) + scalar::squared_difference(&q[body..], &t[body..])
+    _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) + {
+        let (t, rest) = unsafe { tail(tp, body, n) };
+        scalar::squared_difference(&q[body..], &t[..rest])
+    }
 }
 
 /// # Safety
