@@ -4,7 +4,8 @@
  * - `binary`: multipart with a `targets` part of raw little-endian float32 (application/octet-stream);
  * - `roofline`: the same multipart bytes posted to an endpoint that only reads and discards them
  *   (bench/lib/discard-server.mjs), interleaved with `binary`: what moving the bytes costs here;
- * - `b64`: JSON with `targets_b64`; `json`: JSON arrays (`targets`).
+ * - `b64`: JSON with `targets_b64`; `json`: JSON arrays (`targets`), timed after binary and roofline
+ *   (see `rounds` below for why).
  * Then many-to-many: 1,000 sources against the 100k targets in one request, against 1,000 single-
  * source requests (estimated from the `binary` p50). Goals at 100,000 × 128, top_k 10: binary p50
  * ≤ 60 ms, ≤ 2× the roofline, and ≥ 5× faster than targets_b64. The nearest target is checked to
@@ -144,29 +145,39 @@ export async function compareSuite(ctx: SuiteContext): Promise<Record<string, un
         { mode: 'b64', pid: oursText.proc.pid, url: textUrl, body: Buffer.from(JSON.stringify({ source: { embedding: source }, targets_b64: Buffer.from(bytes).toString('base64'), model_name: 'Dlib', distance_metric: 'cosine', top_k: TOP_K })), contentType: 'application/json' },
         { mode: 'json', pid: oursText.proc.pid, url: textUrl, body: asJson(), contentType: 'application/json' },
       ];
-      // One warm-up each, then round-robin so that outside load hits every mode alike.
       const lat = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
       const server = new Map<string, number[]>(bodies.map((b) => [b.mode, []]));
       const cpu = new Map<string, number>(bodies.map((b) => [b.mode, 0]));
       const nearest = new Map<string, unknown>();
-      for (const b of bodies) {
-        const r = await send(b);
-        if (b.mode !== 'roofline') nearest.set(b.mode, r.json.results?.[0]);
-      }
-      const most = Math.max(...bodies.map((b) => repeats(n, b.mode)));
+      /** One warm-up each, then round-robin so that outside load hits every mode of `group` alike. */
+      const rounds = async (group: Body[]) => {
+        for (const b of group) {
+          const r = await send(b);
+          if (b.mode !== 'roofline') nearest.set(b.mode, r.json.results?.[0]);
+        }
+        const most = Math.max(...group.map((b) => repeats(n, b.mode)));
+        for (let i = 0; i < most; i++) {
+          for (const b of group) {
+            if (i >= repeats(n, b.mode)) continue;
+            const c0 = treeCpuSeconds(b.pid);
+            const r = await send(b);
+            cpu.set(b.mode, cpu.get(b.mode)! + treeCpuSeconds(b.pid) - c0);
+            lat.get(b.mode)!.push(r.ms);
+            if (typeof r.json.time === 'number') server.get(b.mode)!.push(r.json.time * 1000);
+          }
+        }
+      };
+      // Binary and its roofline first, side by side; then the text encodings, side by side. Interleaved
+      // all four, each binary and roofline request came right after a 65 MB b64 or 249 MB JSON one, whose
+      // memory churn (about a gigabyte of garbage in the text gateway and the client) slowed whatever
+      // ran next: at 100k, 3 runs each on the same build (831b9cf, load 0.9-1.5), binary p50 46.9/55.6/
+      // 56.5 ms interleaved against 41.9/38.5/49.3 in phases, b64/binary 7.4/5.9/5.0 against 7.3/8.3/6.2,
+      // binary/roofline 1.04/1.40/1.30 against 1.29/1.04/1.51 (the roofline slowed too).
       // The binary gateway serves nothing else in these rounds: its threads' CPU is the binary requests'.
       const threads0 = threadCpuSeconds(ours.proc.pid);
-      for (let i = 0; i < most; i++) {
-        for (const b of bodies) {
-          if (i >= repeats(n, b.mode)) continue;
-          const c0 = treeCpuSeconds(b.pid);
-          const r = await send(b);
-          cpu.set(b.mode, cpu.get(b.mode)! + treeCpuSeconds(b.pid) - c0);
-          lat.get(b.mode)!.push(r.ms);
-          if (typeof r.json.time === 'number') server.get(b.mode)!.push(r.json.time * 1000);
-        }
-      }
+      await rounds(bodies.filter((b) => b.mode === 'binary' || b.mode === 'roofline'));
       const threads1 = threadCpuSeconds(ours.proc.pid);
+      await rounds(bodies.filter((b) => b.mode !== 'binary' && b.mode !== 'roofline'));
       const binaryCount = lat.get('binary')!.length;
       const binaryThreads = { main_ms: ((threads1.main - threads0.main) * 1000) / binaryCount, others_ms: ((threads1.others - threads0.others) * 1000) / binaryCount };
       threadSplit.push({ n, ...binaryThreads });
