@@ -155,6 +155,11 @@ curl -s -X POST ${u.base}/compare -H "Authorization: Bearer $API_KEY" \\
   -F 'source=<source.json' -F top_k=10 -F 'targets=@targets.f32;type=application/octet-stream'
 \`\`\`
 
+Fastest: put \`source\` (1 to 3 embeddings), \`model_name\` and \`distance_metric\` before the \`targets\` part
+(add \`-F model_name=Facenet -F distance_metric=cosine\` before \`-F 'targets=@…'\`): the rows are then
+compared while they arrive, and the answer comes as soon as the last byte does. In any other order the
+answer is the same, computed after the body.
+
 Many faces at once: \`source\` may be a list (\`[{"embedding":[…]},{"img":"…"}]\`, at most
 \`limits.max_sources\`); \`results\` then holds one list per source and \`source\` one entry per
 source. Use \`top_k\` (10 to 100 is typical): without it every target gets a result, and
