@@ -5,6 +5,7 @@
 import t from 'tap';
 import { request } from 'node:http';
 import { startFakeModelServer, startGateway, type Proc } from './helpers/procs.js';
+import { seededMatrix } from './helpers/vectors.js';
 
 const KEYS = [{ key: 'rest-key-1', accountId: 'acct-1', kind: 'rest' }];
 const DIMS = 128;
@@ -33,15 +34,7 @@ t.teardown(() => {
   ms?.kill('SIGKILL');
 });
 
-function matrix(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n * DIMS);
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 32) * 2 - 1;
-  }
-  return out;
-}
+const matrix = (n: number, seed: number) => seededMatrix(n, DIMS, seed);
 
 const rows = (m: Float32Array) => Array.from({ length: m.length / DIMS }, (_, i) => Array.from(m.subarray(i * DIMS, (i + 1) * DIMS)));
 

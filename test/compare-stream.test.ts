@@ -15,6 +15,7 @@ import { createLogger } from '../src/logging/logger.js';
 import type { Upstream } from '../src/gateway/upstream/client.js';
 import { TargetStream } from '../src/core/compare-stream.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
+import { seededMatrix } from './helpers/vectors.js';
 
 const DIMS = 128;
 const MAX_TARGETS = 2000;
@@ -45,15 +46,7 @@ t.before(async () => {
 });
 t.teardown(() => gw?.close(10));
 
-function matrix(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n * DIMS);
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 32) * 2 - 1;
-  }
-  return out;
-}
+const matrix = (n: number, seed: number) => seededMatrix(n, DIMS, seed);
 const bytesOf = (f: Float32Array) => Buffer.from(f.buffer, f.byteOffset, f.byteLength);
 const row = (m: Float32Array, i: number) => Array.from(m.subarray(i * DIMS, (i + 1) * DIMS));
 

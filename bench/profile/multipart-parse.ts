@@ -66,7 +66,8 @@ async function viaBusboy(): Promise<number> {
   });
 }
 
-async function viaReader(): Promise<number> {
+/** The targets part, read by our reader into the pooled buffer (the buffered /compare path). */
+async function readTargets(): Promise<Buffer> {
   const parts = await readMultipart(source() as unknown as IncomingMessage, {
     boundary: BOUNDARY,
     maxBytes: body.length + 1,
@@ -75,19 +76,15 @@ async function viaReader(): Promise<number> {
     alloc: (n) => pooled.subarray(0, n),
     release: () => undefined,
   });
-  return parts.find((p) => p.head.name === 'targets')!.bytes.length;
+  return parts.find((p) => p.head.name === 'targets')!.bytes;
+}
+
+async function viaReader(): Promise<number> {
+  return (await readTargets()).length;
 }
 
 async function readerThenCompare(): Promise<number> {
-  const parts = await readMultipart(source() as unknown as IncomingMessage, {
-    boundary: BOUNDARY,
-    maxBytes: body.length + 1,
-    isFile: (h) => h.filename !== undefined,
-    onPart: (h) => (h.name === 'targets' ? { kind: 'contiguous', limit: body.length, sizeHint: body.length, tooLarge: () => new Error('big') as never } : { kind: 'collect', limit: 1 << 20, tooLarge: () => new Error('big') as never }),
-    alloc: (n) => pooled.subarray(0, n),
-    release: () => undefined,
-  });
-  const bytes = parts.find((p) => p.head.name === 'targets')!.bytes;
+  const bytes = await readTargets();
   const r = await compareOneToMany(query, new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4), DIMS, 'cosine', 10);
   nearest.push(r.indices[0]!);
   return bytes.length;
