@@ -7,7 +7,8 @@
  * real images and vectors the server computed, so that they reach compute.
  *
  * Checks: no 5xx; responses, status codes, content types and headers as documented; requests the
- * document forbids are refused; auth is enforced; required headers are required. Not checked, by
+ * document forbids are refused (413, the contract's answer for a request over a limit, counts as a
+ * refusal: test/api-fuzz/schemathesis.toml); auth is enforced; required headers are required. Not checked, by
  * design: `unsupported_method` (the contract answers any other method with 404 not_found, not 405) and
  * `positive_data_acceptance` (a schema cannot say "an image with a face" or "as many numbers as the
  * model has dimensions": such requests get their documented 4xx).
@@ -100,6 +101,7 @@ test('Schemathesis finds no failure against a live serve', { timeout: 900_000 },
 
   const har = join(dir, 'run.har');
   const args = [
+    '--config-file', resolve(REPO_ROOT, 'test', 'api-fuzz', 'schemathesis.toml'),
     'run', `${consoleBase}/openapi.json`, '--url', doc.servers[0]!.url,
     '-H', `Authorization: Bearer ${key}`,
     '--checks', CHECKS.join(','),
