@@ -14,9 +14,9 @@ import { loadConfig } from '../src/config/index.js';
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
 import { ERROR_STATUS, isErrorCode } from '../src/errors/index.js';
-import type { Upstream } from '../src/gateway/upstream/client.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { makePng } from './helpers/images.js';
+import { stubUpstream } from './helpers/stub-upstream.js';
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 250);
 const PNG = makePng(16, 12, 5);
@@ -25,20 +25,11 @@ const FIELDS = ['img1', 'img2', 'img', 'source', 'targets', 'targets_b64', 'mode
 
 const area = { x: 0, y: 0, w: 16, h: 12, left_eye: null, right_eye: null, detector: 'opencv' };
 const emb = (n: number) => Array.from({ length: n }, (_, i) => Math.sin(i + 1));
-const upstream: Upstream = {
-  async readiness() { return { status: 200, body: { status: 'ready', ready: true, warming: false, warmed_models: [], warmed_detectors: [], error: '' } }; },
-  async capabilities() {
-    return {
-      allowed_models: ['Facenet', 'Dlib'], default_model: 'Facenet', allowed_detectors: ['opencv', 'skip'], default_detector: 'opencv',
-      distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine', embedding_dims: { Facenet: 128, Dlib: 128 },
-      thresholds: {}, limits: {}, input_modes: [], version: 'v1',
-    };
-  },
+const upstream = stubUpstream({
   async verify(h) { return { verified: true, distance: 0.1, threshold: 0.4, confidence: 90, model: h.model_name, detector_backend: h.detector_backend, similarity_metric: h.distance_metric, facial_areas: { img1: area, img2: area }, time: 0.01 }; },
   async represent(h) { return { results: h.images.map(() => [{ embedding: emb(128), facial_area: area, face_confidence: 0.9 }]), model: h.model_name, detector_backend: h.detector_backend }; },
   async embed(h) { return { embedding: emb(128), facial_area: area, face_confidence: 0.9, model: h.model_name }; },
-  async close() {},
-};
+});
 
 let gw: Gateway;
 t.before(async () => {

@@ -12,29 +12,16 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config/index.js';
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
-import type { Upstream } from '../src/gateway/upstream/client.js';
 import { TargetStream } from '../src/core/compare-stream.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { seededMatrix } from './helpers/vectors.js';
+import { stubUpstream } from './helpers/stub-upstream.js';
 
 const DIMS = 128;
 const MAX_TARGETS = 2000;
 const B = 'stream-test-boundary';
 
-const upstream: Upstream = {
-  async readiness() { return { status: 200, body: { status: 'ready', ready: true, warming: false, warmed_models: [], warmed_detectors: [], error: '' } }; },
-  async capabilities() {
-    return {
-      allowed_models: ['Facenet', 'Dlib'], default_model: 'Facenet', allowed_detectors: ['opencv', 'skip'], default_detector: 'opencv',
-      distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine', embedding_dims: { Facenet: 128, Dlib: 128 },
-      thresholds: {}, limits: {}, input_modes: [], version: 'v1',
-    };
-  },
-  async verify() { throw new Error('not used'); },
-  async represent() { throw new Error('not used'); },
-  async embed() { throw new Error('not used'); },
-  async close() {},
-};
+const upstream = stubUpstream();
 
 let gw: Gateway;
 let port = 0;
