@@ -14,6 +14,7 @@ import { native } from '../../src/core/native.js';
 import { CompareRows, compareJson, comparePlain, type CompareResponse } from '../../src/gateway/compute/compare-result.js';
 import { compareResponse } from '../../src/gateway/schemas.js';
 import { bestSecondsInterleaved } from './timing.js';
+import { seededMatrix } from '../../test/helpers/vectors.js';
 
 export interface ManyResults {
   peak_f32_gflops: number;
@@ -22,17 +23,15 @@ export interface ManyResults {
   serialize: { results: number; typed_arrays_ms: number; fast_json_stringify_ms: number; json_stringify_ms: number; bytes: number; speedup_vs_fast_json_stringify: number };
 }
 
-type Matrix = (n: number, dims: number, seed: number) => Float32Array;
-
 const fmt = (x: number, d = 1) => x.toFixed(d);
 
-export async function benchMany(randomMatrix: Matrix, log: (line: string) => void, quick = false): Promise<ManyResults> {
+export async function benchMany(log: (line: string) => void, quick = false): Promise<ManyResults> {
   const dims = 128;
   // 1. Single-core FLOP rate of the blocked GEMM screen (cosine, top_k 10) against the FMA peak.
   const gemmSources = 1000;
   const gemmTargets = quick ? 20_000 : 100_000;
-  const s = randomMatrix(gemmSources, dims, 11);
-  const t = randomMatrix(gemmTargets, dims, 12);
+  const s = seededMatrix(gemmSources, dims, 11);
+  const t = seededMatrix(gemmTargets, dims, 12);
   // The peak is the best of many ~0.5 ms slices; the GEMM's rate uses its thread's CPU time, so
   // that time spent waiting for the core on a shared machine counts against neither.
   let peak = 0;
@@ -52,8 +51,8 @@ export async function benchMany(randomMatrix: Matrix, log: (line: string) => voi
   // 2. One call against K one-to-many calls, both with every core, top_k 10.
   const k = quick ? 100 : 1000;
   const n = 100_000;
-  const sources = randomMatrix(k, dims, 21);
-  const targets = randomMatrix(n, dims, 22);
+  const sources = seededMatrix(k, dims, 21);
+  const targets = seededMatrix(n, dims, 22);
   const calls = async () => {
     for (let i = 0; i < k; i++) await compareOneToMany(sources.subarray(i * dims, (i + 1) * dims), targets, dims, 'cosine', 10);
   };

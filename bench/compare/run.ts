@@ -21,6 +21,7 @@ import { compareJs } from './js-baseline.js';
 import { runNumpy } from './numpy.js';
 import { bestSeconds, bestSecondsInterleaved } from './timing.js';
 import { benchMany } from './many.js';
+import { seededMatrix } from '../../test/helpers/vectors.js';
 
 type Impl = 'addon' | 'js' | 'numpy' | 'read_bandwidth';
 
@@ -41,16 +42,6 @@ function listArg(name: string, fallback: number[]): number[] {
   return process.argv[i + 1]!.split(',').map(Number).filter((x) => Number.isInteger(x) && x > 0);
 }
 
-function randomMatrix(n: number, dims: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n * dims);
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 32) * 2 - 1;
-  }
-  return out;
-}
-
 function row(n: number, dims: number, metric: Metric, impl: Impl, seconds: number): Row {
   return { n, dims, metric, impl, vectors_per_s: n / seconds, gb_per_s: (n * dims * 4) / seconds / 1e9 };
 }
@@ -61,7 +52,7 @@ async function main(): Promise<void> {
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
   if (only !== 'many') await kernels();
   process.stdout.write('\nmany-to-many and large answers:\n');
-  const many = await benchMany(randomMatrix, (line) => process.stdout.write(`  ${line}\n`), process.argv.includes('--quick'));
+  const many = await benchMany((line) => process.stdout.write(`  ${line}\n`), process.argv.includes('--quick'));
   // A --quick smoke run never overwrites the committed figures (as bench/run.ts does).
   const dir = process.argv.includes('--quick') ? resolve(RESULTS_DIR, 'quick') : RESULTS_DIR;
   mkdirSync(dir, { recursive: true });
@@ -85,8 +76,8 @@ async function kernels(): Promise<void> {
   );
   const b64Rows: Array<Record<string, number | string>> = [];
   for (const { n, dims } of configs) {
-    const targets = randomMatrix(n, dims, n + dims);
-    const query = randomMatrix(1, dims, 7);
+    const targets = seededMatrix(n, dims, n + dims);
+    const query = seededMatrix(1, dims, 7);
     const threads = native.benchCompareEngine(n, dims).threads;
     for (const metric of METRICS) {
       // Bandwidth is measured interleaved with the addon so both see the same machine load.
