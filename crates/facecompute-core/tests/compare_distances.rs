@@ -95,7 +95,7 @@ fn threads_change_nothing_but_speed() {
     let dims = 128;
     let n = 40_000; // above the threshold for several threads
     let query = rng.vector(dims);
-    let targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+    let targets: Vec<f32> = rng.vector(n * dims);
     for metric in Metric::ALL {
         let one = compare_with(Options { kernel: None, max_threads: 1 }, &query, &targets, dims, metric, None).unwrap();
         let many = compare_with(Options { kernel: None, max_threads: 4 }, &query, &targets, dims, metric, None).unwrap();
@@ -111,7 +111,7 @@ fn kernels_agree_with_each_other_to_rounding() {
     let mut rng = Rng::new(5);
     let dims = 515;
     let query = rng.vector(dims);
-    let targets: Vec<f32> = (0..50 * dims).map(|_| rng.unit()).collect();
+    let targets: Vec<f32> = rng.vector(50 * dims);
     for metric in Metric::ALL {
         let scalar = compare_with(Options { kernel: Some(Kernel::Scalar), max_threads: 1 }, &query, &targets, dims, metric, None).unwrap();
         for kernel in Kernel::supported() {

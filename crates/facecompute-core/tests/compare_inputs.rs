@@ -56,7 +56,7 @@ fn compare_rejects_a_non_finite_target_with_its_index_for_every_metric_kernel_an
     let mut rng = Rng::new(9);
     let query = rng.vector(dims);
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-        let mut targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+        let mut targets: Vec<f32> = rng.vector(n * dims);
         targets[17_345 * dims + 129] = bad;
         for kernel in Kernel::supported() {
             for metric in Metric::ALL {
@@ -128,7 +128,7 @@ fn base64_round_trips_padded_and_unpadded() {
     let mut rng = Rng::new(1);
     for dims in [1, 2, 3, 5, 128, 512] {
         for n in [0, 1, 2, 7] {
-            let values: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+            let values: Vec<f32> = rng.vector(n * dims);
             let padded = encode(&values);
             assert_eq!(decode_vectors_b64(padded.as_bytes(), dims).unwrap(), values);
             let unpadded = padded.trim_end_matches('=');
@@ -183,7 +183,7 @@ fn the_base64_path_equals_the_float_path() {
     let mut rng = Rng::new(4);
     let dims = 77;
     let query = rng.vector(dims);
-    let targets: Vec<f32> = (0..300 * dims).map(|_| rng.unit()).collect();
+    let targets: Vec<f32> = rng.vector(300 * dims);
     for metric in Metric::ALL {
         let direct = compare_one_to_many(&query, &targets, dims, metric, Some(10)).unwrap();
         let b64 = compare_one_to_many_b64(Options::default(), &query, encode(&targets).as_bytes(), dims, metric, Some(10)).unwrap();
@@ -209,7 +209,7 @@ fn the_streaming_base64_path_equals_the_float_path_across_blocks_and_threads() {
     // dims 3: rows fall on character boundaries; 128 and 130: only every third row does.
     for (dims, n) in [(3usize, 10_001usize), (128, 1_000), (128, 1_001), (130, 20_000), (1, 5), (512, 2)] {
         let query = rng.vector(dims);
-        let targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+        let targets: Vec<f32> = rng.vector(n * dims);
         let text = encode(&targets);
         for metric in Metric::ALL {
             for max_threads in [1, 3] {
@@ -230,7 +230,7 @@ fn the_streaming_base64_path_reports_the_decoders_error_from_any_block() {
     let dims = 130;
     let n = 20_000;
     let query = rng.vector(dims);
-    let mut targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+    let mut targets: Vec<f32> = rng.vector(n * dims);
     targets[15_432 * dims + 7] = f32::NAN;
     let text = encode(&targets);
     for max_threads in [1, 3] {

@@ -27,9 +27,9 @@ fn random_vectors_give_exactly_the_one_to_many_answer() {
     let mut rng = Rng::new(17);
     for kernel in Kernel::supported() {
         for &dims in &[1usize, 3, 16, 127, 128, 129, 512] {
-            let sources: Vec<f32> = (0..9 * dims).map(|_| rng.unit()).collect();
+            let sources: Vec<f32> = rng.vector(9 * dims);
             let n = 700 + rng.below(900);
-            let targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+            let targets: Vec<f32> = rng.vector(n * dims);
             for k in [1, 5, 64] {
                 check(Options { kernel: Some(kernel), max_threads: 1 }, &sources, &targets, dims, Some(k), "random");
             }
@@ -42,8 +42,8 @@ fn threads_and_many_blocks_change_nothing() {
     let mut rng = Rng::new(23);
     let dims = 128;
     // More sources than one source block and targets over several target blocks and threads.
-    let sources: Vec<f32> = (0..300 * dims).map(|_| rng.unit()).collect();
-    let targets: Vec<f32> = (0..5000 * dims).map(|_| rng.unit()).collect();
+    let sources: Vec<f32> = rng.vector(300 * dims);
+    let targets: Vec<f32> = rng.vector(5000 * dims);
     for threads in [1, 3] {
         check(Options { kernel: None, max_threads: threads }, &sources, &targets, dims, Some(10), "threads");
     }
@@ -55,7 +55,7 @@ fn threads_and_many_blocks_change_nothing() {
 fn near_duplicates_and_exact_duplicates_keep_the_exact_order() {
     let mut rng = Rng::new(29);
     let dims = 128;
-    let base: Vec<f32> = (0..dims).map(|_| rng.unit()).collect();
+    let base: Vec<f32> = rng.vector(dims);
     let mut targets = Vec::new();
     for j in 0..3000 {
         let jitter = if j % 3 == 0 { 0.0 } else { 1e-7 * (j % 17) as f32 };
@@ -75,7 +75,7 @@ fn near_duplicates_and_exact_duplicates_keep_the_exact_order() {
 fn vectors_outside_the_f32_range_are_exact() {
     let mut rng = Rng::new(31);
     let dims = 64;
-    let mut targets: Vec<f32> = (0..2000 * dims).map(|_| rng.unit()).collect();
+    let mut targets: Vec<f32> = rng.vector(2000 * dims);
     let specials: Vec<Vec<f32>> = vec![
         vec![0.0; dims],
         (0..dims).map(|_| rng.unit() * 1e30).collect(),
@@ -87,7 +87,7 @@ fn vectors_outside_the_f32_range_are_exact() {
         let row = 100 * s + 7;
         targets[row * dims..(row + 1) * dims].copy_from_slice(v);
     }
-    let mut sources: Vec<f32> = (0..5 * dims).map(|_| rng.unit()).collect();
+    let mut sources: Vec<f32> = rng.vector(5 * dims);
     sources.extend(specials.concat());
     sources.extend(targets[707 * dims..708 * dims].to_vec());
     check(Options { kernel: None, max_threads: 1 }, &sources, &targets, dims, Some(6), "special");
@@ -105,8 +105,8 @@ fn vectors_outside_the_f32_range_are_exact() {
 fn without_top_k_every_distance_comes_back_in_order() {
     let mut rng = Rng::new(37);
     let dims = 32;
-    let sources: Vec<f32> = (0..MIN_GEMM_SOURCES * 2 * dims).map(|_| rng.unit()).collect();
-    let targets: Vec<f32> = (0..100 * dims).map(|_| rng.unit()).collect();
+    let sources: Vec<f32> = rng.vector(MIN_GEMM_SOURCES * 2 * dims);
+    let targets: Vec<f32> = rng.vector(100 * dims);
     check(Options::default(), &sources, &targets, dims, None, "all");
     // k at least N also returns every target, sorted.
     check(Options::default(), &sources, &targets, dims, Some(100), "k = n");

@@ -60,10 +60,10 @@ fn every_chunking_gives_the_one_shot_answer() {
     for kernel in Kernel::supported() {
         for &dims in &[1usize, 5, 128] {
             let n = 300 + rng.below(200);
-            let targets: Vec<f32> = (0..n * dims).map(|_| rng.unit()).collect();
+            let targets: Vec<f32> = rng.vector(n * dims);
             let row = dims * 4;
             for sources_count in [1usize, 3] {
-                let sources: Vec<f32> = (0..sources_count * dims).map(|_| rng.unit()).collect();
+                let sources: Vec<f32> = rng.vector(sources_count * dims);
                 for skew in [0usize, 1, 2, 3] {
                     let (w, start) = wire(&bytes_of(&targets), skew);
                     for pieces in [vec![1usize], vec![row - 1], vec![row + 1], vec![65536], vec![7, 4093, 1, row * 3]] {
@@ -85,8 +85,8 @@ fn every_chunking_gives_the_one_shot_answer() {
 fn the_delimiter_split_at_every_offset_ends_the_part_exactly() {
     let mut rng = Rng::new(43);
     let dims = 4;
-    let targets: Vec<f32> = (0..50 * dims).map(|_| rng.unit()).collect();
-    let sources: Vec<f32> = (0..dims).map(|_| rng.unit()).collect();
+    let targets: Vec<f32> = rng.vector(50 * dims);
+    let sources: Vec<f32> = rng.vector(dims);
     let (w, start) = wire(&bytes_of(&targets), 1);
     let want = one_shot(Kernel::best(), &sources, &targets, dims, Metric::Cosine, Some(7));
     let delimiter_at = w.len() - 4 - NEEDLE.len();
@@ -103,8 +103,8 @@ fn ties_keep_index_order_like_the_one_shot_top_k() {
     // Many exact duplicates: the running top-k must keep the lowest indices among equal distances.
     let dims = 8;
     let mut rng = Rng::new(47);
-    let a: Vec<f32> = (0..dims).map(|_| rng.unit()).collect();
-    let b: Vec<f32> = (0..dims).map(|_| rng.unit()).collect();
+    let a: Vec<f32> = rng.vector(dims);
+    let b: Vec<f32> = rng.vector(dims);
     let mut targets = Vec::new();
     for i in 0..400 {
         targets.extend_from_slice(if i % 3 == 0 { &a } else { &b });
@@ -123,8 +123,8 @@ fn ties_keep_index_order_like_the_one_shot_top_k() {
 fn top_k_decided_after_the_part_selects_from_every_distance() {
     let mut rng = Rng::new(53);
     let dims = 16;
-    let targets: Vec<f32> = (0..600 * dims).map(|_| rng.unit()).collect();
-    let sources: Vec<f32> = (0..2 * dims).map(|_| rng.unit()).collect();
+    let targets: Vec<f32> = rng.vector(600 * dims);
+    let sources: Vec<f32> = rng.vector(2 * dims);
     let (w, start) = wire(&bytes_of(&targets), 3);
     let want = one_shot(Kernel::best(), &sources, &targets, dims, Metric::Angular, Some(9));
     let got = stream(Kernel::best(), &sources, &w, start, dims, Metric::Angular, None, Some(9), &[1000]).unwrap();
@@ -135,11 +135,11 @@ fn top_k_decided_after_the_part_selects_from_every_distance() {
 fn a_nan_names_the_first_bad_row_and_position_as_the_one_shot_path_does() {
     let dims = 128;
     let mut rng = Rng::new(59);
-    let mut targets: Vec<f32> = (0..1000 * dims).map(|_| rng.unit()).collect();
+    let mut targets: Vec<f32> = rng.vector(1000 * dims);
     // Row 7 of the third 64 KiB chunk (128 rows of 512 bytes per chunk), then a later one.
     targets[(2 * 128 + 7) * dims + 31] = f32::NAN;
     targets[900 * dims] = f32::INFINITY;
-    let sources: Vec<f32> = (0..dims).map(|_| rng.unit()).collect();
+    let sources: Vec<f32> = rng.vector(dims);
     let want = compare_with(Options::default(), &sources, &targets, dims, Metric::Cosine, Some(10)).unwrap_err();
     assert_eq!(want.code, ErrorCode::InvalidEmbedding);
     for skew in [0, 1] {
