@@ -64,12 +64,8 @@ unsafe fn dot_and_norm2(q: &[f64], ap: *const f32, bp: *const f32) -> ((f64, f64
     while i < body {
         unsafe {
             let (ql, qh) = (_mm256_loadu_pd(qp.add(i)), _mm256_loadu_pd(qp.add(i + 4)));
-            let x = _mm256_loadu_ps(ap.add(i));
-            let xl = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
-            let xh = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x));
-            let y = _mm256_loadu_ps(bp.add(i));
-            let yl = _mm256_cvtps_pd(_mm256_castps256_ps128(y));
-            let yh = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(y));
+            let (xl, xh) = load_widened(ap.add(i));
+            let (yl, yh) = load_widened(bp.add(i));
             ad0 = _mm256_fmadd_pd(ql, xl, ad0);
             ad1 = _mm256_fmadd_pd(qh, xh, ad1);
             an0 = _mm256_fmadd_pd(xl, xl, an0);
@@ -103,12 +99,10 @@ unsafe fn squared_difference2(q: &[f64], ap: *const f32, bp: *const f32) -> (f64
     while i < body {
         unsafe {
             let (ql, qh) = (_mm256_loadu_pd(qp.add(i)), _mm256_loadu_pd(qp.add(i + 4)));
-            let x = _mm256_loadu_ps(ap.add(i));
-            let y = _mm256_loadu_ps(bp.add(i));
-            let xl = _mm256_sub_pd(ql, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-            let xh = _mm256_sub_pd(qh, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
-            let yl = _mm256_sub_pd(ql, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
-            let yh = _mm256_sub_pd(qh, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(y)));
+            let (xl, xh) = load_widened(ap.add(i));
+            let (yl, yh) = load_widened(bp.add(i));
+            let (xl, xh) = (_mm256_sub_pd(ql, xl), _mm256_sub_pd(qh, xh));
+            let (yl, yh) = (_mm256_sub_pd(ql, yl), _mm256_sub_pd(qh, yh));
             a0 = _mm256_fmadd_pd(xl, xl, a0);
             a1 = _mm256_fmadd_pd(xh, xh, a1);
             b0 = _mm256_fmadd_pd(yl, yl, b0);
@@ -137,6 +131,14 @@ unsafe fn tail(tp: *const f32, body: usize, n: usize) -> ([f32; LANES], usize) {
     (t, n - body)
 }
 
+/// The 8 floats at `p` (unaligned), widened to f64: lanes 0-3 and lanes 4-7.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn load_widened(p: *const f32) -> (__m256d, __m256d) {
+    let x = unsafe { _mm256_loadu_ps(p) };
+    (_mm256_cvtps_pd(_mm256_castps256_ps128(x)), _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)))
+}
+
 #[inline]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn hsum(v: __m256d) -> f64 {
@@ -157,9 +159,7 @@ unsafe fn dot_and_norm(q: &[f64], tp: *const f32) -> (f64, f64) {
     let mut i = 0;
     while i < body {
         unsafe {
-            let x = _mm256_loadu_ps(tp.add(i));
-            let xl = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
-            let xh = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x));
+            let (xl, xh) = load_widened(tp.add(i));
             d0 = _mm256_fmadd_pd(_mm256_loadu_pd(qp.add(i)), xl, d0);
             d1 = _mm256_fmadd_pd(_mm256_loadu_pd(qp.add(i + 4)), xh, d1);
             n0 = _mm256_fmadd_pd(xl, xl, n0);
@@ -182,9 +182,9 @@ unsafe fn squared_difference(q: &[f64], tp: *const f32) -> f64 {
     let mut i = 0;
     while i < body {
         unsafe {
-            let x = _mm256_loadu_ps(tp.add(i));
-            let dl = _mm256_sub_pd(_mm256_loadu_pd(qp.add(i)), _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-            let dh = _mm256_sub_pd(_mm256_loadu_pd(qp.add(i + 4)), _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+            let (xl, xh) = load_widened(tp.add(i));
+            let dl = _mm256_sub_pd(_mm256_loadu_pd(qp.add(i)), xl);
+            let dh = _mm256_sub_pd(_mm256_loadu_pd(qp.add(i + 4)), xh);
             s0 = _mm256_fmadd_pd(dl, dl, s0);
             s1 = _mm256_fmadd_pd(dh, dh, s1);
         }
