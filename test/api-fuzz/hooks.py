@@ -187,7 +187,8 @@ def _known_good():
     """Per compute path, (media type, body) pairs that must answer 200 whatever the image holds."""
     model = MODELS[0]
     rows = VECTORS[model][:3]
-    face, other_face = IMAGES[0], IMAGES[min(1, FIX["faces"] - 1)]
+    other = min(1, FIX["faces"] - 1)  # a second face, or the first again when there is one
+    face, other_face = IMAGES[0], IMAGES[other]
     b64 = lambda b: base64.b64encode(b).decode("ascii")
     # Multipart text fields carry booleans as text; file parts are placeholders _wire swaps for bytes.
     common_json = {"model_name": model, "enforce_detection": False}
@@ -195,7 +196,7 @@ def _known_good():
     return {
         "/verify": [
             ("application/json", {"img1": b64(face), "img2": b64(other_face), **common_json}),
-            ("multipart/form-data", {"img1": FILES[0], "img2": FILES[min(1, FIX["faces"] - 1)], **common_form}),
+            ("multipart/form-data", {"img1": FILES[0], "img2": FILES[other], **common_form}),
         ],
         "/represent": [
             ("application/json", {"img": b64(face), **common_json}),
