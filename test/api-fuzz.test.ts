@@ -22,7 +22,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'tap';
 import { REPO_ROOT, ROBUSTNESS_DIR } from './helpers/shared.js';
-import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { modelServerEnv } from './helpers/real-stack.js';
+import { freePort } from './helpers/ports.js';
 import { makeUniformPng } from './helpers/images.js';
 
 const ST = resolve(REPO_ROOT, '.venvs', 'schemathesis', 'bin', 'st');

@@ -1,21 +1,12 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
+import { freePort } from './helpers/ports.js';
 
 const BIN = resolve(REPO_ROOT, 'bin', 'facecompute.js');
-
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => done(port));
-    });
-  });
-}
 
 function start(env: Record<string, string>) {
   const { FACECOMPUTE_TEST_DATABASE_URL: _a, FACECOMPUTE_TEST_REDIS_URL: _b, ...base } = process.env;

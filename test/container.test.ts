@@ -9,10 +9,10 @@
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR, deepfaceImage } from './helpers/shared.js';
+import { freePort } from './helpers/ports.js';
 
 const work = mkdtempSync(join(tmpdir(), 'fc-image-'));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
@@ -43,17 +43,6 @@ function snapshot(dir: string): string[] {
   };
   walk(dir);
   return out.sort();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
 }
 
 t.test('the Dockerfile builds with the scripts this test runs, and hadolint passes it', async (t) => {

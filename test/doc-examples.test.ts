@@ -16,7 +16,8 @@ import { join, resolve } from 'node:path';
 import t from 'tap';
 import { VARS } from '../src/config/spec.js';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
-import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { modelServerEnv } from './helpers/real-stack.js';
+import { freePort } from './helpers/ports.js';
 import { envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
 
 // How many shell blocks each document runs and skips. Adding an example means raising these.

@@ -12,7 +12,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
-import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { modelServerEnv } from './helpers/real-stack.js';
+import { freePort } from './helpers/ports.js';
 import { EXIT_LISTEN_FAILED } from '../src/cli/listen.js';
 
 const EXIT_BOUND_MS = 120_000;

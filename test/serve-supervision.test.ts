@@ -13,7 +13,8 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
-import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { modelServerEnv } from './helpers/real-stack.js';
+import { freePort } from './helpers/ports.js';
 
 /** Child pids of `pid` running the model server, from /proc (Linux; tsx's esbuild is a child too). */
 function modelServerChildrenOf(pid: number): number[] {

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'tap';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
-import { freePort, modelServerEnv } from './helpers/real-stack.js';
+import { modelServerEnv } from './helpers/real-stack.js';
+import { freePort } from './helpers/ports.js';
 
 // The bundle runs as `bash scripts/bootstrap.sh serve` runs it: every model the embedded defaults allow,
 // so Facenet (fetched by bootstrap) is the default. The sources run keeps the Dlib-only configuration.

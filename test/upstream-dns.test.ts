@@ -5,7 +5,6 @@
  * in flight finishes), a DNS failure keeps the last replicas, an empty answer empties the set.
  */
 import t from 'tap';
-import { createServer } from 'node:net';
 import { loadConfig } from '../src/config/index.js';
 import { createConfiguredUpstream } from '../src/gateway/app.js';
 import type { Upstream } from '../src/gateway/upstream/client.js';
@@ -13,6 +12,7 @@ import type { RepresentHeader } from '../src/model-server/protocol.js';
 import { startFakeModelServer, type Proc } from './helpers/procs.js';
 import { startDnsStub } from './helpers/dns-stub.js';
 import { makePng } from './helpers/images.js';
+import { freePort } from './helpers/ports.js';
 
 const IMG = makePng(16, 16, 5);
 const HEADER: RepresentHeader = {
@@ -21,17 +21,6 @@ const HEADER: RepresentHeader = {
 };
 const NAME = 'model-servers.facecompute.test';
 const ctx = () => ({ requestId: crypto.randomUUID() });
-
-async function freePortOn(host: string): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, host, () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
-}
 
 const until = async (f: () => boolean | Promise<boolean>, ms = 5000) => {
   const end = Date.now() + ms;
@@ -42,7 +31,7 @@ const until = async (f: () => boolean | Promise<boolean>, ms = 5000) => {
 };
 
 const dns = await startDnsStub();
-const port = await freePortOn('127.0.0.2');
+const port = await freePort('127.0.0.2');
 const hosts = ['127.0.0.2', '127.0.0.3', '127.0.0.4'];
 const fakes: Proc[] = await Promise.all(hosts.map((HOST) => startFakeModelServer({ HOST, PORT: String(port) })));
 const computeOf = async (i: number): Promise<number> => ((await (await fetch(`http://${hosts[i]}:${port}/__stats`)).json()) as { compute: number }).compute;

@@ -5,23 +5,12 @@
  * from the models cache, where scripts/bootstrap.sh fetches it (`facecompute models fetch Facenet`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './shared.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
-}
+import { freePort } from './ports.js';
 
 export interface RealModelServer {
   url: string;

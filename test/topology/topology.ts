@@ -29,7 +29,7 @@
  */
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from '../helpers/shared.js';
 import { MODELS_CACHE } from '../helpers/real-stack.js';
 import { startDnsStub } from '../helpers/dns-stub.js';
+import { freePort } from '../helpers/ports.js';
 
 const T0 = Date.now();
 const HAPROXY = process.env['HAPROXY'] ?? '/usr/sbin/haproxy';
@@ -123,17 +124,6 @@ async function until<T>(what: string, f: () => Promise<T | false | null | undefi
     if (Date.now() > end) throw new Error(`${what}: not reached in ${ms} ms\n${logsOf.map((p) => `--- ${p.name}\n${p.logs.join('').slice(-3000)}`).join('\n')}`);
     await sleep(100);
   }
-}
-
-async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, host, () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
 }
 
 const http = new Agent({ keepAliveTimeout: 2000, connections: 64 });
