@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { createRemoteFetcher, type LookupFn, type RemoteFetchOptions } from '../src/gateway/inputs/remote-fetch.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
+import { withExpectedRefusals } from './helpers/loopback-guard.js';
 
 const PNG = makePng(8, 8);
 const PUBLIC_IP = '93.184.216.34';
@@ -263,8 +264,14 @@ t.test('fetch failures → url_fetch_failed; oversize → image_too_large', asyn
 });
 
 t.test('the production connector dials only the checked address (no testDial)', async (t) => {
-  // Without testDial, a fake public name is dialled at its public address, never at loopback.
-  const f = fetcher({ testDial: undefined, timeoutMs: 300 });
-  const c = await code(f.fetch('http://img.example.com/img.png'));
-  t.equal(c, 'url_fetch_failed');
+  // Without testDial the connector dials the address the policy checked. The loopback guard refuses
+  // that connect before any packet leaves and records where it was asked to go: exactly the public
+  // address img.example.com resolved to, on port 80, and nothing else (in particular never loopback).
+  const f = fetcher({ testDial: undefined, timeoutMs: 2000 });
+  const { error, attempts, refused } = await withExpectedRefusals(() => f.fetch('http://img.example.com/img.png'));
+  t.ok(error instanceof ServiceError && error.code === 'url_fetch_failed', 'the fetch fails with url_fetch_failed');
+  t.same(attempts, [{ host: PUBLIC_IP, port: 80, allowed: false }], 'one connect, to the checked public address only');
+  t.same(refused.map((r) => r.target), [`${PUBLIC_IP}:80`], 'the guard refused that connect, so no packet left');
+  const cause = String((error as { cause?: unknown })?.cause ?? '');
+  t.match(cause, /loopback guard: refused a connection to 93\.184\.216\.34:80/, 'the failure is the guard refusing the checked address');
 });
