@@ -194,15 +194,20 @@ function install() {
 
   // ---- dns -----------------------------------------------------------------------------------------------
 
-  dns.lookup = guardedLookup(originalLookup, true);
+  // The module-level lookups refuse names the system resolver would have to ask about; an IP literal
+  // resolves to itself without a packet, and servers also look up the address they listen on.
+  dns.lookup = function lookup(hostname, options, callback) {
+    if (!net.isIP(hostname) && !isLoopbackName(hostname)) {
+      const cb = typeof options === 'function' ? options : callback;
+      process.nextTick(cb, refusal('a DNS lookup of', JSON.stringify(hostname)));
+      return undefined;
+    }
+    return originalLookup(hostname, options, callback);
+  };
   const originalPromisesLookup = dns.promises.lookup;
   dns.promises.lookup = async function lookup(hostname, options) {
     if (!net.isIP(hostname) && !isLoopbackName(hostname)) throw refusal('a DNS lookup of', JSON.stringify(hostname));
-    const result = await originalPromisesLookup(hostname, options);
-    const list = Array.isArray(result) ? result.map((a) => a.address) : [result.address];
-    const bad = list.find((a) => !isLoopbackAddress(a));
-    if (bad !== undefined) throw refusal('a connection to', `${bad} (the address ${hostname} resolved to)`);
-    return result;
+    return originalPromisesLookup(hostname, options);
   };
 
   function serverHost(server) {
