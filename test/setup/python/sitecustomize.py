@@ -5,7 +5,7 @@ Python imports this module at start-up. Like the Node guard, it refuses, before 
 connects and UDP sends to addresses outside 127.0.0.0/8 and ::1, and name lookups other than
 localhost (a lookup asks the system resolver, which is not on loopback). A refusal raises OSError with
 a message that starts with "loopback guard:", is printed to stderr, and is appended to
-FACECOMPUTE_LOOPBACK_GUARD_LOG when set, which the test runner checks.
+TEST_LOOPBACK_GUARD_LOG when set, which the test runner checks.
 """
 import errno
 import ipaddress
@@ -47,9 +47,9 @@ def _is_ip(host):
 
 def _refuse(what):
     message = f"{_PREFIX} refused {what} (test processes may reach only 127.0.0.0/8 and ::1)"
-    if os.environ.get("FACECOMPUTE_LOOPBACK_GUARD_EXPECT") != "1":
+    if os.environ.get("TEST_LOOPBACK_GUARD_EXPECT") != "1":
         sys.stderr.write(message + "\n")
-        log = os.environ.get("FACECOMPUTE_LOOPBACK_GUARD_LOG")
+        log = os.environ.get("TEST_LOOPBACK_GUARD_LOG")
         if log:
             try:
                 with open(log, "a") as f:
