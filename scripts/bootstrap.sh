@@ -94,6 +94,23 @@ if [ "$MODE" = test ]; then
   fi
 fi
 
+# ---- client libraries (issue 27; test/clients.test.ts): a hash-pinned venv for clients/python's -------
+# tests, and clients/js's own npm packages and build. Self-contained: nothing else reads these.
+if [ "$MODE" = test ]; then
+  CP_VENV=.venvs/client-python
+  if [ ! -x "$CP_VENV/bin/python" ] || ! cmp -s clients/python/requirements-test.txt "$CP_VENV/requirements.txt"; then
+    log "python venv for the client tests (clients/python/requirements-test.txt)"
+    python3 -m venv "$CP_VENV"
+    "$CP_VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r clients/python/requirements-test.txt
+    cp clients/python/requirements-test.txt "$CP_VENV/requirements.txt"
+  fi
+  if ! cmp -s clients/js/package-lock.json clients/js/node_modules/.fc-installed-lock; then
+    log "npm ci in clients/js"
+    (cd clients/js && npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.fc-installed-lock)
+  fi
+  (cd clients/js && npm run build --silent)
+fi
+
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
 
