@@ -1,6 +1,9 @@
 /**
- * Every shell example in README.md and in the /llms.txt and /skill.md the console serves runs as
- * written against a live `facecompute serve`, in a fresh directory holding DeepFace's img1.jpg and
+ * Every shell example in README.md and in the /llms.txt and /skill.md the console serves, and every
+ * shell, Python and TypeScript example of the client libraries' READMEs (clients/python, clients/js;
+ * Python with .venvs/client-python and the package installed offline from the checkout, TypeScript
+ * with tsx and @facecompute/client linked to clients/js's build), runs as written against a live
+ * `facecompute serve`, in a fresh directory holding DeepFace's img1.jpg and
  * img2.jpg (two photos of one person), with bash, curl and jq, as a newcomer would run them. Blocks
  * of one document run in order in one shell (later blocks use what earlier ones set), under
  * `set -euo pipefail`; an answer with "error" in it, or one a `# {…}` comment promises and nobody
@@ -10,7 +13,7 @@
  * test cannot silently run nothing. Bounded: one serve start and about 20 compute calls (~1 min).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t from 'tap';
@@ -18,13 +21,16 @@ import { VARS } from '../src/config/spec.js';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
 import { freePort } from './helpers/ports.js';
-import { envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
+import { CLIENT_LANGUAGES, SHELL_LANGUAGES, envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
+import { CLIENT_JS_DIR, CLIENT_PYTHON_VENV, installPythonClient } from './helpers/clients.js';
 
 // How many shell blocks each document runs and skips. Adding an example means raising these.
 const EXPECTED: Record<string, { run: number; skip: number; env: number }> = {
   'README.md': { run: 2, skip: 3, env: 1 },
   '/llms.txt': { run: 1, skip: 0, env: 0 },
   '/skill.md': { run: 10, skip: 0, env: 0 },
+  'clients/python/README.md': { run: 5, skip: 1, env: 1 },
+  'clients/js/README.md': { run: 3, skip: 1, env: 1 },
 };
 
 const BLOCK_TIMEOUT_MS = 120_000;
@@ -57,6 +63,11 @@ t.test('the extractor: markers, counts, and refusals', async (t) => {
     [{ key: 'verified', value: true }, { key: 'distance' }, { key: 'n', value: 0.4 }, { key: 'model', value: 'Dlib' }, { key: 'facial_areas' }, { key: 'results' }],
   ]);
   t.same(jsonValues('{"a":1}{"b":"}{"}\n[1,2]\ntext {not json}'), [{ a: 1 }, { b: '}{' }, [1, 2]]);
+  // Client READMEs also run Python and TypeScript; other documents leave them alone.
+  const client = '```python\nprint(1)\n```\n<!-- doc-test: skip (x y) -->\n```ts\nx()\n```\n```js\ny()\n```';
+  t.same(shellBlocks(client, 'c', CLIENT_LANGUAGES).map((b) => [b.lang, b.mode]), [['python', 'run'], ['ts', 'skip']]);
+  t.same(shellBlocks(client.replace('<!-- doc-test: skip (x y) -->\n', '')).map((b) => b.lang), []);
+  t.same(promisedAnswers({ line: 1, lang: 'ts', mode: 'run', code: '// {"verified":true}' }), [[{ key: 'verified', value: true }]]);
 });
 
 interface RunResult {
@@ -65,18 +76,24 @@ interface RunResult {
   output: string;
 }
 
-/** Runs a document's blocks in order in one bash, in `dir`; returns each block's output. */
-async function runDocument(name: string, blocks: DocBlock[], vars: Record<string, string>, dir: string): Promise<{ results: RunResult[]; stderr: string; code: number | null }> {
+/**
+ * Runs a document's blocks in order in one bash, in `dir`; returns each block's output. A Python or
+ * TypeScript block is written to a file and run there (`python3 block.py`, tsx for `.mts`), with
+ * the shell's exported variables.
+ */
+async function runDocument(name: string, blocks: DocBlock[], vars: Record<string, string>, dir: string, extraEnv: Record<string, string> = {}): Promise<{ results: RunResult[]; stderr: string; code: number | null }> {
   const toRun = blocks.filter((b) => b.mode !== 'skip');
   const script = ['set -euo pipefail'];
   toRun.forEach((b, i) => {
     script.push(`printf '\\n@@doc-block ${i} begin\\n'`);
-    if (b.mode === 'env') script.push(...Object.entries(vars).map(([k, v]) => `${k}=${v}`));
+    if (b.mode === 'env') script.push(...Object.entries(vars).map(([k, v]) => `export ${k}=${v}`));
+    else if (b.lang === 'python') script.push(`cat > block-${i}.py <<'FC_DOC_BLOCK'\n${b.code}\nFC_DOC_BLOCK`, `python3 block-${i}.py`);
+    else if (b.lang === 'ts') script.push(`cat > block-${i}.mts <<'FC_DOC_BLOCK'\n${b.code}\nFC_DOC_BLOCK`, `node --import "$FC_DOC_TSX" block-${i}.mts`);
     else script.push(b.code);
     script.push(`printf '\\n@@doc-block ${i} end\\n'`);
   });
   // A newcomer's shell: their PATH, a home of their own, none of our FACECOMPUTE_* settings.
-  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8' };
+  const env = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', ...extraEnv };
   const proc = spawn('bash', ['-c', script.join('\n')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -108,6 +125,9 @@ t.test('every shell example runs verbatim against a live serve', { timeout: 600_
     FACECOMPUTE_MCP_PORT: String(mcp),
     FACECOMPUTE_CONSOLE_PORT: String(consolePort),
     FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-doc-examples-data-')),
+    // Each document is one newcomer, and each signs up anonymously: more of them from one address in
+    // an hour than the default allows (5, FACECOMPUTE_SIGNUP_RATE_LIMIT) since the client READMEs came.
+    FACECOMPUTE_SIGNUP_RATE_LIMIT: '50',
   });
   const logs: string[] = [];
   const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], { env, cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -133,21 +153,37 @@ t.test('every shell example runs verbatim against a live serve', { timeout: 600_
   }
   for (const tool of ['bash', 'curl', 'jq']) t.equal(spawnSync(tool, ['--version']).status, 0, `${tool} is installed (scripts/bootstrap.sh installs it)`);
 
-  const documents: Array<{ name: string; text: string }> = [
-    { name: 'README.md', text: readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8') },
-    { name: '/llms.txt', text: await (await fetch(`${con}/llms.txt`)).text() },
-    { name: '/skill.md', text: await (await fetch(`${con}/skill.md`)).text() },
+  // The client READMEs' readers installed the package (pip install ./clients/python; npm run build in
+  // clients/js): here the package is installed offline into a temporary directory, and
+  // @facecompute/client is linked into each run's node_modules.
+  const pythonSite = installPythonClient();
+  const clientEnv = (dir: string): Record<string, string> => {
+    mkdirSync(join(dir, 'node_modules', '@facecompute'), { recursive: true });
+    symlinkSync(CLIENT_JS_DIR, join(dir, 'node_modules', '@facecompute', 'client'));
+    return {
+      PATH: `${join(CLIENT_PYTHON_VENV, 'bin')}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+      PYTHONPATH: [pythonSite, process.env['PYTHONPATH'] ?? ''].filter(Boolean).join(':'),
+      FC_DOC_TSX: import.meta.resolve('tsx'),
+    };
+  };
+  const documents: Array<{ name: string; text: string; languages: ReadonlySet<string> }> = [
+    { name: 'README.md', text: readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8'), languages: SHELL_LANGUAGES },
+    { name: '/llms.txt', text: await (await fetch(`${con}/llms.txt`)).text(), languages: SHELL_LANGUAGES },
+    { name: '/skill.md', text: await (await fetch(`${con}/skill.md`)).text(), languages: SHELL_LANGUAGES },
+    { name: 'clients/python/README.md', text: readFileSync(resolve(REPO_ROOT, 'clients/python/README.md'), 'utf8'), languages: CLIENT_LANGUAGES },
+    { name: 'clients/js/README.md', text: readFileSync(resolve(REPO_ROOT, 'clients/js/README.md'), 'utf8'), languages: CLIENT_LANGUAGES },
   ];
   // The variables the README's env block tells a reader to set, and what each means here.
   const live: Record<string, { url: string; port: string }> = {
     GW: { url: gw, port: specDefault('FACECOMPUTE_GATEWAY_PORT') },
     CONSOLE: { url: con, port: specDefault('FACECOMPUTE_CONSOLE_PORT') },
+    FACECOMPUTE_URL: { url: gw, port: specDefault('FACECOMPUTE_GATEWAY_PORT') },
   };
 
   let total = 0;
   for (const doc of documents) {
     await t.test(doc.name, async (t) => {
-      const blocks = shellBlocks(doc.text, doc.name);
+      const blocks = shellBlocks(doc.text, doc.name, doc.languages);
       const count = (mode: DocBlock['mode']) => blocks.filter((b) => b.mode === mode).length;
       t.same({ run: count('run'), skip: count('skip'), env: count('env') }, EXPECTED[doc.name], 'the shell blocks it runs, skips (with a reason) and reads as env');
       for (const b of blocks.filter((x) => x.mode === 'skip')) t.ok(b.reason && b.reason.length > 3, `line ${b.line} is skipped because: ${b.reason}`);
@@ -167,7 +203,7 @@ t.test('every shell example runs verbatim against a live serve', { timeout: 600_
 
       const dir = mkdtempSync(join(tmpdir(), 'fc-doc-examples-'));
       for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(deepfaceImage(img), join(dir, img));
-      const { results, stderr, code } = await runDocument(doc.name, blocks, vars, dir);
+      const { results, stderr, code } = await runDocument(doc.name, blocks, vars, dir, doc.name.startsWith('clients/') ? clientEnv(dir) : {});
       for (const r of results) {
         const where = `${doc.name}:${r.block.line}`;
         if (!r.ran) {

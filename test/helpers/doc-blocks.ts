@@ -1,6 +1,8 @@
 /**
- * The shell examples of a Markdown document, as test/doc-examples.test.ts runs them. Every fenced
- * block in a shell language runs, unless the line before its fence (blank lines aside) marks it:
+ * The runnable examples of a Markdown document, as test/doc-examples.test.ts runs them: shell blocks,
+ * and in the client libraries' READMEs also Python and TypeScript blocks (CLIENT_LANGUAGES). Every
+ * fenced block in a language the caller runs runs, unless the line before its fence (blank lines
+ * aside) marks it:
  *
  *   <!-- doc-test: skip (why) -->   not meant to run here (installs packages, starts the service, …);
  *                                   the reason is required, so that a skip is a decision with a why
@@ -13,7 +15,9 @@
  * unterminated fence.
  */
 
-export const SHELL_LANGUAGES = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
+export const SHELL_LANGUAGES: ReadonlySet<string> = new Set(['sh', 'bash', 'shell', 'console', 'zsh']);
+/** clients/*\/README.md: shell, plus Python (run with the client's venv) and TypeScript (run with tsx). */
+export const CLIENT_LANGUAGES: ReadonlySet<string> = new Set([...SHELL_LANGUAGES, 'python', 'ts']);
 
 export interface DocBlock {
   /** 1-based line of the opening fence. */
@@ -27,7 +31,7 @@ export interface DocBlock {
 const FENCE = /^( {0,3})(`{3,}|~{3,})\s*([^\s`]*)/;
 const MARKER = /^\s*<!--\s*doc-test:\s*(.*?)\s*-->\s*$/;
 
-export function shellBlocks(markdown: string, source = 'document'): DocBlock[] {
+export function shellBlocks(markdown: string, source = 'document', languages: ReadonlySet<string> = SHELL_LANGUAGES): DocBlock[] {
   const lines = markdown.split('\n');
   const out: DocBlock[] = [];
   let pending: { mode: 'skip' | 'env'; reason?: string; line: number } | null = null;
@@ -55,10 +59,10 @@ export function shellBlocks(markdown: string, source = 'document'): DocBlock[] {
     const close = new RegExp(`^ {0,3}${ticks[0] === '`' ? '`' : '~'}{${ticks.length},}\\s*$`);
     for (; j < lines.length && !close.test(lines[j]!); j++) body.push(lines[j]!.startsWith(indent) ? lines[j]!.slice(indent.length) : lines[j]!);
     if (j >= lines.length) throw new Error(`${source}:${i + 1}: unterminated code fence`);
-    if (SHELL_LANGUAGES.has(lang.toLowerCase())) {
+    if (languages.has(lang.toLowerCase())) {
       out.push({ line: i + 1, lang, code: body.join('\n'), mode: pending?.mode ?? 'run', ...(pending?.reason ? { reason: pending.reason } : {}) });
     } else if (pending) {
-      throw new Error(`${source}:${pending.line}: a doc-test marker before a ${lang} block; markers are for shell blocks`);
+      throw new Error(`${source}:${pending.line}: a doc-test marker before a ${lang} block; markers are for the blocks this document runs (${[...languages].join(', ')})`);
     }
     pending = null;
     i = j;
@@ -86,13 +90,14 @@ export function envAssignments(block: DocBlock): Map<string, string> {
 export type Promise_ = Array<{ key: string; value?: string | number | boolean }>;
 
 /**
- * What each `# {…}` comment in a block promises about an answer the block prints: its top-level keys,
- * and the literal values it spells out (strings, booleans, numbers; `…` stands for "some value").
+ * What each `# {…}` comment (`// {…}` in TypeScript) in a block promises about an answer the block
+ * prints: its top-level keys, and the literal values it spells out (strings, booleans, numbers; `…`
+ * stands for "some value").
  */
 export function promisedAnswers(block: DocBlock): Promise_[] {
   const out: Promise_[] = [];
   for (const line of block.code.split('\n')) {
-    const m = /^\s*#\s*(\{.*)$/.exec(line);
+    const m = /^\s*(?:#|\/\/)\s*(\{.*)$/.exec(line);
     if (!m) continue;
     // Top level only: nested objects and lists become "some value".
     let s = m[1]!.slice(1);
