@@ -207,7 +207,7 @@ test('retryable 503s are retried; other 503s and every other 4xx are not', async
   await new Client({ baseUrl: s.url, apiKey: 'k', backoff: 0.02 }).represent({ img: Buffer.from('img') });
   await s.close();
   assert.equal(s.seen.length, 3);
-  for (const [status, code, Cls] of [[400, 'invalid_request', fc.BadRequestError], [401, 'invalid_api_key', fc.AuthenticationError], [402, 'insufficient_credits', fc.InsufficientCreditsError], [413, 'image_too_large', fc.PayloadTooLargeError], [503, 'other', fc.ServiceUnavailableError], [500, 'internal_error', fc.InternalServerError]]) {
+  for (const [status, code, Cls] of [[400, 'invalid_request', fc.BadRequestError], [401, 'invalid_api_key', fc.AuthenticationError], [402, 'insufficient_credits', fc.InsufficientCreditsError], [403, 'account_inactive', fc.PermissionDeniedError], [404, 'not_found', fc.NotFoundError], [413, 'image_too_large', fc.PayloadTooLargeError], [422, 'url_fetch_failed', fc.UnprocessableEntityError], [503, 'other', fc.ServiceUnavailableError], [500, 'internal_error', fc.InternalServerError], [504, 'upstream_timeout', fc.GatewayTimeoutError]]) {
     const t = await stub([[status, status === 503 ? {} : { 'retry-after': '0' }, err(code, 'nope')], [200, {}, OK]]);
     const e = await new Client({ baseUrl: t.url, apiKey: 'k', backoff: 0.01 }).represent({ img: Buffer.from('img') }).catch((x) => x);
     await t.close();
@@ -240,4 +240,13 @@ test('a non-JSON error is still typed; a refused connection is an APIConnectionE
   assert.equal(e.code, 'http_502');
   const c = await new Client({ baseUrl: 'http://127.0.0.1:9', maxRetries: 1, backoff: 0.01 }).capabilities().catch((x) => x);
   assert.ok(c instanceof fc.APIConnectionError);
+});
+
+test('what the README states: defaults, ESM, Node 20, no runtime dependencies', () => {
+  const c = new Client({ baseUrl: 'http://127.0.0.1:9' });
+  assert.deepEqual([c.policy.maxRetries, c.policy.backoff, c.policy.maxRetryWait], [3, 0.5, 60]);
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  assert.equal(pkg.type, 'module');
+  assert.equal(pkg.engines.node, '>=20');
+  assert.equal(pkg.dependencies, undefined);
 });

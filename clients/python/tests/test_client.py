@@ -266,7 +266,7 @@ def test_retry_on_retryable_503_with_backoff_and_http_date(stub: Any) -> None:
     assert len(s2.requests) == 1, "a 503 without Retry-After and not a capacity code is not retried"
 
 
-@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "no_face_detected", errors.NoFaceDetectedError), (500, "internal_error", errors.InternalServerError)])
+@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (403, "account_inactive", errors.PermissionDeniedError), (404, "not_found", errors.NotFoundError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "url_fetch_failed", errors.UnprocessableEntityError), (422, "no_face_detected", errors.NoFaceDetectedError), (500, "internal_error", errors.InternalServerError), (502, "upstream_failed", errors.InternalServerError), (504, "upstream_timeout", errors.GatewayTimeoutError)])
 def test_never_retries_other_errors(stub: Any, status: int, code: str, cls: type) -> None:
     s = stub([(status, {"retry-after": "0"}, err(code, "nope")), (200, {}, OK)])
     with Client(s.url, "k", backoff=0.01) as c:
@@ -327,3 +327,22 @@ def test_png_writer_is_lossless(shape: tuple) -> None:
     elif len(shape) == 3 and shape[2] == 4:
         decoded = decoded[:, :, [2, 1, 0, 3]]
     assert np.array_equal(decoded, a.reshape(decoded.shape))
+
+
+def test_readme_defaults_and_dependencies() -> None:
+    """What clients/python/README.md states: retry defaults, httpx as the only dependency, NumPy optional."""
+    import inspect
+    import subprocess
+    import sys
+    import tomllib
+
+    for cls in (Client, AsyncClient):
+        params = inspect.signature(cls).parameters
+        assert (params["max_retries"].default, params["backoff"].default, params["max_retry_wait"].default) == (3, 0.5, 60.0)
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["httpx"]
+    assert project["optional-dependencies"]["numpy"][0].startswith("numpy")
+    # Without NumPy importable, the client loads and builds a body from a path.
+    code = "import sys; sys.modules['numpy'] = None\nimport facecompute\nfrom facecompute._calls import encode\nfrom facecompute.client import verify_call\nprint(len(encode(verify_call(sys.argv[1], [0.5, 0.25], {}))['files']))"
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__))], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr

@@ -181,7 +181,8 @@ def test_enforce_detection(images: Path, no_face: Path) -> None:
     assert len(loose) == 1 and loose[0]["face_confidence"] == 0.0 and type(loose[0]["face_confidence"]) is float
     assert (loose[0]["facial_area"]["x"], loose[0]["facial_area"]["y"]) == (0, 0)
     ok = DeepFace.verify(str(no_face), str(no_face), model_name="Facenet", enforce_detection=False)
-    assert ok["verified"] is True and ok["distance"] <= 1e-6
+    assert ok["verified"] is True and ok["distance"] == 0
+    assert type(ok["distance"]) is float and type(ok["confidence"]) is float, "DeepFace's float(distance), even where JSON wrote 0"
 
 
 def test_deepface_value_errors(images: Path) -> None:
