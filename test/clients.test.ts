@@ -3,21 +3,23 @@
  * (../shared/data/deepface):
  *   - Python: clients/python built and installed offline (`pip install`), then its pytest suite
  *     (Client, AsyncClient, every input form, binary compare on the streaming path, typed errors,
- *     retries against a stub, and the DeepFace shim's parity with the REST API);
+ *     retries against a stub, and the DeepFace shim's parity with the REST API), and mypy --strict;
  *   - the "done when" script: clients/python/examples/deepface_readme.py, DeepFace README code whose
  *     only facecompute line is its import, runs against the service;
- *   - TypeScript: clients/js's generated types match openapi.json, it type-checks, and its node:test
- *     suite passes against the built package (dist/, through its exports).
+ *   - TypeScript: clients/js's generated types match openapi.json, it type-checks, its README's
+ *     TypeScript type-checks against the built package, and its node:test suite passes against the
+ *     built package (dist/, through its exports).
  * Each suite's own runner decides pass or fail; this file fails with its output, and checks that the
  * suites ran what they should (no skips, no empty runs). About 5 minutes on two busy cores.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT, DEEPFACE_DIR, ROBUSTNESS_DIR } from './helpers/shared.js';
 import { CLIENT_JS_DIR, CLIENT_PYTHON, installPythonClient, startServe, type LiveServe } from './helpers/clients.js';
+import { CLIENT_LANGUAGES, shellBlocks } from './helpers/doc-blocks.js';
 
 const NO_FACE = join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png');
 // The suites' sizes: a test removed or deselected by mistake fails here rather than passing quietly.
@@ -78,6 +80,16 @@ t.test('python: pip install ./clients/python, then its pytest suite', { timeout:
   t.comment(`pytest: ${summary} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 });
 
+t.test('python: the package type-checks (mypy --strict), as py.typed promises', { timeout: 300_000 }, async (t) => {
+  const root = resolve(REPO_ROOT, 'clients', 'python');
+  const r = await run(CLIENT_PYTHON, ['-m', 'mypy', '--strict', '--no-error-summary', '--cache-dir', mkdtempSync(join(tmpdir(), 'fc-mypy-')), join(root, 'src', 'facecompute')], {
+    cwd: root,
+    env: { ...(process.env as Record<string, string>), MYPYPATH: join(root, 'src') },
+    timeoutMs: 240_000,
+  });
+  t.equal(r.code, 0, `mypy --strict\n${r.out}`);
+});
+
 t.test('the DeepFace README script runs after changing only its import line', { timeout: 300_000 }, async (t) => {
   const script = resolve(REPO_ROOT, 'clients', 'python', 'examples', 'deepface_readme.py');
   const code = readFileSync(script, 'utf8').split('\n').filter((l) => !l.startsWith('#'));
@@ -110,6 +122,16 @@ t.test('typescript: generated types up to date, type-check, node:test suite on t
   const stale = await run('npm', ['run', '--silent', 'check:generated'], { cwd: CLIENT_JS_DIR, env: { ...(process.env as Record<string, string>), FC_OPENAPI_JSON: changed }, timeoutMs: 120_000 });
   t.not(stale.code, 0, 'a changed openapi.json without regenerating fails the check');
   t.match(stale.out, /out of date with openapi\.json[\s\S]*added_later/, 'and says which line differs');
+  // The README's TypeScript, as a reader's files beside the installed package, type-checks strictly.
+  const readme = join(mkdtempSync(join(tmpdir(), 'fc-js-readme-')), 'app');
+  mkdirSync(join(readme, 'node_modules', '@facecompute'), { recursive: true });
+  symlinkSync(CLIENT_JS_DIR, join(readme, 'node_modules', '@facecompute', 'client'));
+  const blocks = shellBlocks(readFileSync(join(CLIENT_JS_DIR, 'README.md'), 'utf8'), 'clients/js/README.md', CLIENT_LANGUAGES).filter((b) => b.lang === 'ts');
+  t.ok(blocks.length >= 2, `${blocks.length} TypeScript blocks in the README`);
+  blocks.forEach((b, i) => writeFileSync(join(readme, `block-${i}.mts`), b.code));
+  writeFileSync(join(readme, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: ['node'], typeRoots: [join(CLIENT_JS_DIR, 'node_modules', '@types')], skipLibCheck: true }, include: ['*.mts'] }));
+  const tsc = await run(process.execPath, [join(CLIENT_JS_DIR, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', readme], { cwd: readme, env: process.env as Record<string, string>, timeoutMs: 120_000 });
+  t.equal(tsc.code, 0, `the README's TypeScript type-checks (tsc --strict)\n${tsc.out}`);
   const r = await run(process.execPath, ['--test', '--test-reporter=tap', 'test/'], { cwd: CLIENT_JS_DIR, env: testEnv, timeoutMs: 540_000 });
   const count = (what: string) => Number(new RegExp(`^# ${what} (\\d+)$`, 'm').exec(r.out)?.[1] ?? -1);
   t.equal(r.code, 0, `node --test exit status\n${r.code === 0 ? '' : r.out.slice(-12_000)}`);

@@ -195,12 +195,13 @@ def represent(
         raise not_offered("return_face=True (the service returns no face crops)")
     if cryptosystem is not None:
         raise not_offered("cryptosystem (homomorphic encryption of embeddings)")
-    if isinstance(img_path, list):
-        images = list(img_path)
-    elif _inputs.is_numpy(img_path) and img_path.ndim == 4:
-        images = [img_path[i] for i in range(img_path.shape[0])]
+    given: Any = img_path
+    if isinstance(given, list):
+        images = list(given)
+    elif _inputs.is_numpy(given) and given.ndim == 4:
+        images = [given[i] for i in range(given.shape[0])]
     else:
-        images = [img_path]
+        images = [given]
     if not images:
         raise ValueError("img_path is an empty list")
     images = [_load(v, None) for v in images]

@@ -52,7 +52,7 @@ def is_retryable(status: int, code: str, retry_after: Optional[float]) -> bool:
 
 def backoff_delay(policy: RetryPolicy, attempt: int) -> float:
     """Exponential backoff with "equal jitter": half fixed, half random, so waits never collapse to 0."""
-    base = min(policy.max_backoff, policy.backoff * (2 ** attempt))
+    base = min(policy.max_backoff, policy.backoff * 2.0**attempt)
     return base / 2 + random.uniform(0, base / 2)
 
 
