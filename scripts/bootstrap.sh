@@ -102,6 +102,7 @@ if [ "$MODE" = test ]; then
     log "python venv for the client tests (clients/python/requirements-test.txt)"
     python3 -m venv "$CP_VENV"
     "$CP_VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r clients/python/requirements-test.txt
+    "$CP_VENV/bin/python" -m pip check   # --no-deps installs only the list: a dependency missing from it fails here
     cp clients/python/requirements-test.txt "$CP_VENV/requirements.txt"
   fi
   if ! cmp -s clients/js/package-lock.json clients/js/node_modules/.fc-installed-lock; then

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import os
 import time
@@ -158,12 +159,45 @@ def _to_numpy(body: JSON) -> JSON:
     return body
 
 
-def _check_fetched(url: str, response: httpx.Response, limit: int) -> None:
-    if response.status_code != 200:
-        raise FacecomputeError("url_fetch_failed", f"fetching {url} answered HTTP {response.status_code}", status=None)
-    declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise FacecomputeError("image_too_large", f"{url} is {declared} bytes, over max_remote_image_bytes={limit}")
+class _Download:
+    """A URL input's bytes as they arrive, refused past ``limit`` (declared or counted)."""
+
+    def __init__(self, url: str, response: httpx.Response, limit: int) -> None:
+        if response.status_code != 200:
+            raise FacecomputeError("url_fetch_failed", f"fetching {url} answered HTTP {response.status_code}")
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise FacecomputeError("image_too_large", f"{url} is {declared} bytes, over max_remote_image_bytes={limit}")
+        self.url, self.limit, self.size = url, limit, 0
+        self.chunks: List[bytes] = []
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.limit:
+            raise FacecomputeError("image_too_large", f"{self.url} is over max_remote_image_bytes={self.limit}")
+        self.chunks.append(chunk)
+
+    def image(self) -> FileImage:
+        return _inputs.file_image(b"".join(self.chunks), "remote")
+
+
+def _after_failed_connection(cfg: _Config, err: httpx.HTTPError, attempt: int, where: str, request_id: str) -> float:
+    """Seconds to wait before trying again after a transport error, or raises it as APIConnectionError.
+    Only a connection that failed before the request was sent is tried again."""
+    if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)) and attempt < cfg.policy.max_retries:
+        return backoff_delay(cfg.policy, attempt)
+    raise APIConnectionError("connection_failed", f"{where}: {err}", request_id=request_id) from err
+
+
+def _answer(cfg: _Config, call: Optional[Call], response: httpx.Response, attempt: int) -> "tuple[Optional[JSON], float]":
+    """A success's body, or (None, seconds to wait) for a retryable refusal; raises any other refusal."""
+    if response.status_code < 400:
+        return (_result(call, response) if call is not None else response.json()), 0.0
+    error = _decode_error(response)
+    wait = delay_for(cfg.policy, attempt, response.status_code, error.code, error.retry_after)
+    if wait is None:
+        raise error
+    return None, wait
 
 
 class Client:
@@ -293,50 +327,30 @@ class Client:
     def _resolve(self, image: RemoteImage) -> Union[FileImage, TextImage]:
         if self._config.remote_images == "service":
             return TextImage(image.url)
-        limit = self._config.max_remote_image_bytes
         try:
             with self._http.stream("GET", image.url, follow_redirects=True, headers={"user-agent": self._config.user_agent}) as r:
-                _check_fetched(image.url, r, limit)
-                chunks: List[bytes] = []
-                size = 0
+                download = _Download(image.url, r, self._config.max_remote_image_bytes)
                 for chunk in r.iter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        raise FacecomputeError("image_too_large", f"{image.url} is over max_remote_image_bytes={limit}")
-                    chunks.append(chunk)
+                    download.add(chunk)
         except httpx.HTTPError as err:
             raise APIConnectionError("url_fetch_failed", f"fetching {image.url} failed: {err}") from err
-        return _inputs.file_image(b"".join(chunks), "remote")
+        return download.image()
 
     def _send(self, method: str, path: str, kwargs: Dict[str, Any], request_id: Optional[str], call: Optional[Call] = None) -> JSON:
         cfg = self._config
         headers = cfg.headers(request_id)
         headers.update(kwargs.pop("headers", {}))
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             try:
                 response = self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as err:
-                # Nothing was sent: safe to try again.
-                if attempt < cfg.policy.max_retries:
-                    time.sleep(_backoff(cfg, attempt))
-                    attempt += 1
-                    continue
-                raise APIConnectionError("connection_failed", f"{method} {cfg.base_url}{path}: {err}", request_id=headers["x-request-id"]) from err
             except httpx.HTTPError as err:
-                raise APIConnectionError("connection_failed", f"{method} {cfg.base_url}{path}: {err}", request_id=headers["x-request-id"]) from err
-            if response.status_code < 400:
-                return _result(call, response) if call is not None else response.json()
-            error = _decode_error(response)
-            wait = delay_for(cfg.policy, attempt, response.status_code, error.code, error.retry_after)
-            if wait is None:
-                raise error
+                time.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
+                continue
+            body, wait = _answer(cfg, call, response, attempt)
+            if body is not None:
+                return body
             time.sleep(wait)
-            attempt += 1
-
-
-def _backoff(cfg: _Config, attempt: int) -> float:
-    return backoff_delay(cfg.policy, attempt)
+        raise AssertionError("unreachable")
 
 
 class AsyncClient:
@@ -401,45 +415,30 @@ class AsyncClient:
     async def _resolve(self, image: RemoteImage) -> Union[FileImage, TextImage]:
         if self._config.remote_images == "service":
             return TextImage(image.url)
-        limit = self._config.max_remote_image_bytes
         try:
             async with self._http.stream("GET", image.url, follow_redirects=True, headers={"user-agent": self._config.user_agent}) as r:
-                _check_fetched(image.url, r, limit)
-                chunks: List[bytes] = []
-                size = 0
+                download = _Download(image.url, r, self._config.max_remote_image_bytes)
                 async for chunk in r.aiter_bytes():
-                    size += len(chunk)
-                    if size > limit:
-                        raise FacecomputeError("image_too_large", f"{image.url} is over max_remote_image_bytes={limit}")
-                    chunks.append(chunk)
+                    download.add(chunk)
         except httpx.HTTPError as err:
             raise APIConnectionError("url_fetch_failed", f"fetching {image.url} failed: {err}") from err
-        return _inputs.file_image(b"".join(chunks), "remote")
+        return download.image()
 
     async def _send(self, method: str, path: str, kwargs: Dict[str, Any], request_id: Optional[str], call: Optional[Call] = None) -> JSON:
         cfg = self._config
         headers = cfg.headers(request_id)
         headers.update(kwargs.pop("headers", {}))
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             try:
                 response = await self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as err:
-                if attempt < cfg.policy.max_retries:
-                    await asyncio.sleep(_backoff(cfg, attempt))
-                    attempt += 1
-                    continue
-                raise APIConnectionError("connection_failed", f"{method} {cfg.base_url}{path}: {err}", request_id=headers["x-request-id"]) from err
             except httpx.HTTPError as err:
-                raise APIConnectionError("connection_failed", f"{method} {cfg.base_url}{path}: {err}", request_id=headers["x-request-id"]) from err
-            if response.status_code < 400:
-                return _result(call, response) if call is not None else response.json()
-            error = _decode_error(response)
-            wait = delay_for(cfg.policy, attempt, response.status_code, error.code, error.retry_after)
-            if wait is None:
-                raise error
+                await asyncio.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
+                continue
+            body, wait = _answer(cfg, call, response, attempt)
+            if body is not None:
+                return body
             await asyncio.sleep(wait)
-            attempt += 1
+        raise AssertionError("unreachable")
 
 
 __all__ = ["Client", "AsyncClient", "DEFAULT_BASE_URL"]
