@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { REPO_ROOT, DEEPFACE_DIR, ROBUSTNESS_DIR } from './helpers/shared.js';
 import { CLIENT_JS_DIR, CLIENT_PYTHON, installPythonClient, startServe, type LiveServe } from './helpers/clients.js';
 import { CLIENT_LANGUAGES, shellBlocks } from './helpers/doc-blocks.js';
@@ -61,6 +61,11 @@ t.before(async () => {
   };
 });
 t.teardown(() => stack?.stop());
+/** Each subtest ends with this: a failure from a dead service then says so, with serve's log. */
+function serveStillRunning(t: Test): void {
+  const gone = stack.exited();
+  t.equal(gone, null, `serve still running${gone ? ` (${gone}); its log: ${stack.logs.join('').slice(-4000)}` : ''}`);
+}
 
 t.test('python: pip install ./clients/python, then its pytest suite', { timeout: 900_000 }, async (t) => {
   const site = installPythonClient();
@@ -78,6 +83,7 @@ t.test('python: pip install ./clients/python, then its pytest suite', { timeout:
   t.ok(passed >= PYTEST_MIN, `pytest: ${passed} passed (at least ${PYTEST_MIN})`);
   t.notMatch(summary, /skipped|xfail|xpass|deselected|error/, 'nothing skipped, deselected or errored');
   t.comment(`pytest: ${summary} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  serveStillRunning(t);
 });
 
 t.test('python: the package type-checks (mypy --strict), as py.typed promises', { timeout: 300_000 }, async (t) => {
@@ -105,6 +111,7 @@ t.test('the DeepFace README script runs after changing only its import line', { 
   t.match(r.out, /^models\[1\]: 128 dimensions$/m, 'Dlib');
   t.match(r.out, /^detector: retinaface True$/m);
   t.match(r.out, /^metric: euclidean \d+\.\d+ 10 True$/m);
+  serveStillRunning(t);
 });
 
 t.test('typescript: generated types up to date, type-check, node:test suite on the built package', { timeout: 600_000 }, async (t) => {
@@ -137,4 +144,5 @@ t.test('typescript: generated types up to date, type-check, node:test suite on t
   t.equal(r.code, 0, `node --test exit status\n${r.code === 0 ? '' : r.out.slice(-12_000)}`);
   t.ok(count('pass') >= NODE_TEST_MIN, `node --test: ${count('pass')} passed (at least ${NODE_TEST_MIN})`);
   t.same([count('fail'), count('skipped'), count('todo'), count('cancelled')], [0, 0, 0, 0], 'none failed, skipped or cancelled');
+  serveStillRunning(t);
 });

@@ -25,6 +25,8 @@ export interface LiveServe {
   console: string;
   metrics: string;
   logs: string[];
+  /** Null while serve runs; its exit code or signal once it stopped. */
+  exited(): string | null;
   /** A new anonymous account's REST key. */
   newKey(name: string): Promise<string>;
   stop(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startServe(extra: Record<string, string> = {}): Promise<Li
     console: con,
     metrics: `http://127.0.0.1:${metrics}`,
     logs,
+    exited: () => (proc.exitCode !== null || proc.signalCode !== null ? `exit ${proc.exitCode ?? proc.signalCode}` : null),
     async newKey(name) {
       const session = (await (await fetch(`${con}/api/signup/anonymous`, { method: 'POST' })).json()) as { session_token: string };
       const res = await fetch(`${con}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${session.session_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
