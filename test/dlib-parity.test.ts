@@ -4,32 +4,21 @@
  * tools/reference/dlib_fixtures.py with dlib's compute_face_descriptor) for the same 150x150 chips.
  */
 import t from 'tap';
-import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
-import { decodePng } from './helpers/png.js';
-import { CONVERTER_PYTHON, DLIB, chipsToBatch, dlibEntry, dlibOnnx } from './helpers/dlib.js';
+import { CONVERTER_PYTHON, chipsToBatch, dlibEntry, dlibOnnx } from './helpers/dlib.js';
 import { OnnxSession } from '../src/model-server/models/onnx-session.js';
-import { OrtRecognizer } from '../src/model-server/models/ort-recognizer.js';
+import { dlibChipFixture, dlibChipParity, summarize } from '../tools/parity/dlib-chips.js';
+import { MARGIN, RESULTS, results } from '../tools/parity/figures.js';
 
 const WEIGHTS_FILE = 'dlib_face_recognition_resnet_model_v1.dat';
 const WEIGHTS = join(SHARED_WEIGHTS_DIR, WEIGHTS_FILE);
 const PYTHON = CONVERTER_PYTHON;
 const CONVERTER = join(REPO_ROOT, 'models', 'converters', 'dlib_to_onnx.py');
 const CPU1 = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' } as const;
-const FIXTURES = join(REPO_ROOT, 'test', 'fixtures');
-const MIN_COSINE = 0.99999;
-
-interface FixtureChip {
-  id: string;
-  kind: string;
-  png: string;
-  sha256: string;
-  descriptor: number[];
-}
 
 function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let dot = 0;
@@ -43,12 +32,6 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
     nb += y * y;
   }
   return dot / Math.sqrt(na * nb);
-}
-
-function norm(a: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += (a[i] as number) ** 2;
-  return Math.sqrt(s);
 }
 
 function runConverter(input: string, output: string): Promise<{ code: number; stderr: string }> {
@@ -65,53 +48,33 @@ if (!existsSync(WEIGHTS)) t.fail(`Dlib weights missing at ${WEIGHTS}: CI provide
 // converterPython() falls back to a bare python3 only when neither FACECOMPUTE_PYTHON nor .venv exists.
 if (PYTHON === 'python3') t.fail('converter venv missing: run scripts/bootstrap.sh (creates .venv from models/converters/requirements.txt)');
 
-t.test('converted model matches dlib compute_face_descriptor on every fixture chip', async (t) => {
-  const modelPath = await dlibOnnx();
-  const fixture = JSON.parse(readFileSync(join(FIXTURES, 'dlib-descriptors.json'), 'utf8')) as { chips: FixtureChip[] };
-  t.ok(fixture.chips.length >= 20, `fixture holds ${fixture.chips.length} chips`);
-  t.ok(fixture.chips.some((c) => c.kind === 'face'), 'fixture has real face chips');
-
-  const chips = fixture.chips.map((c) => {
-    const png = decodePng(readFileSync(resolve(FIXTURES, c.png)));
-    t.equal(`${png.width}x${png.height}`, '150x150', `${c.id} is 150x150`);
-    t.equal(createHash('sha256').update(png.rgb).digest('hex'), c.sha256, `${c.id}: decoded pixels are the ones dlib saw`);
-    return png.rgb;
-  });
-
-  // The production recognizer, batching off: each embed() is one session run.
-  const entry = dlibEntry();
-  const model = await OrtRecognizer.load(modelPath, { name: DLIB, dims: entry.dims, input: entry.input, onnx: entry.onnx }, { ...CPU1, intraOpThreads: 2 }, { windowMs: 0, maxBatch: 1 });
+t.test('converted model matches dlib compute_face_descriptor on every fixture chip, as the README states', async (t) => {
+  const recorded = results(RESULTS.dlibChips) as { dlib: string; chips: number; faces: number; cosine_min: number; cosine_min_chip: string; norm_ratio_max_deviation: number };
+  const fixture = dlibChipFixture();
+  const { chips, descriptors, pixels, model } = await dlibChipParity();
   t.teardown(() => model.close());
-  const ours = await model.embed(chipsToBatch(chips), chips.length);
-  t.equal(ours.length, chips.length, 'one descriptor per chip');
-
-  const cosines: number[] = [];
-  fixture.chips.forEach((c, i) => {
-    const e = ours[i] as Float32Array;
-    t.equal(e.length, 128);
-    const cos = cosine(e, c.descriptor);
-    cosines.push(cos);
-    t.ok(cos >= MIN_COSINE, `${c.id}: cosine ${cos.toFixed(9)} >= ${MIN_COSINE}`);
+  t.equal(fixture.dlib_version, recorded.dlib, `the fixture's dlib (${fixture.dlib_version}) is the one the figures name`);
+  t.equal(chips.length, recorded.chips, `every chip compared: ${chips.length} (recorded ${recorded.chips})`);
+  t.equal(chips.filter((c) => c.kind === 'face').length, recorded.faces, `${recorded.faces} of them real faces`);
+  for (const c of chips) {
+    t.equal(c.size, '150x150', `${c.id} is 150x150`);
+    t.ok(c.pixels_match, `${c.id}: decoded pixels are the ones dlib saw`);
     // Cosine ignores scale; DeepFace's Euclidean thresholds do not.
-    const ratio = norm(e) / norm(c.descriptor);
-    t.ok(Math.abs(ratio - 1) < 1e-4, `${c.id}: norm ratio ${ratio.toFixed(7)}`);
-  });
-  const sorted = [...cosines].sort((a, b) => a - b);
-  const median = sorted.length % 2 ? (sorted[(sorted.length - 1) / 2] as number) : ((sorted[sorted.length / 2 - 1] as number) + (sorted[sorted.length / 2] as number)) / 2;
-  const min = sorted[0] as number;
-  t.comment(
-    `dlib parity over ${sorted.length} chips: min cosine ${min.toFixed(12)} (1-cos ${(1 - min).toExponential(2)}), ` +
-      `median ${median.toFixed(12)} (1-cos ${(1 - median).toExponential(2)})`,
-  );
+    t.ok(Math.abs(c.norm_ratio - 1) < 1e-4, `${c.id}: norm ratio ${c.norm_ratio.toFixed(7)}`);
+  }
+  const s = summarize(chips);
+  t.comment(`dlib parity over ${s.chips} chips: min cosine 1 - ${(1 - s.cosine_min).toExponential(2)} (${s.cosine_min_chip}); recorded 1 - ${(1 - recorded.cosine_min).toExponential(2)}`);
+  t.ok(Math.abs(s.cosine_min - recorded.cosine_min) <= MARGIN.cosine, `worst cosine ${s.cosine_min} within ${MARGIN.cosine} of the recorded ${recorded.cosine_min}`);
+  for (const c of chips) t.ok(c.cosine >= recorded.cosine_min - MARGIN.cosine, `${c.id}: cosine 1 - ${(1 - c.cosine).toExponential(2)} no worse than the README's worst`);
 
   // A batch must give what each chip gives alone (no cross-sample leakage through padding or pooling).
-  for (const i of [0, chips.length - 1]) {
-    const [alone] = await model.embed(chipsToBatch([chips[i] as Uint8Array]), 1);
-    t.ok(cosine(alone as Float32Array, ours[i] as Float32Array) > 0.999999, `chip ${i} alone equals its batched result`);
+  for (const i of [0, pixels.length - 1]) {
+    const [alone] = await model.embed(chipsToBatch([pixels[i] as Uint8Array]), 1);
+    t.ok(cosine(alone as Float32Array, descriptors[i] as Float32Array) > 0.999999, `chip ${i} alone equals its batched result`);
   }
 
   // Distinct faces must stay distinct: guards against a graph that ignores its input.
-  t.ok(cosine(ours[0] as Float32Array, ours[1] as Float32Array) < 0.99, 'different chips give different descriptors');
+  t.ok(cosine(descriptors[0] as Float32Array, descriptors[1] as Float32Array) < 0.99, 'different chips give different descriptors');
 });
 
 t.test('converter rejects malformed .dat files with a clear message and writes nothing', async (t) => {

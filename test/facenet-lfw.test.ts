@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { createPipeline, REPO, SHARED } from '../tools/parity/deepface-parity.js';
 import { lfwFacenetParity, METRICS, ourImage } from '../tools/parity/facenet-parity.js';
 import { findThreshold } from '../src/compute/decision.js';
+import { LFW_SAMPLE_EVERY, RESULTS, results } from '../tools/parity/figures.js';
 
 type Metric = (typeof METRICS)[number];
 type LfwRef = { meta: Record<string, any>; pairs: Array<[string, string, number]>; detectors: Record<string, { distances: Record<Metric, Array<number | null>>; accuracy: Record<Metric, number> }> };
@@ -43,11 +44,19 @@ t.test('the committed DeepFace LFW outputs: every pair, our thresholds, the accu
   t.equal(ref.pairs.filter((p) => p[2] === 1).length, 1100, '1,100 same-person pairs');
   t.same(Object.keys(ref.detectors).sort(), Object.keys(DIFFERING).sort(), 'the detectors DeepFace was run with are the ones checked');
   for (const m of METRICS) t.equal(ref.meta.thresholds[m], findThreshold('Facenet', m), `${m}: DeepFace's threshold is ours`);
+  const recorded = results(RESULTS.facenet).lfw_devtrain as Record<string, Record<Metric, { pairs: number; deepface_accuracy: number; same_decision: number; differing: unknown[]; distance_differs_above_1e4: number[] }>>;
   for (const [det, r] of Object.entries(ref.detectors)) {
     for (const m of METRICS) {
       t.equal(r.distances[m].length, 2200, `${det} ${m}: a distance per pair`);
       const correct = ref.pairs.filter(([, , s], i) => { const d = r.distances[m][i]; return d !== null && d !== undefined && (d <= ref.meta.thresholds[m]) === (s === 1); }).length;
       t.equal(correct / 2200, r.accuracy[m], `${det} ${m}: the recorded accuracy is what the distances give`);
+      // The README's table (generated from bench/results/parity-facenet.json): DeepFace's column is this
+      // fixture's, every pair was compared, and the full run's differences are the ones explained here.
+      const row = recorded[det]?.[m];
+      t.equal(row?.deepface_accuracy, r.accuracy[m], `${det} ${m}: the README's DeepFace accuracy ${row?.deepface_accuracy} is the fixture's`);
+      t.equal(row?.pairs, 2200, `${det} ${m}: the README's figures cover all 2,200 pairs`);
+      t.equal(row?.same_decision, 2200 - (DIFFERING[det]?.[m].length ?? 0), `${det} ${m}: the full run differs on exactly the pairs explained here`);
+      t.same(row?.distance_differs_above_1e4, DISTANCE_DIFFERS[det], `${det} ${m}: the full run's distances differ by more than 1e-4 on exactly the pairs the README explains`);
     }
   }
 });
@@ -55,7 +64,8 @@ t.test('the committed DeepFace LFW outputs: every pair, our thresholds, the accu
 t.test('a sample of LFW pairs through our pipeline: DeepFace\'s decisions, except exactly the explained pairs', { timeout: 600_000 }, async (t) => {
   const known = new Set(Object.values(DIFFERING).flatMap((byMetric) => Object.values(byMetric).flat()));
   const explained = new Set(Object.values(DISTANCE_DIFFERS).flat());
-  const sample = ref.pairs.map((_, i) => i).filter((i) => i % 44 === 0 || known.has(i) || explained.has(i));
+  const sample = ref.pairs.map((_, i) => i).filter((i) => i % LFW_SAMPLE_EVERY === 0 || known.has(i) || explained.has(i));
+  t.equal(sample.length, 52, `${sample.length} pairs sampled: every ${LFW_SAMPLE_EVERY}th (50) and the two explained`);
   const { pipeline, close } = await createPipeline('Facenet');
   t.teardown(close);
   const report = (await lfwFacenetParity(pipeline, sample)) as Record<string, Record<Metric, { same_decision: number; pairs: number; differing: Array<{ pair: number }> }>>;
@@ -65,6 +75,7 @@ t.test('a sample of LFW pairs through our pipeline: DeepFace\'s decisions, excep
       const r = report[det]?.[m];
       if (!t.ok(r, `${det} ${m}: measured`) || !r) continue;
       t.comment(`${det} ${m}: ${r.same_decision}/${r.pairs} sampled pairs decided as DeepFace decides them`);
+      t.equal(r.pairs, sample.length, `${det} ${m}: every sampled pair compared`);
       t.same(r.differing.map((d) => d.pair).sort((a, b) => a - b), [...byMetric[m]].sort((a, b) => a - b), `${det} ${m}: differs from DeepFace on exactly the explained pairs ${JSON.stringify(r.differing.slice(0, 3))}`);
     }
   }

@@ -68,7 +68,8 @@ function pairDistance(a: number[][] | null, b: number[][] | null): number | null
   return best;
 }
 
-export async function createPipeline(model = 'Dlib'): Promise<{ pipeline: Pipeline; close: () => Promise<void> }> {
+/** `detectorMaxSide`: FACECOMPUTE_DETECTOR_MAX_SIDE (default PARITY_DETECTOR_MAX_SIDE, else 0: detect at full size). */
+export async function createPipeline(model = 'Dlib', detectorMaxSide: string | number = process.env['PARITY_DETECTOR_MAX_SIDE'] ?? '0'): Promise<{ pipeline: Pipeline; close: () => Promise<void> }> {
   const config = loadConfig({
     FACECOMPUTE_WEIGHTS_DIR: WEIGHTS,
     FACECOMPUTE_MODELS_CACHE: process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO, '.models-cache'),
@@ -76,7 +77,7 @@ export async function createPipeline(model = 'Dlib'): Promise<{ pipeline: Pipeli
     FACECOMPUTE_DEFAULT_MODEL: model,
     FACECOMPUTE_ALLOWED_DETECTORS: 'opencv,yunet,skip',
     FACECOMPUTE_LOG_LEVEL: 'silent',
-    FACECOMPUTE_DETECTOR_MAX_SIDE: process.env['PARITY_DETECTOR_MAX_SIDE'] ?? '0',
+    FACECOMPUTE_DETECTOR_MAX_SIDE: String(detectorMaxSide),
   });
   const state = await startRegistry(config, createLogger('parity', 'silent'), engines(config));
   while (state.warmup.snapshot().status === 'warming') await new Promise((r) => setTimeout(r, 100));
@@ -103,10 +104,10 @@ export async function ourFaces(p: Pipeline, bytes: Buffer, detector: string, enf
   }
 }
 
-export async function deepfaceParity(p: Pipeline) {
+export async function deepfaceParity(p: Pipeline, detectors: readonly string[] = DETECTORS) {
   const ref = JSON.parse(readFileSync(join(REPO, 'test/fixtures/deepface/represent-dlib.json'), 'utf8')) as { meta: unknown; images: Record<string, Record<string, RefEntry>> };
   const report: Record<string, unknown> = { deepface: ref.meta };
-  for (const det of DETECTORS) {
+  for (const det of detectors) {
     const cos: number[] = [];
     const ious: number[] = [];
     let sameCount = 0;
@@ -177,10 +178,22 @@ export async function deepfaceParity(p: Pipeline) {
   return report;
 }
 
-export async function lfwParity(p: Pipeline) {
+export type DlibLfwRef = { meta: Record<string, unknown>; pairs: Array<[string, string, number]>; detectors: Record<string, { cosine: Array<number | null>; accuracy: number; seconds: number }> };
+
+export function dlibLfwRef(): DlibLfwRef {
+  return JSON.parse(readFileSync(join(REPO, 'test/fixtures/deepface/lfw-dlib.json'), 'utf8')) as DlibLfwRef;
+}
+
+/**
+ * LFW View 1 DevTrain against DeepFace's recorded distances (lfw-dlib.json), per recorded detector:
+ * our accuracy, DeepFace's, and every pair decided differently. `only` limits the pairs (indexes into
+ * the fixture's list), for the bounded CI check (test/dlib-lfw.test.ts).
+ */
+export async function lfwParity(p: Pipeline, only?: number[]) {
   const path = join(REPO, 'test/fixtures/deepface/lfw-dlib.json');
   if (!existsSync(path)) return { note: 'no DeepFace LFW fixture; run tools/reference/deepface_reference.py' };
-  const ref = JSON.parse(readFileSync(path, 'utf8')) as { pairs: Array<[string, string, number]>; detectors: Record<string, { cosine: Array<number | null>; accuracy: number }> };
+  const ref = dlibLfwRef();
+  const indexes = only ?? ref.pairs.map((_, i) => i);
   const out: Record<string, unknown> = {};
   for (const [det, r] of Object.entries(ref.detectors)) {
     const cache = new Map<string, number[][]>();
@@ -191,16 +204,32 @@ export async function lfwParity(p: Pipeline) {
       }
       return cache.get(rel) as number[][];
     };
-    let correct = 0, same = 0;
+    let correct = 0, theirsCorrect = 0, same = 0;
+    const differing: Array<{ pair: number; ours: number | null; deepface: number | null }> = [];
     const started = performance.now();
-    for (const [i, [a, b, label]] of ref.pairs.entries()) {
+    for (const i of indexes) {
+      const [a, b, label] = ref.pairs[i] as [string, string, number];
       const d = pairDistance(await emb(a), await emb(b));
       const v = d !== null && d <= DLIB_COSINE_THRESHOLD;
       if (v === (label === 1)) correct++;
-      const theirs = r.cosine[i];
-      if (v === (theirs !== null && theirs !== undefined && theirs <= DLIB_COSINE_THRESHOLD)) same++;
+      const theirs = r.cosine[i] ?? null;
+      const tv = theirs !== null && theirs <= DLIB_COSINE_THRESHOLD;
+      if (tv === (label === 1)) theirsCorrect++;
+      if (v === tv) same++;
+      else differing.push({ pair: i, ours: d, deepface: theirs });
     }
-    out[det] = { pairs: ref.pairs.length, ours_accuracy: correct / ref.pairs.length, deepface_accuracy: r.accuracy, same_decision_rate: same / ref.pairs.length, seconds: Math.round((performance.now() - started) / 1000) };
+    out[det] = {
+      pairs: indexes.length,
+      images: cache.size,
+      same_decision: same,
+      same_decision_rate: same / indexes.length,
+      ours_accuracy: correct / indexes.length,
+      deepface_accuracy: theirsCorrect / indexes.length,
+      deepface_recorded_accuracy: r.accuracy,
+      differing,
+      seconds: Math.round((performance.now() - started) / 1000),
+      deepface_seconds: r.seconds,
+    };
   }
   return out;
 }
