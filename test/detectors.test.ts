@@ -13,6 +13,10 @@ import { REPO_ROOT, SHARED_WEIGHTS_DIR, TEST_OUTPUT_DIR } from './helpers/shared
 const ORT = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' as const };
 const fx = manifest();
 
+t.test('the fixture holds the three images every test below compares', async (t) => {
+  t.same(fx.images.map((i) => i.name), ['img1', 'couple', 'img3']);
+});
+
 t.test('converted RetinaFace MobileNet-0.25 matches the torch reference outputs', async (t) => {
   const model = convertRetinaface();
   const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });

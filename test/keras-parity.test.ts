@@ -66,7 +66,7 @@ const DIM: Record<string, number> = { facenet128: 128, facenet512: 512, openface
 for (const arch of ['facenet128', 'facenet512', 'openface'] as KerasArch[]) {
   t.test(`${arch}: converted random-weight model matches DeepFace's Keras model`, async (t) => {
     const expected = loadExpected<RecognitionExpected>(arch);
-    t.ok(expected.results.length >= 3, 'at least three crops recorded');
+    t.equal(expected.results.length, 3, 'the three crops recorded (img1, img2, img3)');
     const { onnx } = buildRandomOnnx(arch);
     const session = await ort.InferenceSession.create(onnx, { intraOpNumThreads: 1 });
     t.same(session.inputNames, ['input']);
@@ -85,6 +85,7 @@ for (const arch of ['facenet128', 'facenet512', 'openface'] as KerasArch[]) {
       t.ok(ratio <= REL_TOL, `${r.file}: max|diff|/‖keras‖ = ${ratio.toExponential(3)} <= ${REL_TOL}`);
     }
     t.comment(`${arch}: worst max|diff|/norm ${worst.ratio.toExponential(3)} on ${worst.file}`);
+    t.equal(items.length, 3, 'every recorded crop compared');
 
     // Dynamic batch: all crops in one run give the same rows as batch 1.
     const batch = new Float32Array(items.length * S * S * 3);
@@ -118,7 +119,8 @@ t.test('retinaface_r50: raw per-stride outputs match the retina-face Keras model
   const session = await ort.InferenceSession.create(onnx, { intraOpNumThreads: 1 });
   const names = [32, 16, 8].flatMap((s) => [`cls_prob_s${s}`, `bbox_pred_s${s}`, `landmark_pred_s${s}`]);
   t.same(session.outputNames, names, 'output names say stride and kind, in the Keras order');
-  t.ok(expected.results.length >= 2, 'a multiple-of-32 input and one that is not');
+  t.equal(expected.results.length, 2, 'a multiple-of-32 input and one that is not');
+  let compared = 0;
   let worst = { ratio: 0, where: '' };
   for (const r of expected.results) {
     const rgb = readCrop(r.file);
@@ -130,6 +132,7 @@ t.test('retinaface_r50: raw per-stride outputs match the retina-face Keras model
       const ratio = maxAbsDiff(got.data as Float32Array, e.data) / norm(e.data);
       if (ratio > worst.ratio) worst = { ratio, where: `${r.file} ${names[i]}` };
       t.ok(ratio <= REL_TOL, `${r.file} ${names[i]}: max|diff|/‖keras‖ = ${ratio.toExponential(3)}`);
+      compared++;
     });
 
     // Decoded with retina-face's semantics, the converted outputs give retina-face's own detections.
@@ -160,6 +163,7 @@ t.test('retinaface_r50: raw per-stride outputs match the retina-face Keras model
     });
   }
   t.comment(`retinaface_r50: worst max|diff|/norm ${worst.ratio.toExponential(3)} on ${worst.where}`);
+  t.equal(compared, 2 * 9, 'all nine outputs of both inputs compared');
 });
 
 t.test('converter refuses weights that do not fit the architecture', async (t) => {

@@ -51,7 +51,8 @@ t.test('SFace: our preprocessing + ORT equals OpenCV FaceRecognizerSF.feature()'
   const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
   t.same(session.inputNames, ['data']);
   t.same(session.outputNames, ['fc1']);
-  t.ok(expected.results.length >= 3);
+  t.equal(expected.results.length, 3, 'three crops recorded');
+  let compared = 0;
 
   const run = async (x: Float32Array) =>
     (await session.run({ data: new ort.Tensor('float32', x, [1, 3, 112, 112]) }))['fc1']!.data as Float32Array;
@@ -88,7 +89,9 @@ t.test('SFace: our preprocessing + ORT equals OpenCV FaceRecognizerSF.feature()'
     const bgrPlanar = new Float32Array(3 * 112 * 112);
     for (let p = 0; p < 112 * 112; p++) for (let c = 0; c < 3; c++) bgrPlanar[c * 112 * 112 + p] = crop[3 * p + c]!;
     t.ok(rel(await run(bgrPlanar), e.from_bytes) > 1e-2, 'BGR order would be caught');
+    compared++;
   }
+  t.equal(compared, 3, 'every recorded crop compared');
 });
 
 t.test('sfacePreprocess layout and checks', async (t) => {
