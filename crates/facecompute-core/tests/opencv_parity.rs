@@ -140,6 +140,11 @@ fn opencv_detector_matches_opencv_python_on_all_of_lfw_devtrain() {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(rows.len(), 3443, "every DevTrain image is in the fixture");
+    // The README's figure: OpenCV's faces on those images, and ours (the same on each image, below).
+    let opencv_faces: u64 = rows.iter().map(|r| r.as_array().unwrap()[2].as_u64().unwrap()).sum();
+    assert_eq!(opencv_faces, 3671, "opencv-python found the README's 3,671 faces");
+    assert_eq!(faces, 3671, "we found the README's 3,671 faces");
+    assert_eq!(same_count, rows.len(), "the same face count on every image");
     assert_eq!(same_pixels, rows.len(), "the decoder gives OpenCV's pixels on every LFW image");
     assert_eq!(exact, rows.len(), "every image's answer equals OpenCV's");
 }
