@@ -220,12 +220,30 @@ function fallbackTable(): string {
     return moved ? 'some' : 'none, for either model and any metric';
   };
   const kept = rule(d, served);
+  for (const [k, what] of [['images', 'images'], ['images_without_opencv_face', 'images without an opencv face'], ['pairs', 'pairs'], ['pairs_with_a_fallback_image', 'pairs with such an image']] as const) {
+    if (d[k] !== f[k]) throw new Error(`the fallback runs differ in ${what}: Dlib ${d[k]}, Facenet ${f[k]}`);
+  }
+  const fallbackFaces = (d.fallback_faces as unknown[]).length;
+  const withFaces = rule(d, 'all').images_using_fallback_faces;
   return [
+    wrap(
+      `Measured on LFW View 1 DevTrain only (${code('nice -n 10 node --import tsx tools/parity/fallback-rule.ts --model Dlib|Facenet')}, in process, ` +
+        `${code('enforce_detection=false')}; ${code('bench/results/fallback-rule-{dlib,facenet}.json')}): ${code('opencv')} finds no face on ` +
+        `${d.images_without_opencv_face} of ${thousands(d.images)} images, ${code('retinaface')} then finds ${fallbackFaces} faces on ${withFaces} of them, and ` +
+        `${d.pairs_with_a_fallback_image} of the ${thousands(d.pairs)} pairs involve such an image. Accuracy at DeepFace's thresholds (cosine / euclidean / euclidean_l2):`,
+    ),
+    '',
     '| Fallback faces kept | Dlib | Facenet | Decisions changed against keeping all |',
     '|---|---|---|---|',
     `| none (${code('detector_fallback=false')}, DeepFace) | ${accs(rule(d, 'none'))} | ${accs(rule(f, 'none'))} | Dlib cosine ${none.better} better, ${none.worse} worse (exact McNemar p = ${none.mcnemar_p}) |`,
     `| all (the behaviour before the rule) | ${accs(rule(d, 'all'))} | ${accs(rule(f, 'all'))} | — |`,
     `| the rule (${kept.fallback_faces_kept} kept, ${kept.fallback_faces_dropped} dropped) | ${accs(kept)} | ${accs(rule(f, served))} | ${changed(served)} |`,
+    '',
+    wrap(
+      `${code('test/fallback-figures.test.ts')} holds the rule's row to the per-pair distances ${code('test/calibration.test.ts')} recomputes its file from, ` +
+        `and the first row to DeepFace's own LFW accuracies where DeepFace recorded them (Dlib's cosine, Facenet's three metrics); the LFW runs ` +
+        'themselves are not repeated in CI.',
+    ),
   ].join('\n');
 }
 
