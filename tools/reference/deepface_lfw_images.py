@@ -8,7 +8,7 @@ cosine to DeepFace's.
 Offline tooling only (never in CI, never at run time). Too large to commit (about 3,443 x 128 floats);
 it is written under .cache/ and resumes where it stopped:
 
-    DEEPFACE_HOME=/tmp/deepface-home nice -n 10 /work/venvs/deepface/bin/python \
+    DEEPFACE_HOME=/tmp/deepface-home nice -n 10 .venvs/deepface/bin/python \
         tools/reference/deepface_lfw_images.py --model Dlib --detector opencv
 
 writes .cache/deepface-lfw/<model>-<detector>.jsonl, one JSON object per line:
@@ -94,8 +94,7 @@ def main() -> int:
         return write_fixture(out, args.model, args.detector, args.fixture.split(","))
     link_weights()
     from deepface import DeepFace  # noqa: E402  (after DEEPFACE_HOME is set)
-    import cv2
-    import deepface
+    from deepface_reference import versions
 
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -106,7 +105,7 @@ def main() -> int:
             except (ValueError, KeyError):
                 pass
     meta = out.with_suffix(".meta.json")
-    meta.write_text(json.dumps({"deepface": deepface.__version__, "opencv": cv2.__version__, "model": args.model,
+    meta.write_text(json.dumps({**versions(), "model": args.model,
                                 "detector": args.detector, "align": True, "enforce_detection": False}))
     images = lfw_images()
     if args.limit:

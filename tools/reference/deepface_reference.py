@@ -3,10 +3,13 @@
 
 Offline tooling only (never run in CI, never at service run time). It needs DeepFace 0.0.100 with
 TensorFlow CPU, dlib (dlib-bin) and opencv-python in a separate venv (`npm run bench:setup` makes it at
-/work/venvs/deepface from bench/deepface/requirements.lock):
+.venvs/deepface from bench/deepface/requirements.lock):
 
-    nice -n 10 /work/venvs/deepface/bin/python tools/reference/deepface_reference.py --model Dlib
-    nice -n 10 /work/venvs/deepface/bin/python tools/reference/deepface_reference.py --model Facenet
+    nice -n 10 .venvs/deepface/bin/python tools/reference/deepface_reference.py --model Dlib
+    nice -n 10 .venvs/deepface/bin/python tools/reference/deepface_reference.py --model Facenet
+
+Each output's `meta` records the versions it was made with (versions() below); the README's table of
+reference fixtures names them, and test/fixture-versions.test.ts fails when the two disagree.
 
 Weights are linked where DeepFace looks ($DEEPFACE_HOME/.deepface/weights; a fresh temporary
 DEEPFACE_HOME unless one is set), so nothing is downloaded: Dlib's and YuNet's from ../shared/weights;
@@ -88,6 +91,20 @@ def link_weights(model: str) -> Path:
     return home
 
 
+def versions() -> dict:
+    """Every version the outputs depend on, recorded in each fixture's `meta` (test/fixture-versions.test.ts
+    checks them against the README's fixture table): DeepFace, OpenCV (its detectors and resizes),
+    TensorFlow and tf-keras (Facenet), dlib (the Dlib model), numpy."""
+    import cv2
+    import deepface
+    import dlib
+    import numpy
+    import tensorflow
+    import tf_keras
+    return {"deepface": deepface.__version__, "opencv": cv2.__version__, "tensorflow": tensorflow.__version__,
+            "tf_keras": tf_keras.__version__, "dlib": dlib.__version__, "numpy": numpy.__version__}
+
+
 def faces_for(DeepFace, path: str, detector: str, model: str):
     try:
         res = DeepFace.represent(img_path=path, model_name=model, detector_backend=detector,
@@ -159,6 +176,8 @@ def main() -> int:
     ap.add_argument("--skip-images", action="store_true", help="only the LFW run")
     ap.add_argument("--lfw-faces", metavar="JSON", help="only: DeepFace's faces for the LFW images listed "
                     "({detector: [relative paths]}, e.g. those of the pairs where we differ) -> lfw-<model>-faces.json")
+    ap.add_argument("--out", help="write the fixtures here instead of test/fixtures/deepface (e.g. to compare a "
+                    "regenerated part with the committed one)")
     args = ap.parse_args()
     model = args.model
     slug = model.lower()
@@ -166,12 +185,10 @@ def main() -> int:
     print(f"DEEPFACE_HOME={home}", file=sys.stderr)
     from deepface import DeepFace  # noqa: E402  (import after DEEPFACE_HOME is set)
     from deepface.modules.verification import find_threshold
-    import cv2
-    import deepface
 
-    out_dir = REPO / "test" / "fixtures" / "deepface"
+    out_dir = Path(args.out) if args.out else REPO / "test" / "fixtures" / "deepface"
     out_dir.mkdir(parents=True, exist_ok=True)
-    meta = {"deepface": deepface.__version__, "opencv": cv2.__version__, "model": model, "align": True}
+    meta = {**versions(), "model": model, "align": True}
     if model == "Facenet":
         meta["weights"] = {"file": facenet_file().name, "sha256": MANIFEST["recognition"]["Facenet"]["weights"][0]["carriers"][0]["sha256"],
                            "linked_as": "facenet_weights.h5"}

@@ -5,7 +5,7 @@ DeepFace's OpenCv.py runs it with align=True.
 Offline tooling only (CI never installs opencv-python). Regenerate with the DeepFace baseline venv
 (opencv-python 4.11.0.86; `npm run bench:setup` makes it):
 
-    /work/venvs/deepface/bin/python tools/reference/opencv_haar.py [--bench] [--lfw]
+    .venvs/deepface/bin/python tools/reference/opencv_haar.py [--bench] [--lfw]
 
 Writes test/fixtures/opencv_haar.json: every image of deepface/, dlib-examples/,
 face-recognition-examples/ and two uncompressed images, with OpenCV's
@@ -19,7 +19,7 @@ bench/results/haar-opencv.json, which bench/haar reads for the ratio.
 
 To diagnose one image (a box a pixel off, a face too many), print OpenCV's answer and its raw windows:
 
-    /work/venvs/deepface/bin/python tools/reference/opencv_haar.py --image <path> [--no-align]
+    .venvs/deepface/bin/python tools/reference/opencv_haar.py --image <path> [--no-align]
 
 and compare with ours: `facecompute debug haar-windows <path> [--no-align]` prints the same JSON.
 """
