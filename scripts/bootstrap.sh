@@ -115,6 +115,14 @@ fi
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
 
+# ---- [node-lts] Node LTS for test/node-lts.test.ts (serve under the image's Node): its binary from the npm
+# registry (tools/node-lts, lock-pinned) and better-sqlite3 built for it in .node-lts/. Both skipped
+# when present; the first build is about 1.5 CPU-minutes (scripts/node-lts.sh).
+if [ "$MODE" = test ]; then
+  bash scripts/node-lts.sh install
+fi
+# ---- [/node-lts]
+
 # ---- models: local weights mirror, converted into the cache ---------------------------------------
 if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; then
   export FACECOMPUTE_WEIGHTS_DIR="$ROOT/../shared/weights"
