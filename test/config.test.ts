@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig, ConfigError, VARS } from '../src/config/index.js';
+import { loadConfig, ConfigError, VARS, assertStartupConfig, startupProblems } from '../src/config/index.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
 t.test('defaults follow contract §1', async (t) => {
@@ -49,4 +49,49 @@ t.test('the README documents every variable with its default', async (t) => {
 
 t.test('test-harness variables do not stop the service from starting', async (t) => {
   t.doesNotThrow(() => loadConfig({ FACECOMPUTE_TEST_DATABASE_URL: 'postgres://x', FACECOMPUTE_TEST_REDIS_URL: 'redis://x' }));
+});
+
+// Issue 24, High 4: behind a TLS-terminating proxy without FACECOMPUTE_TRUSTED_PROXIES every client has
+// the proxy's address, so one client's failed sign-ins lock everyone out.
+t.test('production checks: a TLS-terminating proxy in front needs FACECOMPUTE_TRUSTED_PROXIES', async (t) => {
+  const publicHttps = {
+    FACECOMPUTE_PRODUCTION: 'true',
+    FACECOMPUTE_HOST: '0.0.0.0',
+    FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.example',
+    FACECOMPUTE_PUBLIC_MCP_URL: 'https://api.example/mcp',
+    FACECOMPUTE_PUBLIC_CONSOLE_URL: 'https://console.example',
+    FACECOMPUTE_BILLING_PROVIDER: 'stripe',
+    FACECOMPUTE_STRIPE_SECRET_KEY: 'sk_live_x',
+    FACECOMPUTE_STRIPE_WEBHOOK_SECRET: 'whsec_0123456789abcdef',
+    FACECOMPUTE_MAILER: 'smtp',
+    FACECOMPUTE_SMTP_URL: 'smtps://mailer:pw@smtp.example:465',
+  };
+  for (const surface of ['console', 'gateway', 'mcp'] as const) {
+    t.match(startupProblems(loadConfig(publicHttps), surface), [/FACECOMPUTE_TRUSTED_PROXIES is required behind a TLS-terminating proxy/], `${surface}: refused without trusted proxies`);
+    t.same(startupProblems(loadConfig({ ...publicHttps, FACECOMPUTE_TRUSTED_PROXIES: '10.0.0.0/8' }), surface), [], `${surface}: starts with them`);
+  }
+  t.same(startupProblems(loadConfig(publicHttps), 'model-server'), [], 'the model server has no client addresses');
+  t.throws(() => assertStartupConfig(loadConfig(publicHttps), 'console'), /facecompute console refuses this configuration:\n- FACECOMPUTE_TRUSTED_PROXIES/);
+  // Outside production the same configuration starts (development behind a proxy is the operator's call).
+  t.same(startupProblems(loadConfig({ ...publicHttps, FACECOMPUTE_PRODUCTION: 'false' }), 'console'), []);
+});
+
+t.test('production checks: https public URLs, Stripe with its webhook secret, SMTP, real weights', async (t) => {
+  const problems = startupProblems(loadConfig({ FACECOMPUTE_PRODUCTION: 'true', FACECOMPUTE_TEST_WEIGHTS: 'true' }), 'console');
+  for (const m of [/FACECOMPUTE_TEST_WEIGHTS=true/, /FACECOMPUTE_PUBLIC_BASE_URL must be https/, /FACECOMPUTE_PUBLIC_CONSOLE_URL must be https/, /FACECOMPUTE_BILLING_PROVIDER must be stripe/, /FACECOMPUTE_MAILER must be smtp/]) {
+    t.ok(problems.some((p) => m.test(p)), `refused: ${m.source}`);
+  }
+  t.match(startupProblems(loadConfig({ FACECOMPUTE_PRODUCTION: 'true', FACECOMPUTE_TEST_WEIGHTS: 'true' }), 'model-server'), [/FACECOMPUTE_TEST_WEIGHTS/], 'the model server: test weights only');
+  // In every mode: Stripe needs the key and the webhook secret, on the console only.
+  const stripe = loadConfig({ FACECOMPUTE_BILLING_PROVIDER: 'stripe' });
+  t.match(startupProblems(stripe, 'console'), [/FACECOMPUTE_STRIPE_SECRET_KEY is required/, /FACECOMPUTE_STRIPE_WEBHOOK_SECRET/]);
+  t.same(startupProblems(stripe, 'gateway'), [], 'the gateway holds no Stripe secret');
+  t.match(startupProblems(loadConfig({ FACECOMPUTE_MAILER: 'smtp' }), 'console'), [/FACECOMPUTE_MAILER=smtp needs FACECOMPUTE_SMTP_URL/]);
+});
+
+t.test('Stripe is reached over https only (plain HTTP to a loopback stripe-mock in tests)', async (t) => {
+  t.throws(() => loadConfig({ FACECOMPUTE_STRIPE_API_BASE: 'http://api.stripe.com' }), /FACECOMPUTE_STRIPE_API_BASE must be an https:\/\/ URL/);
+  t.throws(() => loadConfig({ FACECOMPUTE_STRIPE_API_BASE: 'http://10.0.0.5:12111' }), /https/);
+  t.doesNotThrow(() => loadConfig({ FACECOMPUTE_STRIPE_API_BASE: 'http://127.0.0.1:12111' }));
+  t.doesNotThrow(() => loadConfig({ FACECOMPUTE_STRIPE_API_BASE: 'https://api.stripe.com' }));
 });

@@ -81,11 +81,13 @@ t.test('a stale form in a browser gets an HTML error page; the API stays JSON', 
   t.equal(api.json().error, 'csrf_failed');
 });
 
-t.test('FACECOMPUTE_COOKIE_SECURE=auto is Secure unless the console binds loopback', async (t) => {
+t.test('FACECOMPUTE_COOKIE_SECURE=auto is Secure exactly when the public console URL is https', async (t) => {
   const { secureCookies } = await import('../src/console/app.js');
-  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1' })), false);
-  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0' })), true);
-  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0', FACECOMPUTE_COOKIE_SECURE: 'false' })), false);
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1' })), false, 'the default http://127.0.0.1:8082');
+  // Behind a TLS-terminating proxy the console binds loopback or 0.0.0.0 over plain HTTP: the public URL decides.
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_PUBLIC_CONSOLE_URL: 'https://console.example' })), true, 'loopback behind an https proxy');
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0' })), false, 'a plain-HTTP console on every address (the browser would drop a Secure cookie)');
+  t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '0.0.0.0', FACECOMPUTE_PUBLIC_CONSOLE_URL: 'https://console.example', FACECOMPUTE_COOKIE_SECURE: 'false' })), false);
   t.equal(secureCookies(loadConfig({ FACECOMPUTE_HOST: '127.0.0.1', FACECOMPUTE_COOKIE_SECURE: 'true' })), true);
 });
 

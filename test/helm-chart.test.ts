@@ -17,7 +17,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
 import { VARS } from '../src/config/spec.js';
-import { loadConfig } from '../src/config/index.js';
+import { loadConfig, startupProblems } from '../src/config/index.js';
 import { assertSafeBind } from '../src/model-server/internal-auth.js';
 
 const CHART = join(REPO_ROOT, 'deploy', 'helm', 'facecompute');
@@ -33,8 +33,16 @@ const MANAGED = [
   'FACECOMPUTE_HOST', 'FACECOMPUTE_GATEWAY_PORT', 'FACECOMPUTE_MCP_PORT', 'FACECOMPUTE_CONSOLE_PORT', 'FACECOMPUTE_MODEL_SERVER_PORT',
   'FACECOMPUTE_MODEL_SERVER_HOST', 'FACECOMPUTE_INTERNAL_TOKEN', 'FACECOMPUTE_MODEL_SERVER_DNS', 'FACECOMPUTE_METRICS_PORT',
   'FACECOMPUTE_METRICS_HOST', 'FACECOMPUTE_DATA_DIR', 'FACECOMPUTE_DATABASE_URL', 'FACECOMPUTE_REDIS_URL', 'FACECOMPUTE_STRIPE_SECRET_KEY',
-  'FACECOMPUTE_DRAIN_TIMEOUT_MS', 'FACECOMPUTE_MODELS_CACHE', 'FACECOMPUTE_ORT_PROVIDER',
+  'FACECOMPUTE_DRAIN_TIMEOUT_MS', 'FACECOMPUTE_MODELS_CACHE', 'FACECOMPUTE_ORT_PROVIDER', 'FACECOMPUTE_PRODUCTION',
+  'FACECOMPUTE_STRIPE_WEBHOOK_SECRET', 'FACECOMPUTE_SMTP_URL',
 ];
+/** The secret variables each component may hold (issue 24: each component gets only its own secrets). */
+const SECRETS_OF: Record<Component, string[]> = {
+  gateway: ['FACECOMPUTE_DATABASE_URL', 'FACECOMPUTE_REDIS_URL', 'FACECOMPUTE_INTERNAL_TOKEN'],
+  mcp: ['FACECOMPUTE_DATABASE_URL', 'FACECOMPUTE_REDIS_URL', 'FACECOMPUTE_INTERNAL_TOKEN'],
+  console: ['FACECOMPUTE_DATABASE_URL', 'FACECOMPUTE_STRIPE_SECRET_KEY', 'FACECOMPUTE_STRIPE_WEBHOOK_SECRET', 'FACECOMPUTE_SMTP_URL'],
+  'model-server': ['FACECOMPUTE_INTERNAL_TOKEN'],
+};
 const DB_URL = 'postgres://facecompute:pw@db.example:5432/facecompute';
 
 // ---- tools: fail loudly, never skip ---------------------------------------------------------------
@@ -157,6 +165,75 @@ function dockerTarget(target: string): { user: string; env: Record<string, strin
   return { user: /^USER (\S+)/m.exec(stage)![1]!, env };
 }
 
+/**
+ * The NetworkPolicies (issue 24): one per tier, each restricting ingress and egress. Who may connect in:
+ * the Ingress controller to gateway, MCP and console; Prometheus to the gateways' metrics port; gateway
+ * and MCP pods to the model servers. Where each may connect out: DNS everywhere but the model servers;
+ * the model servers, PostgreSQL and Redis from gateway and MCP; PostgreSQL, HTTPS and SMTP from the
+ * console; nothing from the model servers. No rule admits every pod or every address.
+ */
+function checkNetworkPolicies(t: Tap.Test, r: Render, values: any, podLabels: Record<Component, Record<string, string>>): void {
+  const np = values.networkPolicy;
+  const policies = r.all('NetworkPolicy');
+  t.equal(policies.length, COMPONENTS.length, 'one NetworkPolicy per tier');
+  const portsOf = (rule: any) => (rule.ports ?? []).map((p: any) => `${p.protocol}/${p.port}`).sort();
+  const isIngressController = (p: any) => JSON.stringify(p) === JSON.stringify({ podSelector: np.ingressController.podSelector, namespaceSelector: np.ingressController.namespaceSelector });
+  const isPrometheus = (p: any) => JSON.stringify(p) === JSON.stringify({ podSelector: np.prometheus.podSelector, namespaceSelector: np.prometheus.namespaceSelector });
+  const isDns = (rule: any) => rule.to?.length === 1 && rule.to[0].namespaceSelector && JSON.stringify(rule.to[0].podSelector) === JSON.stringify(np.egress.dns.podSelector);
+  const remote = String(values.config?.FACECOMPUTE_REMOTE_IMAGES ?? 'off') !== 'off';
+  for (const c of COMPONENTS) {
+    const p = r.one('NetworkPolicy', `${FULL}-${c}`);
+    t.ok(matches(p.spec.podSelector.matchLabels, podLabels[c]), `${c}: its NetworkPolicy selects its pods`);
+    for (const other of COMPONENTS.filter((x) => x !== c)) t.notOk(matches(p.spec.podSelector.matchLabels, podLabels[other]), `${c}: and not ${other} pods`);
+    t.same(p.spec.policyTypes, ['Ingress', 'Egress'], `${c}: ingress and egress are restricted`);
+    const ingress = p.spec.ingress as any[];
+    const egress = (p.spec.egress ?? []) as any[];
+    // Nobody is admitted by an empty rule or peer (which would admit every pod or address).
+    for (const rule of [...ingress, ...egress]) {
+      const peers = rule.from ?? rule.to;
+      t.ok(peers === undefined ? rule.ports?.length > 0 : peers.length > 0, `${c}: a rule without peers is limited to its ports`);
+      for (const peer of peers ?? []) t.ok(peer.ipBlock || (peer.podSelector && Object.keys(peer.podSelector.matchLabels ?? {}).length > 0), `${c}: no peer selects every pod (${JSON.stringify(peer)})`);
+    }
+    if (c === 'model-server') {
+      t.equal(ingress.length, 1, 'model server: one ingress rule');
+      const admitted = COMPONENTS.filter((x) => ingress[0].from.some((peer: any) => peer.podSelector && !peer.namespaceSelector && !peer.ipBlock && matches(peer.podSelector.matchLabels, podLabels[x])));
+      t.same(admitted, ['gateway', 'mcp'], 'model server: only gateway and MCP pods may connect');
+      t.same(portsOf(ingress[0]), ['TCP/http'], 'model server: to its port only');
+      t.same(egress, [], 'model server: connects to nothing (its models are in the image)');
+      continue;
+    }
+    // In: the Ingress controller on http; the gateways' metrics from Prometheus only.
+    const fromIngress = ingress.filter((rule) => rule.from.every(isIngressController));
+    t.same(fromIngress.map(portsOf), [['TCP/http']], `${c}: the Ingress controller reaches its http port`);
+    const metricsRules = ingress.filter((rule) => portsOf(rule).includes('TCP/metrics'));
+    if (c === 'gateway' && values.metrics.enabled) {
+      t.equal(metricsRules.length, 1, 'gateway: one rule for the metrics port');
+      t.ok(metricsRules[0].from.every(isPrometheus), 'gateway: the metrics port admits Prometheus only');
+    } else t.same(metricsRules, [], `${c}: no metrics port open`);
+    t.equal(ingress.length, fromIngress.length + metricsRules.length, `${c}: no other ingress rule`);
+    // Out.
+    t.equal(egress.filter(isDns).length, 1, `${c}: DNS`);
+    const toModelServers = egress.filter((rule) => rule.to?.some((peer: any) => peer.podSelector && matches(peer.podSelector.matchLabels, podLabels['model-server'])));
+    const internet = egress.filter((rule) => rule.to?.some((peer: any) => peer.ipBlock?.cidr === '0.0.0.0/0'));
+    for (const rule of internet) {
+      const block = rule.to[0].ipBlock;
+      for (const cidr of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16']) t.ok(block.except.includes(cidr), `${c}: internet egress excludes ${cidr}`);
+    }
+    const ports = (rules: any[]) => rules.flatMap(portsOf).sort();
+    if (c === 'console') {
+      t.same(toModelServers, [], 'console: no connection to the model servers');
+      t.notOk(egress.some((rule) => portsOf(rule).includes(`TCP/${np.egress.redis.port}`)), 'console: no Redis');
+      t.same(ports(internet), ['TCP/443', ...np.egress.smtpPorts.map((p: number) => `TCP/${p}`)].sort(), 'console: out to Stripe (443) and SMTP only');
+    } else {
+      t.equal(toModelServers.length, 1, `${c}: reaches the model servers`);
+      t.same(portsOf(toModelServers[0]), [`TCP/${values.modelServer.port}`], `${c}: on their port`);
+      t.ok(egress.some((rule) => portsOf(rule).includes(`TCP/${np.egress.redis.port}`)), `${c}: reaches Redis`);
+      t.same(ports(internet), remote ? ['TCP/443'] : [], `${c}: ${remote ? 'HTTPS out for remote images' : 'no internet (FACECOMPUTE_REMOTE_IMAGES=off)'}`);
+    }
+    t.ok(egress.some((rule) => portsOf(rule).includes(`TCP/${np.egress.database.port}`)), `${c}: reaches PostgreSQL`);
+  }
+}
+
 /** What every render must satisfy, whatever its values. */
 function checkStructure(t: Tap.Test, r: Render, values: any, opts: { external: Record<string, Record<string, string>>; gpu: boolean }): void {
   const spec = new Set<string>(VARS.map((v) => v.name));
@@ -218,7 +295,8 @@ function checkStructure(t: Tap.Test, r: Render, values: any, opts: { external: R
     const holds = (name: string) => env.get(name)?.valueFrom?.secretKeyRef !== undefined;
     t.equal(holds('FACECOMPUTE_INTERNAL_TOKEN'), c !== 'console', `${c}: ${c === 'console' ? 'no' : 'the'} internal token, from a Secret`);
     t.equal(holds('FACECOMPUTE_DATABASE_URL'), c !== 'model-server', `${c}: ${c === 'model-server' ? 'no' : 'the'} database URL, from a Secret`);
-    if (c === 'model-server') t.notOk(env.has('FACECOMPUTE_STRIPE_SECRET_KEY'), 'model server: no Stripe key');
+    const secretVars = [...env.values()].filter((e: any) => e.valueFrom?.secretKeyRef).map((e: any) => e.name);
+    t.same(secretVars.filter((n) => !SECRETS_OF[c].includes(n)), [], `${c}: no secret but its own (${secretVars.join(', ')})`);
     // Discovery of the model servers through the headless Service.
     if (c === 'gateway' || c === 'mcp') {
       t.equal(env.get('FACECOMPUTE_MODEL_SERVER_DNS')?.value, `http://${FULL}-model-server-headless.${NAMESPACE}.svc.cluster.local:${config['FACECOMPUTE_MODEL_SERVER_PORT']}`, `${c}: finds the model servers through the headless Service`);
@@ -233,6 +311,11 @@ function checkStructure(t: Tap.Test, r: Render, values: any, opts: { external: R
     for (const name of Object.keys(full).filter((k) => k.startsWith('FACECOMPUTE_'))) t.ok(spec.has(name), `${c}: ${name} is a variable of src/config/spec.ts`);
     const cfg = loadConfig(full);
     t.equal(cfg.capacity.drainTimeoutMs, drainMs, `${c}: loadConfig accepts the pod's environment (drain ${drainMs} ms)`);
+    t.same(startupProblems(cfg, c), [], `${c}: and its start-up checks pass (production ${cfg.production})`);
+    t.equal(cfg.production, values.production === true, `${c}: FACECOMPUTE_PRODUCTION follows \`production\``);
+    if (values.ingress.enabled && c !== 'model-server') {
+      t.ok(cfg.accounts.trustedProxies.length > 0, `${c}: behind the Ingress, FACECOMPUTE_TRUSTED_PROXIES is set (${cfg.accounts.trustedProxies.join(',')})`);
+    }
     if (c === 'model-server') {
       t.doesNotThrow(() => assertSafeBind(cfg.modelServer.host, cfg.modelServer.internalToken), 'model server: binds off loopback with the internal token');
       t.equal(cfg.modelServer.host, '0.0.0.0', 'model server: listens on the pod address');
@@ -246,19 +329,7 @@ function checkStructure(t: Tap.Test, r: Render, values: any, opts: { external: R
   t.ok(matches(headless.spec.selector, podLabels['model-server']) && !matches(headless.spec.selector, podLabels.gateway), 'the headless Service selects the model servers only');
   t.notOk(r.objects.some((o) => o.kind === 'Service' && o.name === `${FULL}-model-server`), 'and no load-balanced Service for them (the gateways balance)');
 
-  // The NetworkPolicy: only gateway and MCP pods reach the model servers.
-  if (values.networkPolicy.enabled) {
-    const np = r.one('NetworkPolicy', `${FULL}-model-server`);
-    t.ok(matches(np.spec.podSelector.matchLabels, podLabels['model-server']), 'the NetworkPolicy applies to the model servers');
-    for (const c of COMPONENTS.filter((x) => x !== 'model-server')) t.notOk(matches(np.spec.podSelector.matchLabels, podLabels[c]), `the NetworkPolicy does not apply to ${c} pods`);
-    t.same(np.spec.policyTypes, ['Ingress'], 'it restricts ingress');
-    t.equal(np.spec.ingress.length, 1, 'one ingress rule');
-    const peers = np.spec.ingress[0].from;
-    const admitted = COMPONENTS.filter((c) => peers.some((p: any) => p.podSelector && !p.namespaceSelector && !p.ipBlock && matches(p.podSelector.matchLabels, podLabels[c])));
-    t.same(admitted, ['gateway', 'mcp'], 'only gateway and MCP pods may connect');
-    t.ok(peers.every((p: any) => p.podSelector && Object.keys(p.podSelector.matchLabels).length > 0 && !p.namespaceSelector && !p.ipBlock), 'no other peer (empty selector, namespace or address block)');
-    t.same(np.spec.ingress[0].ports, [{ protocol: 'TCP', port: 'http' }], 'to the model-server port only');
-  }
+  if (values.networkPolicy.enabled) checkNetworkPolicies(t, r, values, podLabels);
 
   // PodDisruptionBudgets.
   for (const c of COMPONENTS) {
@@ -340,7 +411,7 @@ t.test('production values', async (t) => {
   const values = { ...defaults, ...production, metrics: { ...defaults.metrics, ...production.metrics, serviceMonitor: { ...defaults.metrics.serviceMonitor, ...production.metrics.serviceMonitor } } };
   for (const c of ['gateway', 'mcp', 'console', 'modelServer']) values[c] = { ...defaults[c], ...production[c], autoscaling: { ...defaults[c].autoscaling, ...production[c]?.autoscaling } };
   const existing = production.secrets.existingSecret;
-  checkStructure(t, r, values, { external: { [existing]: { 'database-url': DB_URL, 'redis-url': 'redis://redis.example:6379', 'internal-token': 'x'.repeat(40), 'stripe-secret-key': 'sk_test_x' } }, gpu: false });
+  checkStructure(t, r, values, { external: { [existing]: { 'database-url': DB_URL, 'redis-url': 'redis://redis.example:6379', 'internal-token': 'x'.repeat(40), 'stripe-secret-key': 'sk_test_x', 'stripe-webhook-secret': 'whsec_0123456789abcdef', 'smtp-url': 'smtps://mailer:pw@smtp.example:465' } }, gpu: false });
   t.same(r.all('Secret'), [], 'no Secret rendered: existingSecret');
   const gw = envOf(container(r, 'gateway'));
   t.same(gw.get('FACECOMPUTE_REDIS_URL').valueFrom.secretKeyRef, { name: existing, key: 'redis-url', optional: true }, 'Redis from the existing Secret');
@@ -423,6 +494,10 @@ t.test('misconfigurations fail at render time, with their message', async (t) =>
     ['production with one gateway', [...valuesFile('values-production.yaml'), '--set', 'gateway.autoscaling.minReplicas=1'], /production needs at least 2 gateways .* got 1/],
     ['production with the test billing provider', [...valuesFile('values-production.yaml'), '--set', 'config.FACECOMPUTE_BILLING_PROVIDER=test'], /production needs config\.FACECOMPUTE_BILLING_PROVIDER=stripe/],
     ['Stripe without a key', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'config.FACECOMPUTE_BILLING_PROVIDER=stripe'], /needs secrets\.stripeSecretKey/],
+    ['Stripe without a webhook secret', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'config.FACECOMPUTE_BILLING_PROVIDER=stripe', '--set', 'secrets.stripeSecretKey=sk_live_x'], /needs secrets\.stripeWebhookSecret/],
+    ['production with the Ingress and no trusted proxies', [...valuesFile('values-production.yaml'), '--set-json', 'ingress.trustedProxies=[]'], /production with the Ingress needs ingress\.trustedProxies .*one client's failed sign-ins/],
+    ['production with an Ingress without TLS', [...valuesFile('values-production.yaml'), '--set-json', 'ingress.tls=[]'], /production needs ingress\.tls/],
+    ['production with the file mailer', [...valuesFile('values-production.yaml'), '--set', 'config.FACECOMPUTE_MAILER=file'], /production needs config\.FACECOMPUTE_MAILER=smtp/],
     ['queueWait without metrics', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'modelServer.autoscaling.metric=queueWait', '--set', 'metrics.enabled=false'], /queueWait needs metrics\.enabled=true/],
     ['a string where an integer belongs', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set-string', 'gateway.replicaCount=two'], /at '\/gateway\/replicaCount': got string, want integer/],
     ['an unknown autoscaling metric', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'modelServer.autoscaling.metric=gpu'], /at '\/modelServer\/autoscaling\/metric'/],
@@ -448,7 +523,8 @@ t.test('the validator refuses what the API server would', async (t) => {
     ['a wrong type', base.replace('revisionHistoryLimit: 5', 'revisionHistoryLimit: five'), /revisionHistoryLimit|cannot unmarshal|json/i],
     ['an apiVersion the API no longer serves', base.replace('apiVersion: policy/v1\n', 'apiVersion: policy/v1beta1\n'), /no kind "PodDisruptionBudget" is registered for version "policy\/v1beta1"/],
     ['a Deployment selector missing its pods', base.replace(/(maxUnavailable: 0\n  selector:\n    matchLabels:\n\s+app\.kubernetes\.io\/name: facecompute\n\s+app\.kubernetes\.io\/instance: fc\n\s+app\.kubernetes\.io\/component: )gateway/, '$1gatewy'), /Deployment fc-facecompute-gateway: selector .* does not match its pod template's labels/],
-    ['a NetworkPolicy peer that selects nothing', base.replace(/(- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/name: facecompute\n\s+app\.kubernetes\.io\/instance: fc\n\s+app\.kubernetes\.io\/component: )mcp/, '$1mpc'), /NetworkPolicy fc-facecompute-model-server ingress peer: selector .*component=mpc.* matches no pod template/],
+    ['a NetworkPolicy peer that selects nothing', base.replace(/(- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/component: )mcp(\n\s+app\.kubernetes\.io\/instance: fc)/, '$1mpc$2'), /NetworkPolicy fc-facecompute-model-server ingress peer: selector .*component=mpc.* matches no pod template/],
+    ['an egress peer that selects nothing', base.replace(/(- podSelector:\n\s+matchLabels:\n\s+app\.kubernetes\.io\/component: )model-server(\n\s+app\.kubernetes\.io\/instance: fc)/, '$1model-srv$2'), /NetworkPolicy fc-facecompute-gateway egress peer: selector .*component=model-srv.* matches no pod template/],
     ['a probe on a port the container lacks', base.replace('httpGet: {path: /readiness, port: http}', 'httpGet: {path: /readiness, port: web}'), /readinessProbe port "web" is not a port of the container/],
     ['a port name too long', base.replace('- name: metrics\n', '- name: prometheus-metrics\n'), /port name "prometheus-metrics"/],
     ['a ServiceMonitor field that does not exist', monitored.replace('path: /metrics', 'path: /metrics\n      honorLabelz: true'), /unknown field "spec\.endpoints\[0\]\.honorLabelz"/],

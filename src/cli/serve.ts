@@ -15,7 +15,7 @@ import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
-import { loadConfig, type Config } from '../config/index.js';
+import { assertStartupConfig, loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-server/protocol.js';
 import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
@@ -81,6 +81,7 @@ function superviseModelServer(config: Config, logger: Logger, onFatal: (code: nu
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
+  for (const surface of ['gateway', 'mcp', 'console', 'model-server'] as const) assertStartupConfig(config, surface);
   // Before the surfaces allocate: the gateway's heap limit must leave room for upload chunks.
   applyHeapGrowth(config.limits.heapGrowthPercent);
   const logger = createLogger('serve', config.logLevel);

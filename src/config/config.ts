@@ -115,17 +115,26 @@ export interface Config {
   };
   /** Supervision of `serve`'s model-server child. */
   supervisor: { backoffMs: number; backoffMaxMs: number; crashloopRestarts: number; crashloopWindowMs: number; modelServerNice: number };
+  /** FACECOMPUTE_PRODUCTION: each component's start-up checks (production.ts). */
+  production: boolean;
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    emailSignupRateLimit: number;
+    emailVerifyTtlMs: number;
     login: { freeFailures: number; maxDelayMs: number; addressFailuresPerHour: number };
     trustedProxies: string[];
     billingProvider: 'test' | 'stripe';
     stripeApiBase: string;
     stripeSecretKey: string;
+    stripeWebhookSecret: string;
+    card: { accountsPerFingerprint: number; attemptsPerAccount: number; attemptsPerAddress: number };
+    mail: { mailer: 'file' | 'smtp'; smtpUrl: string; from: string };
     cookieSecure: 'auto' | 'true' | 'false';
+    sessionIdleMs: number;
     publicBaseUrl: string;
     publicMcpUrl: string;
+    publicConsoleUrl: string;
   };
   mcp: { allowedOrigins: string[]; maxBodyBytes: number; strictUrls: boolean };
   logLevel: string;
@@ -247,6 +256,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      emailSignupRateLimit: v.FACECOMPUTE_EMAIL_SIGNUP_RATE_LIMIT,
+      emailVerifyTtlMs: v.FACECOMPUTE_EMAIL_VERIFY_TTL_MS,
       login: {
         freeFailures: v.FACECOMPUTE_LOGIN_FREE_FAILURES,
         maxDelayMs: v.FACECOMPUTE_LOGIN_MAX_DELAY_MS,
@@ -256,9 +267,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       billingProvider: v.FACECOMPUTE_BILLING_PROVIDER,
       stripeApiBase: v.FACECOMPUTE_STRIPE_API_BASE,
       stripeSecretKey: v.FACECOMPUTE_STRIPE_SECRET_KEY,
+      stripeWebhookSecret: v.FACECOMPUTE_STRIPE_WEBHOOK_SECRET,
+      card: {
+        accountsPerFingerprint: v.FACECOMPUTE_CARD_ACCOUNTS_PER_FINGERPRINT,
+        attemptsPerAccount: v.FACECOMPUTE_CARD_ATTEMPTS_PER_ACCOUNT,
+        attemptsPerAddress: v.FACECOMPUTE_CARD_ATTEMPTS_PER_ADDRESS,
+      },
+      mail: { mailer: v.FACECOMPUTE_MAILER, smtpUrl: v.FACECOMPUTE_SMTP_URL, from: v.FACECOMPUTE_MAIL_FROM },
       cookieSecure: v.FACECOMPUTE_COOKIE_SECURE,
+      sessionIdleMs: v.FACECOMPUTE_SESSION_IDLE_MS,
       publicBaseUrl: v.FACECOMPUTE_PUBLIC_BASE_URL || `http://${host}:${v.FACECOMPUTE_GATEWAY_PORT}`,
       publicMcpUrl: v.FACECOMPUTE_PUBLIC_MCP_URL || `http://${host}:${v.FACECOMPUTE_MCP_PORT}/mcp`,
+      publicConsoleUrl: v.FACECOMPUTE_PUBLIC_CONSOLE_URL || `http://${host}:${v.FACECOMPUTE_CONSOLE_PORT}`,
     },
     mcp: {
       allowedOrigins: v.FACECOMPUTE_MCP_ALLOWED_ORIGINS,
@@ -266,9 +286,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       strictUrls: v.FACECOMPUTE_MCP_STRICT_URLS,
     },
     logLevel: v.FACECOMPUTE_LOG_LEVEL,
+    production: v.FACECOMPUTE_PRODUCTION,
   };
-  if (cfg.accounts.billingProvider === 'stripe' && cfg.accounts.stripeSecretKey === '') {
-    throw new ConfigError('FACECOMPUTE_STRIPE_SECRET_KEY is required when FACECOMPUTE_BILLING_PROVIDER=stripe');
+  // The Stripe key and webhook secret are the console's alone (production.ts checks them there), so
+  // that the gateway and MCP pods, which share this configuration, need not hold them.
+  checkStripeBase(cfg.accounts.stripeApiBase);
+  for (const [name, url] of [['FACECOMPUTE_PUBLIC_BASE_URL', cfg.accounts.publicBaseUrl], ['FACECOMPUTE_PUBLIC_MCP_URL', cfg.accounts.publicMcpUrl], ['FACECOMPUTE_PUBLIC_CONSOLE_URL', cfg.accounts.publicConsoleUrl]] as const) {
+    if (!/^https?:\/\/[^/\s]+/.test(url)) throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
   }
   if (cfg.inputs.remoteImages === 'allowlist' && cfg.inputs.remoteOrigins.length === 0) {
     throw new ConfigError('FACECOMPUTE_REMOTE_ORIGINS is required when FACECOMPUTE_REMOTE_IMAGES=allowlist');
@@ -285,6 +309,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cfg.modelServerUrls = [`http://${at}:${cfg.ports.modelServer}`];
   }
   return cfg;
+}
+
+/** Loopback hosts, where plain HTTP never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** Card data and the secret key travel to Stripe: https, or plain HTTP to a loopback stripe-mock only. */
+function checkStripeBase(base: string): void {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new ConfigError(`FACECOMPUTE_STRIPE_API_BASE: ${JSON.stringify(base)} is not a URL`);
+  }
+  if (url.protocol === 'https:') return;
+  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return;
+  throw new ConfigError('FACECOMPUTE_STRIPE_API_BASE must be an https:// URL (http:// only to a loopback host, e.g. stripe-mock in tests)');
 }
 
 /** At least 32 visible ASCII characters: it travels in a header, and a short secret can be guessed. */

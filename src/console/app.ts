@@ -35,13 +35,13 @@ function repoRoot(): string {
   return PACKAGE_ROOT;
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
-
+/**
+ * Secure cookies exactly when browsers reach the console over https: its public URL says so, whatever
+ * the address it binds (behind a TLS-terminating proxy it binds plain HTTP, often on loopback).
+ */
 export function secureCookies(config: Config): boolean {
   const v = config.accounts.cookieSecure;
-  return v === 'auto' ? !isLoopback(config.host) : v === 'true';
+  return v === 'auto' ? config.accounts.publicConsoleUrl.startsWith('https://') : v === 'true';
 }
 
 export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> {

@@ -1,5 +1,5 @@
 /** Entry point of `facecompute console`: the accounts console alone (contract §1). */
-import { loadConfig } from '../config/index.js';
+import { assertStartupConfig, loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildConsole } from './app.js';
@@ -13,6 +13,7 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  assertStartupConfig(config, 'console');
   const logger = createLogger('console', config.logLevel);
   const store = await createAccountsStore(config);
   const app = await buildConsole({ config, store, logger });

@@ -4,7 +4,7 @@
  * listener when FACECOMPUTE_METRICS_PORT is set, and drains on SIGTERM/SIGINT (exit 0).
  */
 import type { Server } from 'node:http';
-import { loadConfig, type Config } from '../config/index.js';
+import { assertStartupConfig, loadConfig, type Config } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
@@ -23,6 +23,7 @@ export interface RunOptions extends Partial<Omit<GatewayDeps, 'config'>> {
 /** Runs the gateway until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runGateway(opts: RunOptions = {}): Promise<number> {
   const config = opts.config ?? loadConfig();
+  assertStartupConfig(config, 'gateway');
   const logger = opts.logger ?? createLogger('gateway', config.logLevel);
   const accounts = opts.accounts ?? (await createAccountsStore(config));
   const gw = await buildGateway({ ...opts, config, logger, accounts });

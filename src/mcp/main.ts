@@ -3,7 +3,7 @@
  * limiter (Redis when configured) with the gateway, and reaches the model servers itself.
  */
 import type { Config } from '../config/index.js';
-import { loadConfig } from '../config/index.js';
+import { assertStartupConfig, loadConfig } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import type { AccountsPort } from '../accounts/ports.js';
@@ -35,6 +35,7 @@ export function mcpInputPolicy(cfg: Config): { remoteImages: 'allowlist' | 'publ
 
 export async function createMcp(opts: McpRunOptions = {}) {
   const config = opts.config ?? loadConfig();
+  assertStartupConfig(config, 'mcp');
   const logger = opts.logger ?? createLogger('mcp', config.logLevel);
   const accounts = opts.accounts ?? (await createAccountsStore(config));
   const limiter = opts.limiter ?? (await createConfiguredLimiter(config));

@@ -3,7 +3,7 @@
  * (loopback by default); any other address needs FACECOMPUTE_INTERNAL_TOKEN, checked before a model
  * is loaded, so a misconfigured pod fails at once instead of serving unauthenticated inference.
  */
-import { loadConfig } from '../config/index.js';
+import { assertStartupConfig, loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { buildModelServer } from './app.js';
 import { engines, imageOps } from './adapters.js';
@@ -13,6 +13,7 @@ import { listenSurface } from '../cli/listen.js';
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();
+  assertStartupConfig(config, 'model-server');
   const { host, internalToken } = config.modelServer;
   assertSafeBind(host, internalToken);
   const logger = createLogger('model-server', config.logLevel);

@@ -216,6 +216,13 @@ func (c *checker) check(objs []runtime.Object) {
 					}
 				}
 			}
+			for _, rule := range d.Spec.Egress {
+				for _, peer := range rule.To {
+					if peer.PodSelector != nil && peer.NamespaceSelector == nil {
+						c.selects("NetworkPolicy "+d.Name+" egress peer", peer.PodSelector, pods)
+					}
+				}
+			}
 		case *networkingv1.Ingress:
 			for _, rule := range d.Spec.Rules {
 				if rule.HTTP == nil {

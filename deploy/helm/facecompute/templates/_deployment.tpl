@@ -94,10 +94,6 @@ spec:
             # token above is what allows a non-loopback bind.
             - name: FACECOMPUTE_MODEL_SERVER_HOST
               value: "0.0.0.0"
-            # The model server holds no accounts: with the test provider its configuration needs no
-            # Stripe key, which therefore stays out of the inference pods.
-            - name: FACECOMPUTE_BILLING_PROVIDER
-              value: "test"
             {{- end }}
             {{- if $gpu }}
             - name: FACECOMPUTE_ORT_PROVIDER

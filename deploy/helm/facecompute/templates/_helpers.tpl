@@ -110,29 +110,44 @@ secretKeyRef: {name: {{ printf "%s-app" (include "facecompute.subchartFullname" 
 {{- end }}
 
 {{/*
-The secret variables of a component. Gateway and MCP: database, Redis, internal token, Stripe.
-Console: database, Redis, Stripe. Model server: the internal token only (it holds no accounts).
+The secret variables of a component, each only where it is used:
+  gateway, MCP   database, Redis, internal token
+  console        database, Stripe key and webhook secret, SMTP URL
+  model server   internal token (it holds no accounts)
 Keys of an existingSecret other than database-url and internal-token are optional.
 */}}
+{{- define "facecompute.secretKeyEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef: {name: {{ .secret | quote }}, key: {{ .key }}, optional: {{ .optional }}}
+{{- end }}
+
 {{- define "facecompute.secretEnv" -}}
 {{- $root := .root }}
+{{- $s := $root.Values.secrets }}
 {{- $secret := include "facecompute.secretName" $root }}
-{{- if ne .component "model-server" }}
+{{- $optional := not (empty $s.existingSecret) }}
+{{- $c := .component }}
+{{- if ne $c "model-server" }}
 - name: FACECOMPUTE_DATABASE_URL
   valueFrom:
     {{- include "facecompute.databaseUrlRef" $root | nindent 4 }}
-{{- if include "facecompute.hasRedis" $root }}
-- name: FACECOMPUTE_REDIS_URL
-  valueFrom:
-    secretKeyRef: {name: {{ $secret | quote }}, key: redis-url, optional: {{ not (empty $root.Values.secrets.existingSecret) }}}
 {{- end }}
-{{- if or $root.Values.secrets.existingSecret $root.Values.secrets.stripeSecretKey }}
-- name: FACECOMPUTE_STRIPE_SECRET_KEY
-  valueFrom:
-    secretKeyRef: {name: {{ $secret | quote }}, key: stripe-secret-key, optional: {{ not (empty $root.Values.secrets.existingSecret) }}}
+{{- if and (or (eq $c "gateway") (eq $c "mcp")) (include "facecompute.hasRedis" $root) }}
+{{ include "facecompute.secretKeyEnv" (dict "name" "FACECOMPUTE_REDIS_URL" "secret" $secret "key" "redis-url" "optional" $optional) }}
+{{- end }}
+{{- if eq $c "console" }}
+{{- if or $s.existingSecret $s.stripeSecretKey }}
+{{ include "facecompute.secretKeyEnv" (dict "name" "FACECOMPUTE_STRIPE_SECRET_KEY" "secret" $secret "key" "stripe-secret-key" "optional" $optional) }}
+{{- end }}
+{{- if or $s.existingSecret $s.stripeWebhookSecret }}
+{{ include "facecompute.secretKeyEnv" (dict "name" "FACECOMPUTE_STRIPE_WEBHOOK_SECRET" "secret" $secret "key" "stripe-webhook-secret" "optional" $optional) }}
+{{- end }}
+{{- if or $s.existingSecret $s.smtpUrl }}
+{{ include "facecompute.secretKeyEnv" (dict "name" "FACECOMPUTE_SMTP_URL" "secret" $secret "key" "smtp-url" "optional" $optional) }}
 {{- end }}
 {{- end }}
-{{- if ne .component "console" }}
+{{- if ne $c "console" }}
 - name: FACECOMPUTE_INTERNAL_TOKEN
   valueFrom:
     secretKeyRef: {name: {{ $secret | quote }}, key: internal-token}

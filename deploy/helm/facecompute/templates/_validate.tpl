@@ -44,9 +44,31 @@ by configmap.yaml, which every release renders.
 {{- if eq (toString (get $c "FACECOMPUTE_TEST_WEIGHTS")) "true" }}
 {{- fail "facecompute: config.FACECOMPUTE_TEST_WEIGHTS=true serves models built from random weights; never in production." }}
 {{- end }}
+{{- if and $v.ingress.enabled (empty $v.ingress.trustedProxies) }}
+{{- fail "facecompute: production with the Ingress needs ingress.trustedProxies (FACECOMPUTE_TRUSTED_PROXIES: the Ingress controller's pod addresses, e.g. [10.0.0.0/8]): without it every client has the controller's address, so one client's failed sign-ins (100 an hour) block all sign-ins and 5 anonymous signups an hour block everyone else's." }}
+{{- end }}
+{{- if $v.ingress.enabled }}
+{{- if empty $v.ingress.tls }}
+{{- fail "facecompute: production needs ingress.tls: keys, session tokens and images must not cross the internet in clear (the pods refuse http public URLs with FACECOMPUTE_PRODUCTION)." }}
+{{- end }}
+{{- if and $v.console.enabled (not $v.ingress.consoleHost) (not (get $c "FACECOMPUTE_PUBLIC_CONSOLE_URL")) }}
+{{- fail "facecompute: production needs ingress.consoleHost (or config.FACECOMPUTE_PUBLIC_CONSOLE_URL): the console's https address, for its Secure cookies and the links of verification mails." }}
+{{- end }}
+{{- else if not (and (hasPrefix "https://" (toString (get $c "FACECOMPUTE_PUBLIC_BASE_URL"))) (hasPrefix "https://" (toString (get $c "FACECOMPUTE_PUBLIC_MCP_URL"))) (hasPrefix "https://" (toString (get $c "FACECOMPUTE_PUBLIC_CONSOLE_URL")))) }}
+{{- fail "facecompute: production without the chart's Ingress needs config.FACECOMPUTE_PUBLIC_BASE_URL, FACECOMPUTE_PUBLIC_MCP_URL and FACECOMPUTE_PUBLIC_CONSOLE_URL as https URLs (and config.FACECOMPUTE_TRUSTED_PROXIES for the proxy that terminates TLS)." }}
+{{- end }}
+{{- if ne (toString (get $c "FACECOMPUTE_MAILER")) "smtp" }}
+{{- fail "facecompute: production needs config.FACECOMPUTE_MAILER=smtp (and the SMTP URL in secrets): the file mailer keeps verification mails inside the pod, so nobody could verify an email." }}
+{{- end }}
+{{- end }}
+{{- if and (eq (toString (get $c "FACECOMPUTE_MAILER")) "smtp") (not (or $s.smtpUrl $s.existingSecret)) }}
+{{- fail "facecompute: config.FACECOMPUTE_MAILER=smtp needs secrets.smtpUrl or secrets.existingSecret with the key smtp-url." }}
 {{- end }}
 {{- if and (eq (toString (get $c "FACECOMPUTE_BILLING_PROVIDER")) "stripe") (not (or $s.stripeSecretKey $s.existingSecret)) }}
 {{- fail "facecompute: config.FACECOMPUTE_BILLING_PROVIDER=stripe needs secrets.stripeSecretKey or secrets.existingSecret with the key stripe-secret-key." }}
+{{- end }}
+{{- if and (eq (toString (get $c "FACECOMPUTE_BILLING_PROVIDER")) "stripe") (not (or $s.stripeWebhookSecret $s.existingSecret)) }}
+{{- fail "facecompute: config.FACECOMPUTE_BILLING_PROVIDER=stripe needs secrets.stripeWebhookSecret (whsec_…) or secrets.existingSecret with the key stripe-webhook-secret: the card allowance depends on the card staying attached, which only Stripe's signed webhook events report." }}
 {{- end }}
 {{- /* At install time (not `helm template`), a Secret you manage must hold what the pods cannot start without. */}}
 {{- if $s.existingSecret }}
@@ -54,7 +76,8 @@ by configmap.yaml, which every release renders.
 {{- if $existing }}
 {{- $keys := list "database-url" "internal-token" }}
 {{- if $v.production }}{{- $keys = append $keys "redis-url" }}{{- end }}
-{{- if eq (toString (get $c "FACECOMPUTE_BILLING_PROVIDER")) "stripe" }}{{- $keys = append $keys "stripe-secret-key" }}{{- end }}
+{{- if eq (toString (get $c "FACECOMPUTE_BILLING_PROVIDER")) "stripe" }}{{- $keys = concat $keys (list "stripe-secret-key" "stripe-webhook-secret") }}{{- end }}
+{{- if eq (toString (get $c "FACECOMPUTE_MAILER")) "smtp" }}{{- $keys = append $keys "smtp-url" }}{{- end }}
 {{- range $keys }}
 {{- if not (hasKey ($existing.data | default dict) .) }}
 {{- fail (printf "facecompute: Secret %s has no key %s (secrets.existingSecret)." $s.existingSecret .) }}
