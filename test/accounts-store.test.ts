@@ -1,4 +1,5 @@
 import t from 'tap';
+import { verifyEmailOf } from './helpers/verify-email.js';
 import { sha256 } from '../src/accounts/secrets.js';
 import { MIGRATION_NAMES } from '../src/accounts/migrations.js';
 import { LAST_USED_RESOLUTION_MS } from '../src/accounts/store.js';
@@ -14,7 +15,7 @@ eachDatabase(t, async (t, tdb) => {
     const again = await tdb.open();
     const rows = await again.db.selectFrom('kysely_migration' as any).select('name' as any).orderBy('name' as any).execute();
     t.same(rows.map((r: any) => r.name), MIGRATION_NAMES);
-    t.same(MIGRATION_NAMES, ['0001_accounts_keys_usage_sessions', '0002_login_failures', '0003_login_throttle']);
+    t.same(MIGRATION_NAMES, ['0001_accounts_keys_usage_sessions', '0002_login_failures', '0003_login_throttle', '0004_verification_cards_attempts']);
     await again.close();
   });
 
@@ -38,6 +39,7 @@ eachDatabase(t, async (t, tdb) => {
 
   t.test('keys are stored only as sha256, listed without the secret, and revocable', async (t) => {
     const { account } = await store.signup('keys@example.com', 'correct horse battery');
+    await verifyEmailOf(store, account.id);
     const a = await store.createKey(account.id, 'rest', 'first');
     const b = await store.createKey(account.id, 'rest', 'second');
     const rows = await store.db.selectFrom('api_keys').selectAll().where('account_id', '=', account.id).execute();
@@ -101,7 +103,9 @@ eachDatabase(t, async (t, tdb) => {
     const { account } = await store.signup('Person@Example.com', 'correct horse battery');
     t.equal(account.tier, 'account');
     t.equal(account.email, 'person@example.com');
-    t.same(account.free_calls, { total: 50, used: 0, remaining: 50 });
+    t.equal(account.email_verified, false);
+    t.same(account.free_calls, { total: 10, used: 0, remaining: 10 }, 'the anonymous allowance until the email is verified');
+    t.same((await verifyEmailOf(store, account.id)).free_calls, { total: 50, used: 0, remaining: 50 }, 'verified: the account allowance');
     const row = await store.db.selectFrom('accounts').select('password_hash').where('id', '=', account.id).executeTakeFirstOrThrow();
     t.match(row.password_hash, /^\$argon2id\$/);
     await rejectsCode(t, store.signup('person@example.com', 'another password'), 'email_taken');
@@ -126,7 +130,9 @@ eachDatabase(t, async (t, tdb) => {
     const up = await store.upgrade(account.id, 'upgraded@example.com', 'correct horse battery');
     t.equal(up.tier, 'account');
     t.equal(up.email, 'upgraded@example.com');
-    t.same(up.free_calls, { total: 50, used: 2, remaining: 48 });
+    t.same(up.free_calls, { total: 10, used: 2, remaining: 8 }, 'unverified: still the anonymous allowance');
+    await rejectsCode(t, store.saveCard(account.id, 'pm_card_visa'), 'invalid_request', /verify your email before saving a card/);
+    t.same((await verifyEmailOf(store, account.id)).free_calls, { total: 50, used: 2, remaining: 48 });
     t.equal((await store.authenticate(key.key, 'rest')).accountId, account.id, 'key kept');
     await rejectsCode(t, store.upgrade(account.id, 'again@example.com', 'correct horse battery'), 'invalid_request');
     t.equal((await store.login('upgraded@example.com', 'correct horse battery', '192.0.2.1')).account.id, account.id);
@@ -160,6 +166,7 @@ eachDatabase(t, async (t, tdb) => {
 
   t.test('50 concurrent consume() against 10 remaining: exactly 10 succeed', async (t) => {
     const { account } = await store.signup(`race-${tdb.name}@example.com`, 'correct horse battery');
+    await verifyEmailOf(store, account.id);
     for (let i = 0; i < 40; i++) await store.consume(account.id);
     const results = await Promise.allSettled(Array.from({ length: 50 }, () => store.consume(account.id)));
     const ok = results.filter((r) => r.status === 'fulfilled').length;
@@ -184,7 +191,7 @@ eachDatabase(t, async (t, tdb) => {
     const e = await rejectsCode(t, store.signupAnonymous('192.0.2.77'), 'signup_rate_limited');
     t.equal(e?.headers['retry-after'], '3600');
     await store.signupAnonymous('192.0.2.78');
-    const events = await store.db.selectFrom('signup_events').selectAll().execute();
-    t.notOk(events.some((e) => e.address_hash.includes('192.0.2')), 'addresses are stored hashed');
+    const events = await store.db.selectFrom('attempt_events').selectAll().execute();
+    t.notOk(events.some((e) => e.key_hash.includes('192.0.2')), 'addresses are stored hashed');
   });
 });

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { REDACT_PATHS } from '../src/logging/logger.js';
 import { eachDatabase } from './helpers/accounts-db.js';
 import { testConsole } from './helpers/console.js';
+import { verifyEmailOf } from './helpers/verify-email.js';
 
 function isErrorBody(t: any, res: any, status: number, code: string) {
   t.equal(res.statusCode, status, `status ${status}`);
@@ -32,7 +33,7 @@ eachDatabase(
         t.match(res.headers['x-request-id'], /^[0-9a-f-]{36}$/);
         const body = res.json();
         t.same(Object.keys(body).sort(), ['account', 'session_token']);
-        t.same(Object.keys(body.account).sort(), ['created_at', 'email', 'free_calls', 'id', 'status', 'tier']);
+        t.same(Object.keys(body.account).sort(), ['created_at', 'email', 'email_verified', 'free_calls', 'id', 'status', 'tier']);
         t.same(body.account.free_calls, { total: 10, used: 0, remaining: 10 });
         t.equal(body.account.tier, 'anonymous');
         t.equal(body.account.status, 'active');
@@ -84,8 +85,9 @@ eachDatabase(
     t.test('signup, login, logout, account', async (t) => {
       const res = await c.api('POST', '/api/signup', { body: { email: 'api@example.com', password: 'correct horse battery' } });
       t.equal(res.statusCode, 201);
-      t.same(res.json().account.free_calls, { total: 50, used: 0, remaining: 50 });
+      t.same(res.json().account.free_calls, { total: 10, used: 0, remaining: 10 }, 'the anonymous allowance until the email is verified');
       t.equal(res.json().account.tier, 'account');
+      t.equal(res.json().account.email_verified, false);
       isErrorBody(t, await c.api('POST', '/api/signup', { body: { email: 'API@example.com', password: 'correct horse battery' } }), 409, 'email_taken');
       isErrorBody(t, await c.api('POST', '/api/signup', { body: { email: 'x', password: 'correct horse battery' } }), 400, 'invalid_request');
       isErrorBody(t, await c.api('POST', '/api/signup', { body: { email: 'y@example.com' } }), 400, 'invalid_request');
@@ -101,6 +103,8 @@ eachDatabase(
       const acct = await c.api('GET', '/api/account', { token });
       t.equal(acct.statusCode, 200);
       t.equal(acct.json().account.email, 'api@example.com');
+      await verifyEmailOf(c.store, acct.json().account.id);
+      t.same((await c.api('GET', '/api/account', { token })).json().account.free_calls, { total: 50, used: 0, remaining: 50 }, 'verified: the account allowance');
       t.equal((await c.api('POST', '/api/logout', { token })).statusCode, 204);
       isErrorBody(t, await c.api('GET', '/api/account', { token }), 401, 'unauthorized');
       isErrorBody(t, await c.api('GET', '/api/account'), 401, 'unauthorized');
@@ -119,8 +123,9 @@ eachDatabase(
       t.equal(up.statusCode, 200);
       t.same(Object.keys(up.json()), ['account']);
       t.equal(up.json().account.tier, 'account');
-      t.same(up.json().account.free_calls, { total: 50, used: 1, remaining: 49 });
+      t.same(up.json().account.free_calls, { total: 10, used: 1, remaining: 9 }, 'unverified: the anonymous allowance');
       t.equal((await c.store.authenticate(key.key, 'rest')).accountId, account.id, 'key still works');
+      t.same((await verifyEmailOf(c.store, account.id)).free_calls, { total: 50, used: 1, remaining: 49 });
       isErrorBody(t, await c.api('POST', '/api/account/upgrade', { token, body: { email: 'upg2@example.com', password: 'correct horse battery' } }), 400, 'invalid_request');
 
       isErrorBody(t, await c.api('POST', '/api/account/card', { token, body: { payment_method: 'pm_card_chargeDeclined' } }), 402, 'payment_method_declined');
@@ -135,7 +140,8 @@ eachDatabase(
     });
 
     t.test('cookie sessions need the CSRF token for writes; bearer tokens do not', async (t) => {
-      const { session_token: token } = (await c.api('POST', '/api/signup', { body: { email: 'csrf@example.com', password: 'correct horse battery' } })).json();
+      const { session_token: token, account } = (await c.api('POST', '/api/signup', { body: { email: 'csrf@example.com', password: 'correct horse battery' } })).json();
+      await verifyEmailOf(c.store, account.id);
       const cookie = `fc_session=${token}; fc_csrf=abcdefghijklmnopqrstuvwxyz012345`;
       t.equal((await c.api('GET', '/api/account', { headers: { cookie } })).statusCode, 200, 'reads work with the cookie');
       isErrorBody(t, await c.api('POST', '/api/keys', { headers: { cookie }, body: { name: 'x' } }), 403, 'csrf_failed');

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { mailedToken } from './helpers/verify-email.js';
 import { loadConfig } from '../src/config/index.js';
 import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
@@ -90,6 +91,11 @@ t.test('sign up, create a named key, see it once, reload, revoke', async (t) => 
   await page.getByRole('button', { name: 'Create account' }).click();
   await page.waitForURL(`${base}/account`);
   t.equal(await page.getByTestId('tier').textContent(), 'Account');
+  t.equal(await page.getByTestId('calls-total').textContent(), '10', 'the anonymous allowance until the email is verified');
+  // The link of the verification mail (the file mailer's outbox), followed in the browser.
+  await page.goto(`${base}/verify-email?token=${mailedToken(config.dataDir, 'browser@example.com')}`);
+  await page.getByRole('status').filter({ hasText: 'is verified' }).waitFor();
+  await page.goto(`${base}/account`);
   t.equal(await page.getByTestId('calls-total').textContent(), '50');
   t.equal(await page.getByTestId('calls-remaining').textContent(), '50');
   await shot(page, '02-account');
@@ -184,6 +190,10 @@ t.test('anonymous account, then upgrade with email and password, then a card', a
   await page.getByRole('button', { name: 'Upgrade account' }).click();
   await page.getByRole('status').filter({ hasText: 'keys and usage are kept' }).waitFor();
   t.equal(await page.getByTestId('tier').textContent(), 'Account');
+  t.equal(await page.getByTestId('calls-total').textContent(), '10');
+  await page.goto(`${base}/verify-email?token=${mailedToken(config.dataDir, 'upgraded@example.com')}`);
+  await page.getByRole('status').filter({ hasText: 'is verified' }).waitFor();
+  await page.goto(`${base}/account`);
   t.equal(await page.getByTestId('calls-total').textContent(), '50');
   await shot(page, '10-upgraded');
 

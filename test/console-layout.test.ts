@@ -6,6 +6,7 @@
  * screenshots (test-output/screenshots/layout-*.png) are there to be looked at.
  */
 import t from 'tap';
+import { verifyEmailOf } from './helpers/verify-email.js';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,12 +55,14 @@ t.teardown(async () => {
 // A real account with the longest values, keys listed (live and revoked), and a card.
 const long = await store.signup(LONG_EMAIL, PASSWORD);
 const longId = long.account.id;
+await verifyEmailOf(store, longId);
 await store.createKey(longId, 'rest', LONG_NAME);
 const revoked = await store.createKey(longId, 'rest', `${LONG_NAME.slice(0, 60)} old`);
 await store.revokeKey(longId, 'rest', revoked.id);
 await store.createKey(longId, 'rest', 'laptop');
 await store.createKey(longId, 'mcp', LONG_NAME);
 const carded = await store.signup(`card.${LONG_EMAIL.slice(5)}`, PASSWORD);
+await verifyEmailOf(store, carded.account.id);
 await store.saveCard(carded.account.id, 'pm_card_visa');
 
 interface Problem {

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { verifyEmailOf } from './helpers/verify-email.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,7 +135,7 @@ t.test('user text is escaped in pages', async (t) => {
 t.test('the free-call numbers shown are the configured ones, not the defaults', async (t) => {
   const { app, store } = await setup(t, { FACECOMPUTE_FREE_CALLS_ANONYMOUS: '7', FACECOMPUTE_FREE_CALLS_ACCOUNT: '33', FACECOMPUTE_FREE_CALLS_CARD: '77' });
   const signup = await app.inject({ url: '/signup' });
-  t.match(signup.body, /data-testid="signup-calls">Active at once, with 33 free calls\. Add a card later for 77 in total\./);
+  t.match(signup.body, /data-testid="signup-calls">Active at once, with 7 free calls until you follow the link we mail you, then 33 free calls in total\. Add a card later for 77 in total\./);
   t.match(signup.body, /data-testid="anonymous-calls">An anonymous account with 7 free calls and one API key/);
   t.notMatch(signup.body, /\b(50|100|10) free calls|for 100\b/, 'no default number on the page');
 
@@ -143,6 +144,9 @@ t.test('the free-call numbers shown are the configured ones, not the defaults', 
   t.match(page.body, /real one with 33 free calls in total/);
   t.match(page.body, /data-testid="calls-total">7</);
   const account = await store.signup('numbers@example.com', 'correct horse battery');
+  const unverified = await app.inject({ url: '/account', headers: { cookie: `fc_session=${account.session_token}` } });
+  t.match(unverified.body, /Until it is followed the account has 7 free calls in total and one key of each kind; verified, 33 free calls/);
+  await verifyEmailOf(store, account.account.id);
   const page2 = await app.inject({ url: '/account', headers: { cookie: `fc_session=${account.session_token}` } });
   t.match(page2.body, /raises your free calls to 77 in total/);
   t.notMatch(page2.body, /\b(50|100) (free calls|in total)/);
@@ -150,7 +154,7 @@ t.test('the free-call numbers shown are the configured ones, not the defaults', 
   // The refusal that tells a caller how to get more names the configured totals too.
   for (let i = 0; i < 7; i++) await store.consume(anon.account.id);
   const e = await store.consume(anon.account.id).catch((err: { detail: string }) => err);
-  t.match((e as { detail: string }).detail, /all 7 free calls of this account are used; add an email and password \(33 in total\) or then a card \(77 in total\)/);
+  t.match((e as { detail: string }).detail, /all 7 free calls of this account are used; add and verify an email \(33 in total\), then a card \(77 in total\)/);
   for (let i = 0; i < 33; i++) await store.consume(account.account.id);
   const e2 = await store.consume(account.account.id).catch((err: { detail: string }) => err);
   t.match((e2 as { detail: string }).detail, /save a card in the console \(77 in total\)/);
@@ -220,8 +224,9 @@ t.test('upgrade and card forms redirect too, with their notice shown once', asyn
   t.equal(up.statusCode, 303);
   t.equal(up.headers.location, '/account');
   const page = await app.inject({ url: '/account', headers: { cookie: `${jar}; fc_flash=${value(cookies(up)['fc_flash']!)}` } });
-  t.match(page.body, 'Your keys and usage are kept.');
-  t.notMatch((await app.inject({ url: '/account', headers: { cookie: jar } })).body, 'Your keys and usage are kept.', 'once');
+  t.match(page.body, 'your keys and usage are kept.');
+  t.notMatch((await app.inject({ url: '/account', headers: { cookie: jar } })).body, 'your keys and usage are kept.', 'once');
+  await verifyEmailOf(store, anon.account.id);
   const card = await post('/account/card', { payment_method: 'pm_card_visa' });
   t.equal(card.statusCode, 303);
   const cardPage = await app.inject({ url: '/account', headers: { cookie: `${jar}; fc_flash=${value(cookies(card)['fc_flash']!)}` } });

@@ -6,6 +6,7 @@
  * server (a real process) for the upstream outcomes.
  */
 import t, { type Test } from 'tap';
+import { verifyEmailOf } from './helpers/verify-email.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -83,6 +84,7 @@ async function stack(store: AccountsStore, env: Record<string, string> = {}): Pr
 
 async function account(store: AccountsStore, n: number) {
   const s = await store.signup(`fair-${n}-${Date.now()}@example.com`, 'correct horse battery');
+  await verifyEmailOf(store, s.account.id);
   const rest = await store.createKey(s.account.id, 'rest', 'rest');
   const mcp = await store.createKey(s.account.id, 'mcp', 'mcp');
   return { id: s.account.id, rest: rest.key, mcp: mcp.key };

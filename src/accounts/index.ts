@@ -6,13 +6,16 @@ import type { Config } from '../config/index.js';
 import { createBillingProvider, type BillingProvider } from './billing/index.js';
 import { openDb } from './db.js';
 import { migrate } from './migrations.js';
-import { AccountsStore } from './store.js';
+import { AccountsStore, type StoreLog } from './store.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
 
 export interface StoreOverrides {
   billing?: BillingProvider;
   pgSchema?: string;
-  /** The clock of sign-in throttling and of last_used_at writes (tests move it instead of waiting). */
+  /** The clock of sign-in throttling, attempt windows, sessions and last_used_at (tests move it instead of waiting). */
   now?: () => number;
+  mailer?: Mailer;
+  log?: StoreLog;
 }
 
 export async function createAccountsStore(config: Config, overrides: StoreOverrides = {}): Promise<AccountsStore> {
@@ -23,11 +26,21 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
     await db.destroy();
     throw err;
   }
+  const a = config.accounts;
+  // Only the console sends mail; the gateway and MCP pods hold no SMTP URL (production.ts).
+  const mailer = overrides.mailer ?? (a.mail.mailer === 'smtp' && a.mail.smtpUrl === '' ? undefined : createMailer(config));
   return new AccountsStore(db, dialect, {
-    freeCalls: config.accounts.freeCalls,
-    signupRateLimit: config.accounts.signupRateLimit,
-    login: { ...config.accounts.login, now: overrides.now ?? Date.now },
-    billing: overrides.billing ?? createBillingProvider(config.accounts),
+    freeCalls: a.freeCalls,
+    signupRateLimit: a.signupRateLimit,
+    emailSignupRateLimit: a.emailSignupRateLimit,
+    login: { ...a.login, now: overrides.now ?? Date.now },
+    billing: overrides.billing ?? createBillingProvider(a),
+    ...(mailer ? { mailer } : {}),
+    publicConsoleUrl: a.publicConsoleUrl,
+    emailVerifyTtlMs: a.emailVerifyTtlMs,
+    card: a.card,
+    sessionIdleMs: a.sessionIdleMs,
+    ...(overrides.log ? { log: overrides.log } : {}),
     now: overrides.now ?? Date.now,
   });
 }

@@ -88,6 +88,36 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.dropTable('login_failures').execute();
       },
     },
+    // Issue 24: email verification before the account allowance, one card per bounded number of
+    // accounts, idle session expiry, and one sliding-window table for every per-address/per-account
+    // attempt limit (signups of both kinds, card attempts, verification mails), replacing
+    // signup_events. Accounts that had an email before this migration keep their allowance: they
+    // count as verified from their creation.
+    '0004_verification_cards_attempts': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('accounts').addColumn('email_verified_at', 'text').execute();
+        await db.schema.alterTable('accounts').addColumn('card_fingerprint', 'text').execute();
+        await db.updateTable('accounts').set({ email_verified_at: sql`created_at` }).where('email', 'is not', null).execute();
+        await db.schema.createIndex('accounts_card_fingerprint').on('accounts').column('card_fingerprint').execute();
+        await db.schema.alterTable('sessions').addColumn('last_seen_at', 'text').execute();
+        await db.schema
+          .createTable('attempt_events')
+          .addColumn('id', 'integer', serial)
+          .addColumn('bucket', 'text', (c) => c.notNull())
+          .addColumn('key_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('attempt_events_key').on('attempt_events').columns(['bucket', 'key_hash', 'created_at']).execute();
+        await db.schema
+          .createTable('email_verifications')
+          .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id').onDelete('cascade'))
+          .addColumn('email', 'text', (c) => c.notNull())
+          .addColumn('signing_key', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.dropTable('signup_events').execute();
+      },
+    },
   };
 }
 

@@ -11,6 +11,10 @@ export interface AccountsTable {
   card_payment_method: string | null;
   card_brand: string | null;
   card_last4: string | null;
+  /** SHA-256 of the provider's card fingerprint: one card gives the card allowance to a bounded number of accounts. */
+  card_fingerprint: string | null;
+  /** When the email was verified (null: never; the account then has the anonymous allowance). */
+  email_verified_at: string | null;
   created_at: string;
 }
 
@@ -38,12 +42,24 @@ export interface SessionsTable {
   token_hash: string;
   created_at: string;
   expires_at: string;
+  /** Last use, written at most once a minute; a session idle for FACECOMPUTE_SESSION_IDLE_MS ends. */
+  last_seen_at: string | null;
 }
 
-export interface SignupEventsTable {
+/** One counted attempt in a sliding window (attempt-window.ts): signups, card attempts, verification mails. */
+export interface AttemptEventsTable {
   id: Generated<number>;
-  address_hash: string;
+  bucket: string;
+  key_hash: string;
   created_at: string;
+}
+
+/** The pending verification of an account's email: the key its link is signed with (email-verification.ts). */
+export interface EmailVerificationsTable {
+  account_id: string;
+  email: string;
+  signing_key: string;
+  expires_at: string;
 }
 
 /** One throttling budget: an (email, address) streak or an address's hourly window (login-throttle.ts). */
@@ -60,6 +76,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   usage: UsageTable;
   sessions: SessionsTable;
-  signup_events: SignupEventsTable;
+  attempt_events: AttemptEventsTable;
+  email_verifications: EmailVerificationsTable;
   login_throttle: LoginThrottleTable;
 }

@@ -13,12 +13,17 @@ import { KEY_PREFIX, SESSION_PREFIX, hashesEqual, kindOf, newApiKey, randomSecre
 import { hashPassword, verifyPassword } from './passwords.js';
 import { checkKeyName, checkPassword, normalizeEmail } from './validation.js';
 import { checkPaymentMethodToken, type BillingProvider } from './billing/index.js';
-import { LoginThrottle, type LoginThrottleOptions } from './login-throttle.js';
+import { LoginThrottle, addressKey, type LoginThrottleOptions } from './login-throttle.js';
+import { AttemptWindow } from './attempt-window.js';
+import type { Mailer } from './mail/mailer.js';
+import { newSigningKey, parseToken, signToken, tokenMatches } from './email-verification.js';
 
 export interface AccountView {
   id: string;
   tier: Tier;
   email: string | null;
+  /** False until the email's verification link is followed; the allowance is the anonymous one till then. */
+  email_verified: boolean;
   status: 'active' | 'disabled';
   free_calls: FreeCalls;
   created_at: string;
@@ -52,11 +57,26 @@ export interface CardView {
   last4: string | null;
 }
 
+/** Where a warning goes (a pino logger); the decline codes of refused cards are logged, never answered. */
+export interface StoreLog {
+  warn(obj: object, msg: string): void;
+}
+
 export interface StoreOptions {
   freeCalls: FreeCallLimits;
   signupRateLimit: number;
+  /** Email signups per client address per hour. */
+  emailSignupRateLimit?: number;
   login: LoginThrottleOptions;
   billing: BillingProvider;
+  /** Sends verification mails; without one, signups with an email cannot be verified (tests of other things). */
+  mailer?: Mailer;
+  /** The console's public URL, for the verification link. */
+  publicConsoleUrl?: string;
+  emailVerifyTtlMs?: number;
+  card?: { accountsPerFingerprint: number; attemptsPerAccount: number; attemptsPerAddress: number };
+  sessionIdleMs?: number;
+  log?: StoreLog;
   /** Active keys of one kind an account may hold, per tier. */
   keyLimits?: Record<Tier, number>;
   sessionTtlMs?: number;
@@ -75,6 +95,11 @@ const LAST_USED_TRACKED = 10_000;
 
 const KIND_NAME: Record<KeyKind, string> = { rest: 'REST', mcp: 'MCP' };
 const HOUR_MS = 3600_000;
+const DAY_MS = 24 * HOUR_MS;
+/** A session's last_seen_at is written at most this often (idle expiry is hours, not seconds). */
+const SESSION_TOUCH_MS = 60_000;
+/** Verification mails one account may have sent per hour (each replaces the previous link). */
+const VERIFY_MAILS_PER_HOUR = 3;
 
 function now(): string {
   return new Date().toISOString();
@@ -89,6 +114,8 @@ export class AccountsStore implements AccountsPort {
   private readonly keyLimits: Record<Tier, number>;
   private readonly sessionTtlMs: number;
   private readonly throttle: LoginThrottle;
+  private readonly attempts: AttemptWindow;
+  private readonly sessionIdleMs: number;
   /** Key id → when this process last wrote its last_used_at (epoch ms). */
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly clock: () => number;
@@ -103,6 +130,16 @@ export class AccountsStore implements AccountsPort {
     this.sessionTtlMs = opts.sessionTtlMs ?? 30 * 24 * HOUR_MS;
     this.throttle = new LoginThrottle(db, opts.login);
     this.clock = opts.now ?? Date.now;
+    this.attempts = new AttemptWindow(db, this.clock);
+    this.sessionIdleMs = opts.sessionIdleMs ?? DAY_MS;
+  }
+
+  /**
+   * The tier whose limits apply: an account whose email is not verified yet has the anonymous
+   * allowance and key limits, so that a made-up address buys nothing an agent signup does not.
+   */
+  private effectiveTier(row: Pick<AccountsTable, 'tier' | 'email_verified_at'>): Tier {
+    return row.tier !== 'anonymous' && row.email_verified_at === null ? 'anonymous' : row.tier;
   }
 
   /** One round trip to the database (readiness probes). */
@@ -120,6 +157,7 @@ export class AccountsStore implements AccountsPort {
       id: row.id,
       tier: row.tier,
       email: row.email,
+      email_verified: row.email !== null && row.email_verified_at !== null,
       status: row.status,
       free_calls: { total, used, remaining: Math.max(0, total - used) },
       created_at: row.created_at,
@@ -143,6 +181,8 @@ export class AccountsStore implements AccountsPort {
 
   private async insertAccount(tier: Tier, email: string | null, passwordHash: string | null): Promise<AccountsTable> {
     const row: AccountsTable = {
+      card_fingerprint: null,
+      email_verified_at: null,
       id: randomUUID(),
       tier,
       email,
@@ -157,7 +197,7 @@ export class AccountsStore implements AccountsPort {
     try {
       await this.db.transaction().execute(async (tx) => {
         await tx.insertInto('accounts').values(row).execute();
-        await tx.insertInto('usage').values({ account_id: row.id, allowance: this.opts.freeCalls[tier], consumed: 0 }).execute();
+        await tx.insertInto('usage').values({ account_id: row.id, allowance: this.opts.freeCalls[this.effectiveTier(row)], consumed: 0 }).execute();
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new ServiceError('email_taken', 'an account with this email already exists');
@@ -168,34 +208,80 @@ export class AccountsStore implements AccountsPort {
 
   /**
    * One call, no email: an active account with the anonymous allowance. Limited per client address
-   * per hour; the attempt is recorded before counting so that parallel attempts cannot all pass.
+   * per hour, an IPv6 client by its /64 (what one subscriber is routed: rotating addresses inside it
+   * must not buy more accounts).
    */
   async signupAnonymous(clientAddress: string): Promise<SessionResult> {
-    const addressHash = sha256(`signup:${clientAddress}`);
-    const t = Date.now();
-    const since = new Date(t - HOUR_MS).toISOString();
-    await this.db.deleteFrom('signup_events').where('created_at', '<', since).execute();
-    await this.db.insertInto('signup_events').values({ address_hash: addressHash, created_at: new Date(t).toISOString() }).execute();
-    const { n } = await this.db
-      .selectFrom('signup_events')
-      .select((eb) => eb.fn.countAll<string | number>().as('n'))
-      .where('address_hash', '=', addressHash)
-      .where('created_at', '>=', since)
-      .executeTakeFirstOrThrow();
-    if (Number(n) > this.opts.signupRateLimit) {
-      throw new ServiceError('signup_rate_limited', `at most ${this.opts.signupRateLimit} anonymous signups per hour from one address; try again later or sign up with an email`, {
-        headers: { 'retry-after': '3600' },
-      });
-    }
+    const limit = this.opts.signupRateLimit;
+    await this.attempts.enforce({ bucket: 'signup-anonymous', limit, windowMs: HOUR_MS }, addressKey(clientAddress), 'signup_rate_limited', `at most ${limit} anonymous signups per hour from one address; try again later or sign up with an email`);
     const row = await this.insertAccount('anonymous', null, null);
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
 
-  async signup(email: unknown, password: unknown): Promise<SessionResult> {
+  /**
+   * Email and password: active at once with the anonymous allowance and key limits, raised to the
+   * account allowance when the link mailed to the address is followed (verifyEmail). Limited per
+   * client address per hour, like anonymous signups.
+   */
+  async signup(email: unknown, password: unknown, clientAddress?: string): Promise<SessionResult> {
     const e = normalizeEmail(email);
     const p = checkPassword(password);
+    const limit = this.opts.emailSignupRateLimit ?? 5;
+    // The console always passes the client's address; a caller without one (an operator's tool) has no per-address budget.
+    if (clientAddress !== undefined) await this.attempts.enforce({ bucket: 'signup-email', limit, windowMs: HOUR_MS }, addressKey(clientAddress), 'signup_rate_limited', `at most ${limit} signups per hour from one address; try again later`);
     const row = await this.insertAccount('account', e, await hashPassword(p));
+    await this.sendVerification(row.id, e);
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
+  }
+
+  // ---- email verification -------------------------------------------------------------------------
+
+  /** A new signing key (earlier links stop working) and the mail with the link. */
+  private async sendVerification(accountId: string, email: string): Promise<void> {
+    const mailer = this.opts.mailer;
+    if (!mailer) return;
+    const key = newSigningKey();
+    const expiresAt = this.clock() + (this.opts.emailVerifyTtlMs ?? DAY_MS);
+    const values = { account_id: accountId, email, signing_key: key, expires_at: new Date(expiresAt).toISOString() };
+    await this.db.insertInto('email_verifications').values(values).onConflict((oc) => oc.column('account_id').doUpdateSet({ email, signing_key: key, expires_at: values.expires_at })).execute();
+    const link = `${(this.opts.publicConsoleUrl ?? '').replace(/\/+$/, '')}/verify-email?token=${signToken(key, accountId, email, expiresAt)}`;
+    const hours = Math.round((this.opts.emailVerifyTtlMs ?? DAY_MS) / HOUR_MS);
+    await mailer.send({
+      to: email,
+      subject: 'Verify your email for facecompute',
+      text: `Follow this link to verify ${email} and raise your account to ${this.opts.freeCalls.account} free calls in total:\n\n${link}\n\nThe link works for ${hours} hour${hours === 1 ? '' : 's'}. If you did not sign up for facecompute, ignore this mail.\n`,
+    });
+  }
+
+  /** Mails a new link (the old ones stop working); at most VERIFY_MAILS_PER_HOUR an hour per account. */
+  async resendVerification(accountId: string): Promise<void> {
+    const row = await this.row(accountId);
+    if (row.email === null) throw new ServiceError('invalid_request', 'the account has no email; add one first');
+    if (row.email_verified_at !== null) throw new ServiceError('invalid_request', 'the email is already verified');
+    await this.attempts.enforce({ bucket: 'verify-mail', limit: VERIFY_MAILS_PER_HOUR, windowMs: HOUR_MS }, accountId, 'rate_limited', `at most ${VERIFY_MAILS_PER_HOUR} verification mails an hour; use the newest`);
+    await this.sendVerification(accountId, row.email);
+  }
+
+  /** Follows a verification link: the email is verified and the account allowance applies. */
+  async verifyEmail(token: unknown): Promise<AccountView> {
+    const invalid = () => new ServiceError('invalid_request', 'the verification link is not valid or has expired; ask for a new one on the account page');
+    const t = parseToken(token);
+    if (!t) throw invalid();
+    const pending = await this.db.selectFrom('email_verifications').selectAll().where('account_id', '=', t.accountId).executeTakeFirst();
+    if (!pending || !tokenMatches(t, pending.signing_key, pending.email) || t.expiresAt <= this.clock() || Date.parse(pending.expires_at) <= this.clock()) throw invalid();
+    await this.db.transaction().execute(async (tx) => {
+      const res = await tx
+        .updateTable('accounts')
+        .set({ email_verified_at: new Date(this.clock()).toISOString() })
+        .where('id', '=', t.accountId)
+        .where('email', '=', pending.email)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) throw invalid();
+      await tx.deleteFrom('email_verifications').where('account_id', '=', t.accountId).execute();
+      const row = await tx.selectFrom('accounts').select(['tier', 'email_verified_at']).where('id', '=', t.accountId).executeTakeFirstOrThrow();
+      await this.raiseAllowance(tx, t.accountId, this.opts.freeCalls[this.effectiveTier(row)]);
+    });
+    return this.getAccount(t.accountId);
   }
 
   /**
@@ -216,8 +302,12 @@ export class AccountsStore implements AccountsPort {
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
 
-  /** Anonymous to real account: email and password added; keys and usage kept; allowance raised. */
-  async upgrade(accountId: string, email: unknown, password: unknown): Promise<AccountView> {
+  /**
+   * Anonymous to real account: email and password added; keys and usage kept. The allowance is raised
+   * when the email is verified (the link mailed now). Every other session of the account ends: a
+   * session token an agent held before (and may have leaked) must not outlive the new password.
+   */
+  async upgrade(accountId: string, email: unknown, password: unknown, currentSessionToken: string | null = null): Promise<AccountView> {
     const e = normalizeEmail(email);
     const p = checkPassword(password);
     const row = await this.row(accountId);
@@ -232,12 +322,15 @@ export class AccountsStore implements AccountsPort {
           .where('tier', '=', 'anonymous')
           .executeTakeFirst();
         if (Number(res.numUpdatedRows) !== 1) throw new ServiceError('invalid_request', 'the account already has an email; only anonymous accounts can be upgraded');
-        await this.raiseAllowance(tx, accountId, this.opts.freeCalls.account);
+        let others = tx.deleteFrom('sessions').where('account_id', '=', accountId);
+        if (currentSessionToken !== null) others = others.where('token_hash', '!=', sha256(currentSessionToken));
+        await others.execute();
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw new ServiceError('email_taken', 'an account with this email already exists');
       throw err;
     }
+    await this.sendVerification(accountId, e);
     return this.getAccount(accountId);
   }
 
@@ -250,21 +343,75 @@ export class AccountsStore implements AccountsPort {
       .execute();
   }
 
-  async saveCard(accountId: string, paymentMethod: unknown): Promise<AccountView> {
+  /**
+   * Saves a card and gives the card allowance. A card-testing tool must find nothing here: attempts
+   * are limited per account and per client address (accepted or declined alike), every refusal by
+   * the provider is the same `payment_method_declined` (its decline code goes to the log only), and
+   * one card (the provider's fingerprint, whatever the token) backs the card allowance of at most
+   * FACECOMPUTE_CARD_ACCOUNTS_PER_FINGERPRINT accounts.
+   */
+  async saveCard(accountId: string, paymentMethod: unknown, clientAddress?: string): Promise<AccountView> {
     if (typeof paymentMethod !== 'string') throw new ServiceError('invalid_request', 'payment_method is required');
     checkPaymentMethodToken(paymentMethod);
     const row = await this.row(accountId);
     if (row.tier === 'anonymous') throw new ServiceError('invalid_request', 'add an email and password before saving a card');
-    const saved = await this.opts.billing.saveCard({ accountId, customerId: row.billing_customer_id, paymentMethod });
-    await this.db.transaction().execute(async (tx) => {
-      await tx
-        .updateTable('accounts')
-        .set({ tier: 'card', billing_customer_id: saved.customerId, card_payment_method: saved.paymentMethodId, card_brand: saved.brand, card_last4: saved.last4 })
-        .where('id', '=', accountId)
-        .execute();
-      await this.raiseAllowance(tx, accountId, this.opts.freeCalls.card);
-    });
+    if (row.email_verified_at === null) throw new ServiceError('invalid_request', 'verify your email before saving a card (follow the link we mailed, or send a new one from the account page)');
+    const card = this.opts.card ?? { accountsPerFingerprint: 1, attemptsPerAccount: 5, attemptsPerAddress: 10 };
+    const tooMany = 'too many attempts to save a card; try again later';
+    await this.attempts.enforce({ bucket: 'card-account', limit: card.attemptsPerAccount, windowMs: DAY_MS }, accountId, 'rate_limited', tooMany);
+    if (clientAddress !== undefined) await this.attempts.enforce({ bucket: 'card-address', limit: card.attemptsPerAddress, windowMs: DAY_MS }, addressKey(clientAddress), 'rate_limited', tooMany);
+    const billing = this.opts.billing;
+    try {
+      const details = await billing.inspect(paymentMethod);
+      const fingerprint = details.fingerprint === null ? null : sha256(`card:${details.fingerprint}`);
+      if (fingerprint !== null) {
+        const { n } = await this.db
+          .selectFrom('accounts')
+          .select((eb) => eb.fn.countAll<string | number>().as('n'))
+          .where('card_fingerprint', '=', fingerprint)
+          .where('id', '!=', accountId)
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= card.accountsPerFingerprint) {
+          throw new ServiceError('card_in_use', `this card already backs the card allowance of ${card.accountsPerFingerprint === 1 ? 'another account' : `${card.accountsPerFingerprint} other accounts`}; use another card`);
+        }
+      }
+      const saved = await billing.saveCard({ accountId, customerId: row.billing_customer_id, paymentMethod });
+      await this.db.transaction().execute(async (tx) => {
+        await tx
+          .updateTable('accounts')
+          .set({ tier: 'card', billing_customer_id: saved.customerId, card_payment_method: saved.paymentMethodId, card_brand: details.brand, card_last4: details.last4, card_fingerprint: fingerprint })
+          .where('id', '=', accountId)
+          .execute();
+        await this.raiseAllowance(tx, accountId, this.opts.freeCalls.card);
+      });
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'payment_method_declined') {
+        this.opts.log?.warn({ accountId, provider: billing.name, decline: err.cause }, 'card declined');
+        throw new ServiceError('payment_method_declined', 'the card was declined');
+      }
+      throw err;
+    }
     return this.getAccount(accountId);
+  }
+
+  /**
+   * The provider says a card no longer backs an account (a signed webhook: the payment method was
+   * detached, or the customer deleted): the account goes back to the account tier and its allowance.
+   */
+  async cardRemoved(by: { paymentMethod: string } | { customer: string }): Promise<number> {
+    const rows = await this.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('tier', '=', 'card')
+      .where('paymentMethod' in by ? 'card_payment_method' : 'billing_customer_id', '=', 'paymentMethod' in by ? by.paymentMethod : by.customer)
+      .execute();
+    for (const { id } of rows) {
+      await this.db.transaction().execute(async (tx) => {
+        await tx.updateTable('accounts').set({ tier: 'account', card_payment_method: null, card_brand: null, card_last4: null, card_fingerprint: null }).where('id', '=', id).execute();
+        await tx.updateTable('usage').set({ allowance: this.opts.freeCalls.account }).where('account_id', '=', id).execute();
+      });
+    }
+    return rows.length;
   }
 
   /** Operators disable an account; its keys and sessions stop working. */
@@ -276,27 +423,38 @@ export class AccountsStore implements AccountsPort {
 
   private async createSession(accountId: string): Promise<string> {
     const token = randomSecret(SESSION_PREFIX);
-    const t = Date.now();
+    const t = this.clock();
     // Expired sessions are useless; dropping them here keeps the table from growing without a cron.
     await this.db.deleteFrom('sessions').where('expires_at', '<=', new Date(t).toISOString()).execute();
     await this.db
       .insertInto('sessions')
-      .values({ id: randomUUID(), account_id: accountId, token_hash: sha256(token), created_at: new Date(t).toISOString(), expires_at: new Date(t + this.sessionTtlMs).toISOString() })
+      .values({ id: randomUUID(), account_id: accountId, token_hash: sha256(token), created_at: new Date(t).toISOString(), expires_at: new Date(t + this.sessionTtlMs).toISOString(), last_seen_at: new Date(t).toISOString() })
       .execute();
     return token;
   }
 
-  /** The account behind a session token, or null for an unknown, expired or disabled one. */
+  /**
+   * The account behind a session token, or null for an unknown, expired, idle or disabled one. A
+   * session unused for FACECOMPUTE_SESSION_IDLE_MS ends (and is deleted); a use moves last_seen_at,
+   * written at most once a minute.
+   */
   async sessionAccount(token: string): Promise<string | null> {
     if (!token.startsWith(SESSION_PREFIX) || token.length > 200) return null;
     const hash = sha256(token);
     const row = await this.db
       .selectFrom('sessions')
       .innerJoin('accounts', 'accounts.id', 'sessions.account_id')
-      .select(['sessions.account_id', 'sessions.token_hash', 'sessions.expires_at', 'accounts.status'])
+      .select(['sessions.id', 'sessions.account_id', 'sessions.token_hash', 'sessions.expires_at', 'sessions.created_at', 'sessions.last_seen_at', 'accounts.status'])
       .where('sessions.token_hash', '=', hash)
       .executeTakeFirst();
-    if (!row || !hashesEqual(row.token_hash, hash) || row.expires_at <= now() || row.status !== 'active') return null;
+    const t = this.clock();
+    if (!row || !hashesEqual(row.token_hash, hash) || Date.parse(row.expires_at) <= t || row.status !== 'active') return null;
+    const seen = Date.parse(row.last_seen_at ?? row.created_at);
+    if (t - seen >= this.sessionIdleMs) {
+      await this.db.deleteFrom('sessions').where('id', '=', row.id).execute();
+      return null;
+    }
+    if (t - seen >= SESSION_TOUCH_MS) await this.db.updateTable('sessions').set({ last_seen_at: new Date(t).toISOString() }).where('id', '=', row.id).execute();
     return row.account_id;
   }
 
@@ -309,7 +467,7 @@ export class AccountsStore implements AccountsPort {
   async createKey(accountId: string, kind: KeyKind, name: unknown): Promise<CreatedKey> {
     const keyName = checkKeyName(name);
     const row = await this.row(accountId);
-    const limit = this.keyLimits[row.tier];
+    const limit = this.keyLimits[this.effectiveTier(row)];
     const { n } = await this.db
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<string | number>().as('n'))
@@ -318,7 +476,7 @@ export class AccountsStore implements AccountsPort {
       .where('revoked_at', 'is', null)
       .executeTakeFirstOrThrow();
     if (Number(n) >= limit) {
-      const hint = row.tier === 'anonymous' ? '; add an email and password to the account for more' : '; revoke one first';
+      const hint = row.tier === 'anonymous' ? '; add an email and password to the account for more' : row.email_verified_at === null ? '; verify the account\'s email for more' : '; revoke one first';
       throw new ServiceError('key_limit_reached', `this account may hold ${limit} active ${KIND_NAME[kind]} key${limit === 1 ? '' : 's'}${hint}`);
     }
     const { secret, prefix, hash } = newApiKey(kind);
@@ -400,15 +558,16 @@ export class AccountsStore implements AccountsPort {
     await this.db.updateTable('api_keys').set({ last_used_at: new Date(t).toISOString() }).where('id', '=', keyId).execute();
   }
 
-  private async tierOf(accountId: string): Promise<Tier> {
-    const row = await this.db.selectFrom('accounts').select('tier').where('id', '=', accountId).executeTakeFirst();
-    return row?.tier ?? 'anonymous';
+  private async hintFor(accountId: string): Promise<string> {
+    const row = await this.db.selectFrom('accounts').select(['tier', 'email_verified_at']).where('id', '=', accountId).executeTakeFirst();
+    if (row && row.tier !== 'anonymous' && row.email_verified_at === null) return `verify the account's email (the link we mailed) for ${this.opts.freeCalls.account} in total`;
+    return this.upgradeHint(row?.tier ?? 'anonymous');
   }
 
   /** What raises this account's allowance, with the configured totals; nothing for the top tier. */
   private upgradeHint(tier: Tier): string {
     const { account, card } = this.opts.freeCalls;
-    if (tier === 'anonymous') return `add an email and password (${account} in total) or then a card (${card} in total) in the console`;
+    if (tier === 'anonymous') return `add and verify an email (${account} in total), then a card (${card} in total) in the console`;
     if (tier === 'account') return `save a card in the console (${card} in total)`;
     return 'ask the operator for more';
   }
@@ -431,7 +590,7 @@ export class AccountsStore implements AccountsPort {
       const total = Number(usage?.allowance ?? 0);
       throw new ServiceError(
         'insufficient_credits',
-        `all ${total} free calls of this account are used; ${this.upgradeHint(await this.tierOf(accountId))}`,
+        `all ${total} free calls of this account are used; ${await this.hintFor(accountId)}`,
       );
     }
     const total = Number(row.allowance);

@@ -112,7 +112,7 @@ export async function run(_args: string[]): Promise<number> {
   /** Set once the gateway has drained (SIGTERM), so closing it again is a no-op. */
   let gatewayClosed: Promise<void> | null = null;
   try {
-    const store = await createAccountsStore(config);
+    const store = await createAccountsStore(config, { log: logger.child({ surface: 'console' }) });
     closers.push(() => store.close());
     gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }), ...(supervisor ? { supervision: supervisor } : {}) });
     const gateway = gw;

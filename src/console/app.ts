@@ -18,6 +18,7 @@ import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
+import stripeWebhookRoutes from './routes/stripe-webhook.js';
 import { PACKAGE_ROOT, PACKAGE_VERSION } from '../package-root.js';
 import { registerProbes } from '../gateway/probes.js';
 
@@ -93,6 +94,8 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   await app.register(session, { store, secureCookies: secureCookies(config) });
   await app.register(flash, { secureCookies: secureCookies(config) });
   await app.register(apiRoutes, { store });
+  // Only with Stripe: the test provider has no events (production.ts requires the secret with Stripe).
+  if (config.accounts.billingProvider === 'stripe') await app.register(stripeWebhookRoutes, { store, secret: config.accounts.stripeWebhookSecret });
   await app.register(pageRoutes, {
     store,
     freeCalls: config.accounts.freeCalls,

@@ -15,7 +15,7 @@ export async function run(args: string[]): Promise<number> {
   const config = loadConfig();
   assertStartupConfig(config, 'console');
   const logger = createLogger('console', config.logLevel);
-  const store = await createAccountsStore(config);
+  const store = await createAccountsStore(config, { log: logger });
   const app = await buildConsole({ config, store, logger });
   try {
     await listenSurface('console', app, config.host, config.ports.console);

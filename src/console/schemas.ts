@@ -8,11 +8,12 @@ const freeCalls = {
 
 export const accountSchema = {
   type: 'object',
-  required: ['id', 'tier', 'email', 'status', 'free_calls', 'created_at'],
+  required: ['id', 'tier', 'email', 'email_verified', 'status', 'free_calls', 'created_at'],
   properties: {
     id: { type: 'string' },
     tier: { type: 'string', enum: ['anonymous', 'account', 'card'] },
     email: { type: ['string', 'null'] },
+    email_verified: { type: 'boolean' },
     status: { type: 'string', enum: ['active', 'disabled'] },
     free_calls: freeCalls,
     created_at: { type: 'string' },
@@ -31,6 +32,13 @@ export const cardBody = {
   required: ['payment_method'],
   additionalProperties: false,
   properties: { payment_method: { type: 'string', maxLength: 255 } },
+} as const;
+
+export const verifyEmailBody = {
+  type: 'object',
+  required: ['token'],
+  additionalProperties: false,
+  properties: { token: { type: 'string', maxLength: 200 } },
 } as const;
 
 export const keyNameBody = {

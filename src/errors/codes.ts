@@ -45,6 +45,7 @@ export const ERROR_STATUS = {
   origin_not_allowed: 403,
   signup_rate_limited: 429,
   payment_method_declined: 402,
+  card_in_use: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

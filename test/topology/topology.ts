@@ -36,6 +36,7 @@ import { join } from 'node:path';
 import { Agent } from 'undici';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { mailedToken } from '../helpers/verify-email.js';
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from '../helpers/shared.js';
 import { MODELS_CACHE } from '../helpers/real-stack.js';
 import { startDnsStub } from '../helpers/dns-stub.js';
@@ -326,7 +327,9 @@ const figure = (s: string) => {
 // ---- start ------------------------------------------------------------------------------------------
 const tStart = Date.now();
 dns.set(DNS_NAME, ['127.0.0.2', '127.0.0.3']);
-const consoleProc = facecompute('console', 'console', { ...common, FACECOMPUTE_CONSOLE_PORT: String(consolePort) });
+// The console's own data directory: its file mailer writes the verification mails there.
+const consoleData = join(dir, 'console-data');
+const consoleProc = facecompute('console', 'console', { ...common, FACECOMPUTE_CONSOLE_PORT: String(consolePort), FACECOMPUTE_DATA_DIR: consoleData });
 // The console migrates the database first; then everything else comes up at once.
 await until('console ready', async () => (await get(`http://127.0.0.1:${consolePort}/readiness`)).status === 200, 60_000, [consoleProc]);
 startModelServer('127.0.0.2');
@@ -348,6 +351,12 @@ async function account(anonymous: boolean): Promise<{ session: string; rest: str
     ? await post(`${consoleUrl}/api/signup/anonymous`, '{}')
     : await post(`${consoleUrl}/api/signup`, JSON.stringify({ email: `topology-${crypto.randomUUID()}@example.com`, password: 'correct horse battery staple' }));
   if (s.status !== 201) throw new Error(`signup: ${s.status} ${JSON.stringify(s.body)}`);
+  if (!anonymous) {
+    // Follow the mailed link: until then the account has the anonymous allowance.
+    const token = mailedToken(consoleData, s.body.account.email);
+    const v = await post(`${consoleUrl}/api/account/verify-email`, JSON.stringify({ token }));
+    if (v.status !== 200) throw new Error(`verify-email: ${v.status} ${JSON.stringify(v.body)}`);
+  }
   const auth = { authorization: `Bearer ${s.body.session_token}` };
   const rest = await post(`${consoleUrl}/api/keys`, JSON.stringify({ name: 'topology' }), auth);
   const mcp = await post(`${consoleUrl}/api/mcp-keys`, JSON.stringify({ name: 'topology' }), auth);

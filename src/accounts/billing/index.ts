@@ -3,7 +3,7 @@ import type { BillingProvider } from './provider.js';
 import { StripeBillingProvider } from './stripe.js';
 import { TestBillingProvider } from './test-provider.js';
 
-export { type BillingProvider, type SavedCard, type SaveCardInput, checkPaymentMethodToken } from './provider.js';
+export { type BillingProvider, type CardDetails, type SavedCard, type SaveCardInput, checkPaymentMethodToken } from './provider.js';
 export { StripeBillingProvider } from './stripe.js';
 export { TestBillingProvider, TEST_PAYMENT_METHODS } from './test-provider.js';
 

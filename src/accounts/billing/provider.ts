@@ -15,13 +15,24 @@ export interface SaveCardInput {
 export interface SavedCard {
   customerId: string;
   paymentMethodId: string;
+}
+
+/** What the provider says of a payment method before it is used: what may be shown, and which card it is. */
+export interface CardDetails {
   brand: string | null;
   last4: string | null;
+  /** The same for every token of one card number (Stripe's card.fingerprint); null when unknown. */
+  fingerprint: string | null;
 }
 
 export interface BillingProvider {
   readonly name: string;
-  /** Throws ServiceError `payment_method_declined` when the provider refuses the card. */
+  /** Reads the payment method; throws `invalid_request` for one the provider does not know. */
+  inspect(paymentMethod: string): Promise<CardDetails>;
+  /**
+   * Saves the card for later off-session use. Throws ServiceError `payment_method_declined` when the
+   * provider refuses it, with the provider's codes in `cause` (for the log, never the answer).
+   */
   saveCard(input: SaveCardInput): Promise<SavedCard>;
 }
 

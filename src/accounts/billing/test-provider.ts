@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../../errors/index.js';
-import type { BillingProvider, SaveCardInput, SavedCard } from './provider.js';
+import type { BillingProvider, CardDetails, SaveCardInput, SavedCard } from './provider.js';
 
 const ACCEPTED: Record<string, { brand: string; last4: string }> = {
   pm_card_visa: { brand: 'visa', last4: '4242' },
@@ -24,16 +24,16 @@ export const TEST_PAYMENT_METHODS = Object.keys(ACCEPTED);
 export class TestBillingProvider implements BillingProvider {
   readonly name = 'test';
 
+  /** Each test card is one card: its fingerprint is its brand and last four digits. */
+  async inspect(paymentMethod: string): Promise<CardDetails> {
+    const card = ACCEPTED[paymentMethod];
+    return card ? { ...card, fingerprint: `test_${card.brand}_${card.last4}` } : { brand: null, last4: null, fingerprint: null };
+  }
+
   async saveCard(input: SaveCardInput): Promise<SavedCard> {
-    const card = ACCEPTED[input.paymentMethod];
-    if (!card) {
-      throw new ServiceError('payment_method_declined', 'the card was declined; in test mode use one of Stripe\'s test payment methods such as pm_card_visa');
+    if (!ACCEPTED[input.paymentMethod]) {
+      throw new ServiceError('payment_method_declined', 'the card was declined; in test mode use one of Stripe\'s test payment methods such as pm_card_visa', { cause: { code: 'card_declined', decline_code: 'test_mode_unknown_card' } });
     }
-    return {
-      customerId: input.customerId ?? `cus_test_${randomBytes(9).toString('base64url')}`,
-      paymentMethodId: input.paymentMethod,
-      brand: card.brand,
-      last4: card.last4,
-    };
+    return { customerId: input.customerId ?? `cus_test_${randomBytes(9).toString('base64url')}`, paymentMethodId: input.paymentMethod };
   }
 }

@@ -11,6 +11,7 @@ import {
   keyListAnswer,
   keyNameBody,
   sessionAnswer,
+  verifyEmailBody,
 } from '../schemas.js';
 
 interface Credentials {
@@ -27,7 +28,7 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
   });
 
   app.post<{ Body: Credentials }>('/api/signup', { schema: { body: credentialsBody, response: { 201: sessionAnswer } } }, async (req, reply) => {
-    const result = await store.signup(req.body.email, req.body.password);
+    const result = await store.signup(req.body.email, req.body.password, req.ip);
     return reply.code(201).send(result);
   });
 
@@ -43,12 +44,23 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
 
   app.post<{ Body: Credentials }>('/api/account/upgrade', { schema: { body: credentialsBody, response: { 200: accountAnswer } } }, async (req) => {
     const id = await app.requireAccount(req);
-    return { account: await store.upgrade(id, req.body.email, req.body.password) };
+    return { account: await store.upgrade(id, req.body.email, req.body.password, app.sessionToken(req)) };
+  });
+
+  app.post<{ Body: { token: string } }>('/api/account/verify-email', { schema: { body: verifyEmailBody, response: { 200: accountAnswer } } }, async (req) => {
+    // The token is the capability (it names its account); no session needed, as for the mailed link.
+    return { account: await store.verifyEmail(req.body.token) };
+  });
+
+  app.post('/api/account/verify-email/resend', async (req, reply) => {
+    const id = await app.requireAccount(req);
+    await store.resendVerification(id);
+    return reply.code(204).send();
   });
 
   app.post<{ Body: { payment_method: string } }>('/api/account/card', { schema: { body: cardBody, response: { 200: accountAnswer } } }, async (req) => {
     const id = await app.requireAccount(req);
-    return { account: await store.saveCard(id, req.body.payment_method) };
+    return { account: await store.saveCard(id, req.body.payment_method, req.ip) };
   });
 
   app.get('/api/account', { schema: { response: { 200: accountAnswer } } }, async (req) => {

@@ -10,7 +10,7 @@ import { ServiceError, isServiceError } from '../../errors/index.js';
 import type { AccountsStore, CreatedKey, FreeCallLimits, KeyKind } from '../../accounts/index.js';
 import { layout, pageCsp } from '../views/layout.js';
 import type { Html } from '../views/html.js';
-import { accountPage, keysPage, mcpPage, signinPage, signupPage, type Notice } from '../views/pages.js';
+import { accountPage, keysPage, mcpPage, signinPage, signupPage, verifyPage, type Notice } from '../views/pages.js';
 import type { Flash } from '../plugins/flash.js';
 import { KEY_PREFIX } from '../../accounts/secrets.js';
 
@@ -66,7 +66,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     const email = field(req.body, 'email');
     try {
       app.checkCsrf(req, field(req.body, '_csrf'));
-      const { session_token } = await store.signup(email, field(req.body, 'password'));
+      const { session_token } = await store.signup(email, field(req.body, 'password'), req.ip);
       app.startSession(reply, session_token);
       return reply.redirect('/account', 303);
     } catch (err) {
@@ -129,8 +129,8 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     const id = await pageAccount(req, reply);
     if (id === null) return reply;
     try {
-      await store.upgrade(id, field(req.body, 'email'), field(req.body, 'password'));
-      return done(req, reply, '/account', { notice: { kind: 'success', text: 'Your account now has an email and password. Your keys and usage are kept.' } });
+      await store.upgrade(id, field(req.body, 'email'), field(req.body, 'password'), app.sessionToken(req));
+      return done(req, reply, '/account', { notice: { kind: 'success', text: 'Your account now has an email and password; your keys and usage are kept. Follow the link we mailed to verify the email and raise your free calls.' } });
     } catch (err) {
       return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
     }
@@ -140,10 +140,32 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
     const id = await pageAccount(req, reply);
     if (id === null) return reply;
     try {
-      await store.saveCard(id, field(req.body, 'payment_method'));
+      await store.saveCard(id, field(req.body, 'payment_method'), req.ip);
       return done(req, reply, '/account', { notice: { kind: 'success', text: 'Card saved.' } });
     } catch (err) {
       return renderAccount(req, reply, id, errorNotice(err), (err as ServiceError).status);
+    }
+  });
+
+  // The link of the verification mail: verifies whoever follows it (the token is the capability).
+  app.get<{ Querystring: { token?: string } }>('/verify-email', async (req, reply) => {
+    const signedIn = (await app.optionalAccount(req)) !== null;
+    try {
+      const account = await store.verifyEmail(req.query.token);
+      return send(req, reply, 'Email verified', '', signedIn, () => verifyPage({ kind: 'success', text: `${account.email ?? 'The email'} is verified: the account now has ${account.free_calls.total} free calls in total.` }));
+    } catch (err) {
+      return send(req, reply, 'Email not verified', '', signedIn, () => verifyPage(errorNotice(err)), isServiceError(err) ? err.status : 400);
+    }
+  });
+
+  app.post('/account/verify-email/resend', async (req, reply) => {
+    const id = await pageAccount(req, reply);
+    if (id === null) return reply;
+    try {
+      await store.resendVerification(id);
+      return done(req, reply, '/account', { notice: { kind: 'success', text: 'A new verification link is on its way; earlier links no longer work.' } });
+    } catch (err) {
+      return renderAccount(req, reply, id, errorNotice(err, reply), (err as ServiceError).status);
     }
   });
 

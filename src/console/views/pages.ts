@@ -33,7 +33,7 @@ export function signupPage(csrf: string, limits: FreeCallLimits, email: string, 
 ${notice(n)}
 <section class="card" aria-labelledby="signup-h">
 <h2 id="signup-h">Sign up with email</h2>
-<p class="muted" data-testid="signup-calls">Active at once, with ${calls(limits.account)}. Add a card later for ${limits.card} in total.</p>
+<p class="muted" data-testid="signup-calls">Active at once, with ${calls(limits.anonymous)} until you follow the link we mail you, then ${calls(limits.account)} in total. Add a card later for ${limits.card} in total.</p>
 <form method="post" action="/signup">${csrfField(csrf)}
 ${credentialsFields(email, true)}
 <div class="actions"><button type="submit">Create account</button></div>
@@ -73,10 +73,20 @@ export function accountPage(csrf: string, a: AccountView, card: CardView | null,
     a.tier === 'anonymous'
       ? html`<section class="card" aria-labelledby="upgrade-h">
 <h2 id="upgrade-h">Add an email and password</h2>
-<p class="muted">Turns this anonymous account into a real one with ${calls(limits.account)} in total. Your keys and usage are kept.</p>
+<p class="muted">Turns this anonymous account into a real one with ${calls(limits.account)} in total once you follow the link we mail you. Your keys and usage are kept.</p>
 <form method="post" action="/account/upgrade">${csrfField(csrf)}
 ${credentialsFields('', true)}
 <div class="actions"><button type="submit">Upgrade account</button></div>
+</form>
+</section>`
+      : '';
+  const verify =
+    a.email !== null && !a.email_verified
+      ? html`<section class="card" aria-labelledby="verify-h">
+<h2 id="verify-h">Verify your email</h2>
+<p class="muted">We mailed a link to <strong>${a.email}</strong>. Until it is followed the account has ${calls(limits.anonymous)} in total and one key of each kind; verified, ${calls(limits.account)}.</p>
+<form method="post" action="/account/verify-email/resend">${csrfField(csrf)}
+<div class="actions"><button type="submit">Send a new link</button></div>
 </form>
 </section>`
       : '';
@@ -84,7 +94,7 @@ ${credentialsFields('', true)}
     a.tier === 'card'
       ? html`<section class="card" aria-labelledby="card-h"><h2 id="card-h">Card</h2>
 <p>Saved: <strong>${card?.brand ?? 'card'}</strong>${card?.last4 ? html` ending in <strong>${card.last4}</strong>` : ''}. Your account has ${calls(limits.card)} in total.</p></section>`
-      : a.tier === 'account'
+      : a.tier === 'account' && a.email_verified
         ? html`<section class="card" aria-labelledby="card-h">
 <h2 id="card-h">Add a card</h2>
 <p class="muted">Saving a card raises your free calls to ${limits.card} in total. Nothing is charged now.</p>
@@ -98,6 +108,7 @@ ${credentialsFields('', true)}
         : '';
   return html`<h1>Account</h1>
 ${notice(n)}
+${verify}
 <section class="card" aria-labelledby="summary-h">
 <h2 id="summary-h">Summary</h2>
 <dl class="facts">
@@ -232,4 +243,11 @@ ${mcpConfigs(o.mcpUrl, key).map(
 <p class="sr-only" id="${c.id}-status" aria-live="polite"></p>`,
 )}
 </section>`;
+}
+
+/** The page a verification link opens: whether it worked. */
+export function verifyPage(n: Notice): Html {
+  return html`<h1>Email verification</h1>
+${notice(n)}
+<p><a href="/account">Go to your account</a></p>`;
 }
