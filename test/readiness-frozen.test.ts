@@ -15,6 +15,8 @@ t.test('a frozen model server: readiness answers 503 model_server_unavailable at
     FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`,
     FACECOMPUTE_UPSTREAM_TIMEOUT_MS: '60000',
     FACECOMPUTE_READINESS_TIMEOUT_MS: '800',
+    // Each round must be a check of its own, not the cached answer (test/readiness-cache.test.ts).
+    FACECOMPUTE_READINESS_CACHE_MS: '0',
     TEST_KEYS: '[]',
   });
   t.teardown(() => {

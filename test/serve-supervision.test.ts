@@ -80,6 +80,8 @@ t.test('serve restarts a killed model server; compute is service_warming meanwhi
     FACECOMPUTE_RESTART_BACKOFF_MS: '1500',
     FACECOMPUTE_RESTART_BACKOFF_MAX_MS: '3000',
     FACECOMPUTE_CRASHLOOP_RESTARTS: '2',
+    // Each answer must show the child's state at that moment (test/readiness-cache.test.ts covers the cache).
+    FACECOMPUTE_READINESS_CACHE_MS: '0',
   });
   const logs: string[] = [];
   const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });

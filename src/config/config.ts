@@ -112,6 +112,7 @@ export interface Config {
     /** Fraction of the queue timeout kept free at deadline admission for the estimate's error. */
     queueHeadroom: number;
     readinessTimeoutMs: number;
+    readinessCacheMs: number;
   };
   /** Supervision of `serve`'s model-server child. */
   supervisor: { backoffMs: number; backoffMaxMs: number; crashloopRestarts: number; crashloopWindowMs: number; modelServerNice: number };
@@ -241,6 +242,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,
       queueHeadroom: v.FACECOMPUTE_QUEUE_HEADROOM,
       readinessTimeoutMs: v.FACECOMPUTE_READINESS_TIMEOUT_MS,
+      readinessCacheMs: v.FACECOMPUTE_READINESS_CACHE_MS,
     },
     supervisor: {
       backoffMs: v.FACECOMPUTE_RESTART_BACKOFF_MS,

@@ -366,26 +366,48 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   // Readiness answers within FACECOMPUTE_READINESS_TIMEOUT_MS whatever its dependencies do: a frozen
   // model server (kill -STOP) or Redis is a 503 once that time has passed, not a hang for the upstream
-  // timeout. Both checks run at once, under one deadline.
+  // timeout. Both checks run at once, under one deadline. Anyone may ask, and each check asks every
+  // model-server replica and Redis: one check runs at a time, and its answer serves every request for
+  // FACECOMPUTE_READINESS_CACHE_MS (1 s), so a flood of /readiness costs the dependencies one check a
+  // second. The answer holds only what a load balancer needs: the contract's ReadinessResponse fields.
+  type Readiness = { status: number; body: Record<string, unknown> };
+  let lastCheck: { at: number; result: Promise<Readiness> } | null = null;
+  const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at'] as const;
   app.get('/readiness', async (req, reply) => {
-    const notReady = (error: string) => ({ status: 'error' as const, ready: false, warming: false, warmed_models: [], warmed_detectors: [], error });
+    const now = Date.now();
+    if (!lastCheck || now - lastCheck.at >= cfg.capacity.readinessCacheMs) {
+      const result = checkReadiness(req.id);
+      lastCheck = { at: now, result };
+      // A check that throws is not cached (a bug, not an answer).
+      result.catch(() => {
+        if (lastCheck?.result === result) lastCheck = null;
+      });
+    }
+    const r = await lastCheck.result;
+    if (r.status !== 200) reply.header('retry-after', '5');
+    return reply.code(r.status).send(r.body);
+  });
+  async function checkReadiness(requestId: string): Promise<Readiness> {
+    const notReady = (error: string) => ({ status: 503, body: { status: 'error' as const, ready: false, warming: false, warmed_models: [], warmed_detectors: [], error } });
     const deadline = AbortSignal.timeout(cfg.capacity.readinessTimeoutMs);
     const late = new Promise<'late'>((resolve) => deadline.addEventListener('abort', () => resolve('late'), { once: true }));
     const limiterCheck = limiter.kind === 'redis' ? Promise.race([limiter.ping().then(() => 'ok' as const, () => 'down' as const), late]) : Promise.resolve('ok' as const);
     const upstreamCheck = Promise.race([
-      upstream.readiness({ requestId: req.id, signal: deadline }).then(
+      upstream.readiness({ requestId, signal: deadline }).then(
         (r) => r,
         () => (deadline.aborted ? ('late' as const) : ('down' as const)),
       ),
       late,
     ]);
     const [lim, up] = await Promise.all([limiterCheck, upstreamCheck]);
-    if (lim !== 'ok') return reply.code(503).header('retry-after', '5').send(notReady('limiter_unavailable'));
-    if (up === 'late') return reply.code(503).header('retry-after', '5').send(notReady('model_server_unavailable'));
-    if (up === 'down') return reply.code(503).header('retry-after', '5').send(notReady('model_server_unreachable'));
-    if (up.status !== 200) reply.header('retry-after', '5');
-    return reply.code(up.status === 200 ? 200 : 503).send(up.body);
-  });
+    if (lim !== 'ok') return notReady('limiter_unavailable');
+    if (up === 'late') return notReady('model_server_unavailable');
+    if (up === 'down') return notReady('model_server_unreachable');
+    const body: Record<string, unknown> = {};
+    const full = up.body as unknown as Record<string, unknown>;
+    for (const k of LB_FIELDS) if (full[k] !== undefined) body[k] = full[k];
+    return { status: up.status === 200 ? 200 : 503, body };
+  }
 
   app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));
 
