@@ -53,15 +53,55 @@ for (const [name, make] of backends) {
     t.test('concurrency slots', async (t) => {
       const key = randomUUID();
       const rs = await Promise.all(Array.from({ length: 10 }, () => lim.acquire(key)));
-      t.equal(rs.filter((r) => r.allowed).length, 2, 'exactly the limit');
+      const held = rs.filter((r) => r.allowed);
+      t.equal(held.length, 2, 'exactly the limit');
+      t.same(rs.filter((r) => !r.allowed).map((r) => r.slot), Array(8).fill(null), 'a refusal holds no slot');
       t.notOk((await lim.acquire(key)).allowed);
-      await lim.release(key);
-      t.ok((await lim.acquire(key)).allowed, 'a released slot is reusable');
-      await lim.release(key);
-      await lim.release(key);
-      await lim.release(key); // extra release never goes negative
+      await lim.release(key, held[0]!.slot);
+      const next = await lim.acquire(key);
+      t.ok(next.allowed, 'a released slot is reusable');
+      await lim.release(key, held[0]!.slot); // releasing a slot twice frees nothing more
+      t.notOk((await lim.acquire(key)).allowed, 'a second release of the same slot does not free another');
+      await lim.release(key, held[1]!.slot);
+      await lim.release(key, next.slot);
+      await lim.release(key, null);
       const again = await Promise.all([lim.acquire(key), lim.acquire(key), lim.acquire(key)]);
       t.equal(again.filter((r) => r.allowed).length, 2);
     });
   });
 }
+
+// Issue 24: each slot has its own deadline. The old Redis limiter kept one counter per account with
+// one TTL (60 s, or two windows), so a request running longer than that, or an acquire in between,
+// decided the fate of every slot: the count vanished with the key while requests were in flight.
+t.test('redis: each slot lives until its own deadline, not a TTL shared by the account', async (t) => {
+  if (!redisUrl) {
+    if (inCI) t.fail('FACECOMPUTE_TEST_REDIS_URL is not set');
+    else t.plan(0, 'skipped: FACECOMPUTE_TEST_REDIS_URL not set');
+    return;
+  }
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(redisUrl);
+  const prefix = `fc:test:${randomUUID()}:`;
+  // A 1 s window (the old TTL would then be its 60 s floor) and slots that may live 10 minutes.
+  const lim = createRedisLimiter(redisUrl, { requests: 100, windowMs: 1000, concurrent: 2, slotDeadlineMs: 600_000 }, prefix);
+  t.teardown(async () => {
+    await lim.close();
+    redis.disconnect();
+  });
+  const key = randomUUID();
+  const a = await lim.acquire(key);
+  const keys = await redis.keys(`${prefix}*`);
+  t.equal(keys.length, 1, 'one key for the account\'s slots');
+  const ttl = await redis.pttl(keys[0]!);
+  t.ok(ttl > 590_000, `the slots outlive the longest request: ${ttl} ms (the old counter: 60,000 ms)`);
+  t.same(await redis.zrange(keys[0]!, '0', '-1'), [a.slot], 'the slot is the request\'s own');
+  // A slot whose holder died (its deadline passed) frees its place; the others stay.
+  const b = await lim.acquire(key);
+  t.ok(b.allowed);
+  await redis.zadd(keys[0]!, '1', b.slot!); // deadline in the past, as for a replica that died
+  const c = await lim.acquire(key);
+  t.ok(c.allowed, 'the dead slot no longer counts');
+  t.notOk((await lim.acquire(key)).allowed, 'the live ones do: a and c');
+  t.same((await redis.zrange(keys[0]!, '0', '-1')).sort(), [a.slot, c.slot].sort());
+});

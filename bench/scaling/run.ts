@@ -113,9 +113,9 @@ async function measureStores(): Promise<Record<string, unknown>> {
     const one = async () => {
       const auth = await store.authenticate(k.key, 'rest');
       await limiter.hit(auth.accountId);
-      await limiter.acquire(auth.accountId);
+      const slot = await limiter.acquire(auth.accountId);
       await store.consume(auth.accountId);
-      await limiter.release(auth.accountId);
+      await limiter.release(auth.accountId, slot.slot);
     };
     const run = async (n: number) => {
       let next = 0;

@@ -76,8 +76,8 @@ interface RequestState {
   t0: number;
   /** Counted in the in-flight total that draining waits for. */
   counted: boolean;
-  /** Holds one of the account's concurrent-request slots. */
-  slot: boolean;
+  /** The account's concurrent-request slot this request holds (null: none). */
+  slot: string | null;
   /** A free call is reserved; `settled` once the answer decided whether it stays consumed. */
   consumed: boolean;
   settled: boolean;
@@ -164,7 +164,12 @@ function bearer(req: FastifyRequest): string | null {
  * Redis client is imported only then: loading ioredis costs every other start about 20 ms.
  */
 export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
-  const s = { requests: cfg.capacity.rateLimitRequests, windowMs: cfg.capacity.rateLimitWindowMs, concurrent: cfg.capacity.rateLimitConcurrent };
+  const c = cfg.capacity;
+  // A slot outlives any request that holds it: the body's receive time, the queue wait, and an
+  // upstream call with its one retry on another replica, plus a minute. It ends earlier only if its
+  // holder died without releasing it.
+  const slotDeadlineMs = c.requestReceiveTimeoutMs + c.queueTimeoutMs + 2 * c.upstreamTimeoutMs + 60_000;
+  const s = { requests: c.rateLimitRequests, windowMs: c.rateLimitWindowMs, concurrent: c.rateLimitConcurrent, slotDeadlineMs };
   if (!cfg.redisUrl) return createMemoryLimiter(s);
   const { createRedisLimiter } = await import('./limits/redis.js');
   return createRedisLimiter(cfg.redisUrl, s);
@@ -248,7 +253,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     if (!fc || fc.finished) return;
     fc.finished = true;
     await settle(req, reply.raw.writableFinished ? reply.statusCode : null);
-    if (fc.slot && req.auth) await limiter.release(req.auth.accountId).catch(() => undefined);
+    if (fc.slot !== null && req.auth) await limiter.release(req.auth.accountId, fc.slot).catch(() => undefined);
     if (fc.counted) {
       inFlight = Math.max(0, inFlight - 1);
       if (inFlight === 0) idleWaiters.splice(0).forEach((f) => f());
@@ -257,7 +262,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   // Request context: draining, metrics (ids and the version header: registerContractHeaders).
   app.addHook('onRequest', async (req, reply) => {
-    req.fc = { t0: performance.now(), counted: false, slot: false, consumed: false, settled: false, error: null, finished: false };
+    req.fc = { t0: performance.now(), counted: false, slot: null, consumed: false, settled: false, error: null, finished: false };
     reply.raw.once('close', () => void finish(req, reply));
     if (draining && req.url !== '/health') {
       throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });
@@ -311,7 +316,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     }
     const c = await limiter.acquire(req.auth.accountId);
     if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
-    req.fc!.slot = true;
+    req.fc!.slot = c.slot;
   }
 
   /** Binary /compare targets land in reused buffers, returned when the response is sent. */

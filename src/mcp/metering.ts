@@ -40,6 +40,6 @@ export async function metered<T>(deps: MeteringDeps, accountId: string, work: (r
     if (reserved && !consumesCall(e?.status ?? 500, e?.code)) await deps.accounts.refund(accountId).catch(() => undefined);
     throw err;
   } finally {
-    await deps.limiter.release(accountId).catch(() => undefined);
+    await deps.limiter.release(accountId, slot.slot).catch(() => undefined);
   }
 }

@@ -15,15 +15,21 @@ export interface ConcurrencyResult {
   allowed: boolean;
   limit: number;
   inFlight: number;
+  /** The slot taken (give it to release); null when refused. */
+  slot: string | null;
 }
 
 export interface Limiter {
   readonly kind: 'memory' | 'redis';
   /** Counts one request against `key`'s current window. */
   hit(key: string): Promise<WindowResult>;
-  /** Takes one in-flight slot for `key`; call release once for every allowed acquire. */
+  /**
+   * Takes one in-flight slot for `key`, its own, held until release or its deadline
+   * (LimiterSettings.slotDeadlineMs): a replica that dies holding it loses it then, and no other
+   * request's slot expires with it. Call release once with the slot of every allowed acquire.
+   */
   acquire(key: string): Promise<ConcurrencyResult>;
-  release(key: string): Promise<void>;
+  release(key: string, slot: string | null): Promise<void>;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -33,4 +39,11 @@ export interface LimiterSettings {
   requests: number;
   windowMs: number;
   concurrent: number;
+  /**
+   * How long one slot may be held: longer than any request can live (its receive time, queue wait and
+   * upstream calls), so it ends only when its own holder is gone. Default 10 minutes.
+   */
+  slotDeadlineMs?: number;
 }
+
+export const DEFAULT_SLOT_DEADLINE_MS = 600_000;

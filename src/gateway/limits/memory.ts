@@ -2,7 +2,8 @@ import type { ConcurrencyResult, Limiter, LimiterSettings, WindowResult } from '
 
 export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date.now): Limiter {
   const windows = new Map<string, { start: number; count: number }>();
-  const inFlight = new Map<string, number>();
+  const inFlight = new Map<string, Set<string>>();
+  let slots = 0;
   let lastSweep = now();
   function sweep(t: number): void {
     if (t - lastSweep < s.windowMs) return;
@@ -23,16 +24,20 @@ export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date
       const resetMs = Math.max(0, w.start + s.windowMs - t);
       return { allowed: w.count <= s.requests, limit: s.requests, remaining: Math.max(0, s.requests - w.count), resetMs };
     },
+    // One process: its slots end with it, so no deadline is needed; a set, so a slot frees once.
     async acquire(key: string): Promise<ConcurrencyResult> {
-      const n = inFlight.get(key) ?? 0;
-      if (n >= s.concurrent) return { allowed: false, limit: s.concurrent, inFlight: n };
-      inFlight.set(key, n + 1);
-      return { allowed: true, limit: s.concurrent, inFlight: n + 1 };
+      const held = inFlight.get(key) ?? new Set<string>();
+      if (held.size >= s.concurrent) return { allowed: false, limit: s.concurrent, inFlight: held.size, slot: null };
+      const slot = String(++slots);
+      held.add(slot);
+      inFlight.set(key, held);
+      return { allowed: true, limit: s.concurrent, inFlight: held.size, slot };
     },
-    async release(key: string): Promise<void> {
-      const n = (inFlight.get(key) ?? 0) - 1;
-      if (n <= 0) inFlight.delete(key);
-      else inFlight.set(key, n);
+    async release(key: string, slot: string | null): Promise<void> {
+      const held = inFlight.get(key);
+      if (slot === null || !held) return;
+      held.delete(slot);
+      if (held.size === 0) inFlight.delete(key);
     },
     async ping(): Promise<void> {},
     async close(): Promise<void> {},

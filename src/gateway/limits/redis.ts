@@ -1,11 +1,16 @@
 /**
  * Redis limiter: each operation is one atomic Lua script, so replicas never race.
- * Keys: fc:rl:w:<key> (window counter with PEXPIRE = window) and fc:rl:c:<key> (in-flight counter,
- * with a safety TTL so a crashed replica's slots expire).
+ * Keys: fc:rl:w:<key> (window counter with PEXPIRE = window) and fc:rl:s:<key> (the account's
+ * in-flight slots: a sorted set of slot ids scored by each slot's own deadline, on Redis's clock).
+ * A slot ends when its request releases it or, if the replica holding it died, at its deadline; the
+ * set itself expires after its latest deadline. (The old single counter had one TTL for all of an
+ * account's slots, refreshed by each acquire: a request running past it, or one crash, reset the
+ * account's count while others were still in flight.)
  */
 import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../../errors/index.js';
-import type { ConcurrencyResult, Limiter, LimiterSettings, WindowResult } from './limiter.js';
+import { DEFAULT_SLOT_DEADLINE_MS, type ConcurrencyResult, type Limiter, type LimiterSettings, type WindowResult } from './limiter.js';
 
 const HIT = `
 local n = redis.call('INCR', KEYS[1])
@@ -14,16 +19,17 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`;
 
+// ARGV: limit, slot id, deadline (ms from now).
 const ACQUIRE = `
-local n = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if n > tonumber(ARGV[1]) then redis.call('DECR', KEYS[1]); return {0, n - 1} end
-return {1, n}`;
-
-const RELEASE = `
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n <= 1 then redis.call('DEL', KEYS[1]); return 0 end
-return redis.call('DECR', KEYS[1])`;
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[1]) then return {0, n} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
+return {1, n + 1}`;
 
 export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc:rl:'): Limiter {
   const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 1000, connectTimeout: 2000, retryStrategy: (n) => Math.min(n * 200, 2000) });
@@ -36,7 +42,7 @@ export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc
       throw new ServiceError('upstream_failed', 'the rate limiter backend is unavailable', { cause: err });
     }
   }
-  const slotTtl = Math.max(60_000, s.windowMs * 2);
+  const slotDeadlineMs = s.slotDeadlineMs ?? DEFAULT_SLOT_DEADLINE_MS;
   return {
     kind: 'redis',
     async hit(key: string): Promise<WindowResult> {
@@ -44,11 +50,12 @@ export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc
       return { allowed: n <= s.requests, limit: s.requests, remaining: Math.max(0, s.requests - n), resetMs: Math.max(0, ttl) };
     },
     async acquire(key: string): Promise<ConcurrencyResult> {
-      const [ok, n] = (await guarded(() => redis.eval(ACQUIRE, 1, `${prefix}c:${key}`, String(s.concurrent), String(slotTtl)))) as [number, number];
-      return { allowed: ok === 1, limit: s.concurrent, inFlight: n };
+      const slot = randomUUID();
+      const [ok, n] = (await guarded(() => redis.eval(ACQUIRE, 1, `${prefix}s:${key}`, String(s.concurrent), slot, String(slotDeadlineMs)))) as [number, number];
+      return { allowed: ok === 1, limit: s.concurrent, inFlight: n, slot: ok === 1 ? slot : null };
     },
-    async release(key: string): Promise<void> {
-      await redis.eval(RELEASE, 1, `${prefix}c:${key}`);
+    async release(key: string, slot: string | null): Promise<void> {
+      if (slot !== null) await redis.zrem(`${prefix}s:${key}`, slot);
     },
     async ping(): Promise<void> {
       await redis.ping();
