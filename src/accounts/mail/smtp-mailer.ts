@@ -13,8 +13,8 @@ export class SmtpMailer implements Mailer {
   constructor(
     smtpUrl: string,
     private readonly from: string,
-    /** Tests only: trust a local server's self-signed certificate. */
-    tls: { rejectUnauthorized?: boolean } = {},
+    /** Tests only: the certificate authority of a local server (verification stays on). */
+    tls: { ca?: string } = {},
   ) {
     const url = new URL(smtpUrl);
     const secure = url.protocol === 'smtps:';
