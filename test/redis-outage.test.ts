@@ -77,7 +77,8 @@ let closeMcp = async () => {};
 t.before(async () => {
   redisPort = await freePort();
   await startRedis();
-  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_REDIS_URL: `redis://127.0.0.1:${redisPort}`, FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:1' });
+  // Each /readiness below must be a check of that moment, not the cached answer (test/readiness-cache.test.ts).
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_READINESS_CACHE_MS: '0', FACECOMPUTE_REDIS_URL: `redis://127.0.0.1:${redisPort}`, FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:1' });
   const logger = createLogger('test', 'silent');
   gw = await buildGateway({ config, accounts, logger, upstream });
   await gw.app.listen({ host: '127.0.0.1', port: 0 });
