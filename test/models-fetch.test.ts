@@ -45,9 +45,10 @@ async function serve(behaviour: Behaviour) {
     const slice = body.subarray(start);
     if (behaviour.truncateAt !== undefined && truncations < (behaviour.truncateTimes ?? 1)) {
       truncations++;
-      res.write(slice.subarray(0, behaviour.truncateAt));
-      // Drop the connection mid-body, as a flaky network does.
-      setTimeout(() => res.socket?.destroy(), 20);
+      // Close the connection mid-body, as a flaky network does: a FIN after the bytes written, so the
+      // client reads them all first (a reset a fixed 20 ms later could discard them unread on a loaded
+      // machine, and the retry then had nothing to resume from).
+      res.write(slice.subarray(0, behaviour.truncateAt), () => res.socket?.end());
       return;
     }
     res.end(slice);

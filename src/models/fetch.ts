@@ -5,11 +5,11 @@
  * before it is moved into place atomically. When every source fails, the error lists each one and why.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Transform } from 'node:stream';
-import { Agent, interceptors, request, type Dispatcher } from 'undici';
+import { Writable } from 'node:stream';
+import { Agent, interceptors, stream, type Dispatcher } from 'undici';
 import bz2 from 'unbzip2-stream';
 import { sha256File } from './hash.js';
 import { cachedWeightPath } from './weights.js';
@@ -87,36 +87,54 @@ async function downloadResumable(url: string, part: string, expectedSize: number
     const headers: Record<string, string> = { 'user-agent': 'facecompute-models-fetch' };
     if (have > 0) headers['range'] = `bytes=${have}-`;
     try {
-      const res = await request(url, {
-        method: 'GET',
-        headers,
-        dispatcher: opts.dispatcher ?? defaultDispatcher,
-        bodyTimeout: opts.bodyTimeoutMs ?? 60_000,
-        headersTimeout: 30_000,
-      });
-      if (res.statusCode === 416 && have > 0) {
-        await res.body.dump();
-        return have; // Nothing left to fetch; the hash check decides.
-      }
-      if (res.statusCode !== 200 && res.statusCode !== 206) {
-        await res.body.dump();
-        throw new FetchError('http_error', `${label}: HTTP ${res.statusCode} from ${new URL(url).host}`);
-      }
-      const append = res.statusCode === 206 && have > 0;
-      if (!append) have = 0;
-      const len = Number(res.headers['content-length']);
-      const total = Number.isFinite(len) ? have + len : (expectedSize ?? null);
+      // undici's stream() hands each chunk to the sink as it is parsed, so every byte that arrived is
+      // written even when the transfer then breaks, and the retry resumes after it. (With request(),
+      // a body that fails before it is read, as when a server closes right after a burst, loses the
+      // whole burst, and the retry starts over.)
+      let outcome: { kind: 'write'; total: number | null } | { kind: 'done' } | { kind: 'status'; code: number } | undefined;
+      let writes: Promise<unknown> = Promise.resolve();
+      let file: FileHandle | undefined;
       let received = have;
-      const progress = new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          received += chunk.length;
-          receivedAny = true;
-          opts.onProgress?.({ file: label, received, total });
-          done(null, chunk);
-        },
-      });
-      await mkdir(dirname(part), { recursive: true });
-      await pipeline(res.body, progress, createWriteStream(part, { flags: append ? 'a' : 'w' }));
+      let broken: unknown;
+      try {
+        await stream(
+          url,
+          { method: 'GET', headers, dispatcher: opts.dispatcher ?? defaultDispatcher, bodyTimeout: opts.bodyTimeoutMs ?? 60_000, headersTimeout: 30_000 },
+          ({ statusCode, headers: resHeaders }) => {
+            if (statusCode === 416 && have > 0) outcome = { kind: 'done' }; // nothing left to fetch; the hash check decides
+            else if (statusCode !== 200 && statusCode !== 206) outcome = { kind: 'status', code: statusCode };
+            else {
+              const append = statusCode === 206 && have > 0;
+              if (!append) received = 0;
+              const len = Number(resHeaders['content-length']);
+              const total = Number.isFinite(len) ? received + len : (expectedSize ?? null);
+              outcome = { kind: 'write', total };
+              writes = mkdir(dirname(part), { recursive: true }).then(async () => {
+                file = await open(part, append ? 'a' : 'w');
+              });
+              return new Writable({
+                write(chunk: Buffer, _encoding, done) {
+                  received += chunk.length;
+                  receivedAny = true;
+                  opts.onProgress?.({ file: label, received, total });
+                  writes = writes.then(() => file!.write(chunk));
+                  done();
+                },
+              });
+            }
+            return new Writable({ write: (_chunk, _encoding, done) => done() });
+          },
+        );
+      } catch (err) {
+        broken = err;
+      } finally {
+        // What arrived is on disk before the next attempt looks at the .part file's size.
+        await writes.finally(() => file?.close());
+      }
+      if (outcome?.kind === 'done') return have;
+      if (outcome?.kind === 'status') throw new FetchError('http_error', `${label}: HTTP ${outcome.code} from ${new URL(url).host}`);
+      if (broken !== undefined || outcome === undefined) throw broken;
+      const total = outcome.total;
       const size = (await stat(part)).size;
       if (total !== null && size < total) throw new FetchError('truncated', `${label}: transfer ended at ${size} of ${total} bytes`);
       return size;
