@@ -93,6 +93,17 @@ t.test('limits and bad input give stable codes, fast', async (t) => {
   t.equal(await code(resizeImage(await png('ops/input_a.png'), 5, 5, 'nearest' as 'linear')), 'invalid_request');
 });
 
+t.test("a JPEG whose decode stops before its rows is invalid_image, never a buffer of someone else's pixels (issue 24)", async (t) => {
+  // A 320x320 progressive face: 4 extraneous bytes (a libjpeg warning), then a DHT with table index 5
+  // (fatal) before its second scan. TurboJPEG 3 calls that a warning; cv2.imread returns None.
+  const repro = fixture('jpeg-warnings/repro-extraneous-bad-dht.jpg');
+  t.same(probeImage(repro), { format: 'jpeg', width: 320, height: 320 });
+  for (const order of ['bgr', 'rgb'] as const) t.equal(await code(decodeImage(repro, { ...LIMITS, order })), 'invalid_image', order);
+  // A warning after every row was written keeps the image, as cv2.imread does.
+  const late = await decodeImage(fixture('jpeg-warnings/extraneous-then-bad-dht-after-scan.jpg'), LIMITS);
+  t.same([late.width, late.height], [96, 96]);
+});
+
 t.test('pixel operations match OpenCV fixtures', async (t) => {
   const a = await png('ops/input_a.png');
   t.ok(maxDiff(await resizeImage(a, 160, 131, 'linear'), await png('ops/resize_a_160x131_linear.png')) <= 1, 'linear');

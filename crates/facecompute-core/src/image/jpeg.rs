@@ -1,8 +1,9 @@
 //! JPEG through libjpeg-turbo's TurboJPEG 3 API with OpenCV's settings: accurate integer IDCT and
 //! fancy upsampling (the library defaults), BGR output straight from the decoder. Warnings such as a
-//! truncated stream are not fatal, as in OpenCV, which returns the partly grey image.
+//! truncated stream are not fatal, as in OpenCV's `cv2.imread`, which returns the partly grey image;
+//! a failure that leaves rows unwritten is, whatever TurboJPEG calls it.
 
-use super::{check_pixels, exif, try_buffer, try_capacity, ChannelOrder};
+use super::{check_pixels, exif, try_buffer, ChannelOrder};
 use crate::error::{CoreError, CoreResult};
 use crate::pixels::Image;
 use turbojpeg_sys as tj;
@@ -42,6 +43,30 @@ impl Handle {
         // SAFETY: valid handle.
         rc != 0 && unsafe { tj::tj3GetErrorCode(self.0) } == tj::TJERR_TJERR_FATAL as i32
     }
+    /// One decode of `bytes` into `buf` (rows of `pitch` bytes); TurboJPEG's return code.
+    fn decompress(&self, bytes: &[u8], buf: &mut [u8], pitch: usize, format: tj::TJPF) -> i32 {
+        // SAFETY: valid handle; `buf` holds the header's height rows of `pitch` bytes, which is all
+        // TurboJPEG writes (no scaling or cropping is set).
+        unsafe { tj::tj3Decompress8(self.0, bytes.as_ptr(), bytes.len() as _, buf.as_mut_ptr(), pitch as i32, format as i32) }
+    }
+    /// Whether a decode that failed had written every row of `buf`. TurboJPEG writes rows top to
+    /// bottom, so the last row tells; it was zero-filled, so any other byte there was written. An
+    /// all-zero last row may be a black one: the row is then set to 0xFF and decoded again (the
+    /// decode is deterministic and reads nothing from `buf`): a written row comes back as the zeros
+    /// it was, an unwritten one stays 0xFF. Only damaged files take this path.
+    fn wrote_every_row(&self, bytes: &[u8], buf: &mut [u8], pitch: usize, format: tj::TJPF) -> bool {
+        let last = buf.len() - pitch;
+        if buf[last..].iter().any(|&b| b != 0) {
+            return true;
+        }
+        buf[last..].fill(0xFF);
+        self.decompress(bytes, buf, pitch, format);
+        let written = buf[last..].iter().any(|&b| b != 0xFF);
+        if !written {
+            buf[last..].fill(0);
+        }
+        written
+    }
     fn message(&self) -> String {
         // SAFETY: tj3GetErrorStr returns a NUL-terminated string owned by the handle.
         let s = unsafe { std::ffi::CStr::from_ptr(tj::tj3GetErrorStr(self.0)) };
@@ -76,26 +101,24 @@ pub fn decode(bytes: &[u8], max_pixels: u64, order: ChannelOrder) -> CoreResult<
     } else {
         (tj::TJPF_TJPF_RGB, 3)
     };
-    let len = width as usize * height as usize * channels;
-    // Not zero-filled: TurboJPEG writes every output row unless it fails fatally (then `buf` is
-    // dropped unread), and skipping the memset saves ~3% on large photos.
-    let mut buf = try_capacity(len)?;
-    // SAFETY: `buf` has capacity for width*height*channels bytes, pitch = width*channels.
-    let rc = unsafe {
-        tj::tj3Decompress8(
-            h.0,
-            bytes.as_ptr(),
-            bytes.len() as _,
-            buf.as_mut_ptr(),
-            (width as usize * channels) as i32,
-            format as i32,
-        )
-    };
-    if h.fatal(rc) {
-        return Err(CoreError::invalid_image(format!("undecodable JPEG: {}", h.message())));
+    let pitch = width as usize * channels;
+    let len = pitch * height as usize;
+    // Zero-filled: a row the decoder did not write must never hand out what the allocator had there
+    // (an earlier request's pixels).
+    let mut buf = try_buffer(len)?;
+    let rc = h.decompress(bytes, &mut buf, pitch, format);
+    if rc != 0 {
+        let message = h.message();
+        // Whether the image is usable is decided by its rows, not by TurboJPEG's error code: TurboJPEG 3
+        // classes a failure as a warning whenever a warning came first, even when a fatal error followed
+        // and stopped the decode before its rows (tj3GetErrorCode reports whether a warning happened,
+        // not whether the decode went on). OpenCV's reader keeps an image once it has read all its rows,
+        // even when an error follows them (in jpeg_finish_decompress), and refuses it otherwise
+        // (tests/jpeg_warnings.rs: each libjpeg warning, alone and followed by a fatal error).
+        if !h.wrote_every_row(bytes, &mut buf, pitch, format) {
+            return Err(CoreError::invalid_image(format!("undecodable JPEG: {message}")));
+        }
     }
-    // SAFETY: the decoder initialised all `len` bytes (see above).
-    unsafe { buf.set_len(len) };
     let img = if cmyk { cmyk_to_three(&buf, width, height, order)? } else { Image { width, height, channels: 3, data: buf } };
     Ok((img, exif::jpeg_orientation(bytes)))
 }

@@ -80,14 +80,6 @@ pub(crate) fn try_buffer(len: usize) -> CoreResult<Vec<u8>> {
     Ok(v)
 }
 
-/// An empty buffer with room for `len` bytes, for decoders that write every byte themselves.
-pub(crate) fn try_capacity(len: usize) -> CoreResult<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| CoreError::new(ErrorCode::TooManyPixels, "not enough memory to decode the image"))?;
-    Ok(v)
-}
-
 /// Builds the 3-channel output from interleaved 8-bit pixels with `src_channels` channels in RGB(A)
 /// or grey(+alpha) order: grey is replicated, alpha dropped without blending (IMREAD_COLOR).
 pub(crate) fn to_three_channels(
