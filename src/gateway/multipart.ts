@@ -9,7 +9,7 @@ import type {} from '@fastify/multipart';
 import { ServiceError } from '../errors/index.js';
 import { MULTIPART_FIELD_KIND } from './schemas.js';
 import { UPLOAD_MARK } from './inputs/resolve.js';
-import { hasBareNonFinite } from './json-body.js';
+import { nonFiniteAtParseError } from './json-body.js';
 import type { BufferPool } from './buffer-pool.js';
 import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from './multipart-reader.js';
 import { TargetStream, type StreamPlan } from '../core/compare-stream.js';
@@ -139,16 +139,16 @@ class PartCollector {
     } else if (kind === 'json') {
       try {
         value = JSON.parse(raw);
-      } catch {
-        if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
+      } catch (err) {
+        if (nonFiniteAtParseError(raw, err)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
         throw new ServiceError('invalid_request', `field '${name}' must be valid JSON in a multipart text part (typed text/plain, application/json or untyped)`);
       }
     } else if (kind === 'image' && /^\s*\[/.test(raw)) {
       // an embedding sent as a text part
       try {
         value = JSON.parse(raw);
-      } catch {
-        if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
+      } catch (err) {
+        if (nonFiniteAtParseError(raw, err)) throw new ServiceError('invalid_embedding', `field '${name}' holds NaN or Infinity: every embedding value must be a finite number`);
         throw new ServiceError('invalid_request', `field '${name}' is not valid JSON`);
       }
     }
@@ -210,8 +210,8 @@ function jsonTypedText(mimetype: string, raw: string): string {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch {
-    if (hasBareNonFinite(raw)) throw new ServiceError('invalid_embedding', 'a multipart text part typed application/json holds NaN or Infinity: every embedding value must be a finite number');
+  } catch (err) {
+    if (nonFiniteAtParseError(raw, err)) throw new ServiceError('invalid_embedding', 'a multipart text part typed application/json holds NaN or Infinity: every embedding value must be a finite number');
     throw new ServiceError('invalid_request', 'a multipart text part typed application/json does not hold valid JSON');
   }
   return typeof value === 'string' ? value : JSON.stringify(value);
