@@ -37,6 +37,13 @@ export interface McpDeps {
   version: string;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller's MCP key, authenticated from the headers before the body is read. */
+    mcpKey?: AuthenticatedKey;
+  }
+}
+
 const WWW_AUTHENTICATE = 'Bearer realm="facecompute-mcp", error="invalid_token"';
 
 function bearer(req: FastifyRequest): string | null {
@@ -143,6 +150,13 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     }
   }
 
+  // Authentication from the headers alone, before any body is read: an anonymous or badly keyed
+  // request to /mcp is refused without its body being received, buffered or parsed (issue 24: one
+  // anonymous 25 MiB body of invalid JSON was parsed, and diagnosed, before the key was looked at).
+  app.addHook('onRequest', async (req) => {
+    if (req.routeOptions.url === '/mcp') req.mcpKey = await authenticate(req);
+  });
+
   // Probes (Kubernetes): the MCP endpoint cannot authenticate or count a call without its database
   // and, when configured, Redis.
   const checks: ReadinessCheck[] = [];
@@ -151,8 +165,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   registerProbes(app, deps.version, checks);
 
   app.post('/mcp', async (req, reply) => {
-    const key = await authenticate(req);
-    const server = buildMcpServer(deps, key, req.id);
+    const server = buildMcpServer(deps, req.mcpKey!, req.id);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.on('close', () => {
       void transport.close();
@@ -163,8 +176,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     await transport.handleRequest(req.raw, reply.raw, req.body);
   });
   // Stateless: no server-initiated streams and no sessions to delete.
-  const notAllowed = async (req: FastifyRequest, reply: FastifyReply) => {
-    await authenticate(req);
+  const notAllowed = async (_req: FastifyRequest, reply: FastifyReply) => {
     return reply.status(405).header('allow', 'POST').send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this endpoint is stateless; use POST.' }, id: null });
   };
   app.get('/mcp', notAllowed);

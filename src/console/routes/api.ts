@@ -1,5 +1,5 @@
 /** The console's JSON API under /api/, exactly contract §7's table. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsStore, KeyKind } from '../../accounts/index.js';
 import {
   accountAnswer,
@@ -19,8 +19,26 @@ interface Credentials {
   password: string;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in account of a route that needs one, resolved by `signedIn` before the body. */
+    accountId?: string;
+  }
+}
+
 export default async function apiRoutes(app: FastifyInstance, opts: { store: AccountsStore }): Promise<void> {
   const { store } = opts;
+  /**
+   * Routes that need an account resolve it from the headers alone (a bearer session token, or the
+   * session cookie with the x-csrf-token header: the JSON bodies are strict objects and cannot carry
+   * `_csrf`), before the body is read: a request without a valid session is refused unread.
+   */
+  const signedIn = {
+    onRequest: async (req: FastifyRequest) => {
+      req.accountId = await app.requireAccount(req);
+    },
+  };
+  const account = (req: FastifyRequest): string => req.accountId!;
 
   app.post('/api/signup/anonymous', { schema: { body: { ...emptyBody, type: ['object', 'null'] }, response: { 201: sessionAnswer } } }, async (req, reply) => {
     const result = await store.signupAnonymous(req.ip);
@@ -36,15 +54,13 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
     return store.login(req.body.email, req.body.password, req.ip);
   });
 
-  app.post('/api/logout', async (req, reply) => {
-    await app.requireAccount(req);
+  app.post('/api/logout', signedIn, async (req, reply) => {
     await app.endSession(req, reply);
     return reply.code(204).send();
   });
 
-  app.post<{ Body: Credentials }>('/api/account/upgrade', { schema: { body: credentialsBody, response: { 200: accountAnswer } } }, async (req) => {
-    const id = await app.requireAccount(req);
-    return { account: await store.upgrade(id, req.body.email, req.body.password, app.sessionToken(req)) };
+  app.post<{ Body: Credentials }>('/api/account/upgrade', { ...signedIn, schema: { body: credentialsBody, response: { 200: accountAnswer } } }, async (req) => {
+    return { account: await store.upgrade(account(req), req.body.email, req.body.password, app.sessionToken(req)) };
   });
 
   app.post<{ Body: { token: string } }>('/api/account/verify-email', { schema: { body: verifyEmailBody, response: { 200: accountAnswer } } }, async (req) => {
@@ -52,20 +68,17 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
     return { account: await store.verifyEmail(req.body.token) };
   });
 
-  app.post('/api/account/verify-email/resend', async (req, reply) => {
-    const id = await app.requireAccount(req);
-    await store.resendVerification(id);
+  app.post('/api/account/verify-email/resend', signedIn, async (req, reply) => {
+    await store.resendVerification(account(req));
     return reply.code(204).send();
   });
 
-  app.post<{ Body: { payment_method: string } }>('/api/account/card', { schema: { body: cardBody, response: { 200: accountAnswer } } }, async (req) => {
-    const id = await app.requireAccount(req);
-    return { account: await store.saveCard(id, req.body.payment_method, req.ip) };
+  app.post<{ Body: { payment_method: string } }>('/api/account/card', { ...signedIn, schema: { body: cardBody, response: { 200: accountAnswer } } }, async (req) => {
+    return { account: await store.saveCard(account(req), req.body.payment_method, req.ip) };
   });
 
-  app.get('/api/account', { schema: { response: { 200: accountAnswer } } }, async (req) => {
-    const id = await app.requireAccount(req);
-    return { account: await store.getAccount(id) };
+  app.get('/api/account', { ...signedIn, schema: { response: { 200: accountAnswer } } }, async (req) => {
+    return { account: await store.getAccount(account(req)) };
   });
 
   const kinds: Array<[string, KeyKind]> = [
@@ -73,17 +86,14 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
     ['/api/mcp-keys', 'mcp'],
   ];
   for (const [path, kind] of kinds) {
-    app.post<{ Body: { name: string } }>(path, { schema: { body: keyNameBody, response: { 201: createdKeyAnswer } } }, async (req, reply) => {
-      const id = await app.requireAccount(req);
-      return reply.code(201).send(await store.createKey(id, kind, req.body.name));
+    app.post<{ Body: { name: string } }>(path, { ...signedIn, schema: { body: keyNameBody, response: { 201: createdKeyAnswer } } }, async (req, reply) => {
+      return reply.code(201).send(await store.createKey(account(req), kind, req.body.name));
     });
-    app.get(path, { schema: { response: { 200: keyListAnswer } } }, async (req) => {
-      const id = await app.requireAccount(req);
-      return { keys: await store.listKeys(id, kind) };
+    app.get(path, { ...signedIn, schema: { response: { 200: keyListAnswer } } }, async (req) => {
+      return { keys: await store.listKeys(account(req), kind) };
     });
-    app.delete<{ Params: { id: string } }>(`${path}/:id`, { schema: { params: keyIdParams } }, async (req, reply) => {
-      const id = await app.requireAccount(req);
-      await store.revokeKey(id, kind, req.params.id);
+    app.delete<{ Params: { id: string } }>(`${path}/:id`, { ...signedIn, schema: { params: keyIdParams } }, async (req, reply) => {
+      await store.revokeKey(account(req), kind, req.params.id);
       return reply.code(204).send();
     });
   }
