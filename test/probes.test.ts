@@ -50,6 +50,7 @@ function mcpDeps(accounts: Partial<AccountsPort>, limiter: Limiter) {
     limiter,
     compute: {} as ComputeService,
     maxBodyBytes: 1 << 20,
+    arrayLimits: { maxTargets: 100_000, maxSources: 1000, maxBatchImages: 16 },
     requestReceiveTimeoutMs: 30_000,
     allowedOrigins: [],
     version: '9.9.9',

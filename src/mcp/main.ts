@@ -53,6 +53,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     limiter,
     compute,
     maxBodyBytes: config.mcp.maxBodyBytes,
+    arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,
     version: VERSION,

@@ -19,8 +19,9 @@ import type { Limiter } from '../gateway/limits/limiter.js';
 import { metered } from './metering.js';
 import { comparePlain } from '../gateway/compute/compare-result.js';
 import { useJsonBodyParser } from '../gateway/json-body.js';
-import { TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
-import { argumentsError } from './arguments.js';
+import { EMBEDDING_JSON_SCHEMA, TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
+import { parseArguments } from './arguments.js';
+import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../gateway/probes.js';
 
 export interface McpDeps {
@@ -30,6 +31,8 @@ export interface McpDeps {
   /** Compute with the MCP image policy (HTTPS only, no local files). */
   compute: ComputeService;
   maxBodyBytes: number;
+  /** The REST limits tool arguments' arrays are held to before they are parsed. */
+  arrayLimits: ArrayLimits;
   /** Longest time a client may take to send a whole request (FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS). */
   requestReceiveTimeoutMs: number;
   /** Browser origins allowed to call; requests without Origin (agents, CLIs) are allowed. */
@@ -86,10 +89,13 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     const name = request.params.name;
     if (!Object.prototype.hasOwnProperty.call(TOOL_INPUTS, name)) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
     const tool = name as ToolName;
-    const args = request.params.arguments ?? {};
-    const parsed = TOOL_INPUTS[tool].safeParse(args);
-    if (!parsed.success) return toolError(argumentsError(TOOL_INPUTS[tool], embedding, args, parsed.error));
-    return run(tool, (ctx) => compute[tool](parsed.data as never, ctx));
+    let args: unknown;
+    try {
+      args = parseArguments(tool, request.params.arguments ?? {}, deps.arrayLimits);
+    } catch (err) {
+      return toolError(err);
+    }
+    return run(tool, (ctx) => compute[tool](args as never, ctx));
   });
   return server;
 }
@@ -97,7 +103,15 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
 const LISTED_TOOLS = (Object.keys(TOOL_INPUTS) as ToolName[]).map((name) => ({
   name,
   description: TOOL_DESCRIPTIONS[name],
-  inputSchema: z.toJSONSchema(TOOL_INPUTS[name], { target: 'draft-7', io: 'input' }) as { type: 'object'; [k: string]: unknown },
+  inputSchema: z.toJSONSchema(TOOL_INPUTS[name], {
+    target: 'draft-7',
+    io: 'input',
+    // An embedding is a custom check (one loop, not a schema per element); it is listed as what it accepts.
+    unrepresentable: 'any',
+    override: (ctx) => {
+      if (ctx.zodSchema === embedding) Object.assign(ctx.jsonSchema, EMBEDDING_JSON_SCHEMA);
+    },
+  }) as { type: 'object'; [k: string]: unknown },
 }));
 
 export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {

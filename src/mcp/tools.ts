@@ -5,13 +5,24 @@
 import { z } from 'zod';
 import { DISTANCE_METRICS } from '../model-server/protocol.js';
 import { catalogNames } from '../models/manifest.js';
+import { MAX_EMBEDDING_LENGTH, isEmbedding } from './bounded-arrays.js';
 
 const image = z
   .string()
   .min(1)
   .describe('A face image: raw base64, a data:image/...;base64,... URI, or a public https:// URL (no localhost, private or .local hosts). JPEG, PNG, WebP, GIF or BMP.');
 
-export const embedding = z.array(z.number()).min(1).describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
+/**
+ * An embedding: one loop over its numbers (isEmbedding), not a zod schema per element. Arguments reach
+ * zod only after src/mcp/bounded-arrays.ts has checked every embedding and named its first bad value,
+ * so this is a second line; it is listed as the array of numbers it is (EMBEDDING_JSON_SCHEMA).
+ */
+export const embedding = z
+  .custom<number[]>((v) => isEmbedding(v), { message: 'must be an embedding: an array of finite numbers' })
+  .describe("A face embedding produced by the same model (e.g. from represent_face), as an array of numbers of the model's dimension.");
+
+/** How `embedding` is listed in the tools' input schemas (the REST schemas' embedding). */
+export const EMBEDDING_JSON_SCHEMA = { type: 'array', items: { type: 'number' }, minItems: 1, maxItems: MAX_EMBEDDING_LENGTH } as const;
 
 // Any string passes (a name outside the allowlist is model_not_allowed / detector_not_allowed, as on
 // REST); the listed input schema still names the catalog's entries.
@@ -59,7 +70,7 @@ export const compareInput = {
   source: z
     .union([compareSource, z.array(compareSource).min(1)])
     .describe('The face to compare, or a list of faces (at most limits.max_sources; results then hold one list per source).'),
-  targets: z.array(embedding).optional().describe('Embeddings to compare the source against (required unless targets_b64 is given).'),
+  targets: z.array(embedding).optional().describe('Embeddings to compare the source against (required unless targets_b64 is given; at most limits.max_targets).'),
   targets_b64: z.string().optional().describe('Alternative to targets for many vectors: base64 of little-endian float32 values, row-major, N x dims.'),
   distance_metric: metric,
   threshold,
