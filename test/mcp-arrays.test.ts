@@ -103,6 +103,6 @@ t.test('over MCP: the REST limits and codes', async (t) => {
   t.match(await call('compare_inputs', { source: { embedding: E }, targets: [E, [...E.slice(1), 'x']] }), { error: 'invalid_embedding', detail: /targets\[1\]\[127\]/ });
 
   const { tools } = await client.listTools();
-  const compare = tools.find((x) => x.name === 'compare_inputs')!.inputSchema as { properties: { targets: { items: unknown } } };
+  const compare = tools.find((x) => x.name === 'compare_inputs')!.inputSchema as unknown as { properties: { targets: { items: unknown } } };
   t.match(compare.properties.targets.items, { type: 'array', items: { type: 'number' }, minItems: 1, maxItems: 65536 });
 });

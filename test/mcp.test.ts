@@ -51,7 +51,8 @@ function withoutTime(x: unknown): unknown {
 
 t.before(async () => {
   ms = await startRealModelServer();
-  const config = stackConfig(ms.url);
+  // Remote URLs on, so that MCP's own refusals (HTTPS only, SSRF) are reached; off, MCP refuses them all.
+  const config = stackConfig(ms.url, { FACECOMPUTE_REMOTE_IMAGES: 'public' });
   const logger = createLogger('test', 'silent');
   store = await createAccountsStore(config);
   gw = await buildGateway({ config, accounts: store, logger });
@@ -232,7 +233,7 @@ t.test('every rejected URL class gives a url_not_allowed tool error', async (t) 
 });
 
 t.test('strict mode accepts only the allowlisted origins', async (t) => {
-  const config = stackConfig(ms.url, { FACECOMPUTE_MCP_STRICT_URLS: 'true', FACECOMPUTE_REMOTE_ORIGINS: 'https://bucket.example-storage.com' });
+  const config = stackConfig(ms.url, { FACECOMPUTE_REMOTE_IMAGES: 'public', FACECOMPUTE_MCP_STRICT_URLS: 'true', FACECOMPUTE_REMOTE_ORIGINS: 'https://bucket.example-storage.com' });
   const strict = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, logger: createLogger('test', 'silent') });
   await strict.app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => strict.app.close());

@@ -91,7 +91,7 @@ interface RequestState {
 /**
  * A ComputeService wired from the configuration: image-input policy, remote fetcher, limits and the
  * allowlist fallback. The MCP endpoint calls it with its own policy, e.g.
- * `{ inputPolicy: { remoteImages: cfg.mcp.strictUrls ? 'allowlist' : cfg.inputs.remoteImages, localImagesRoot: '' } }`.
+ * `{ inputPolicy: mcpInputPolicy(cfg) }` (src/mcp/main.ts).
  */
 export function createConfiguredCompute(
   cfg: Config,
@@ -350,6 +350,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       if (!reply.raw.writableFinished) ac.abort();
     });
     const reserve = async () => {
+      if (req.fc!.consumed) return;
       await accounts.consume(req.auth!.accountId);
       req.fc!.consumed = true;
     };

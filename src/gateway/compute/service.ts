@@ -63,7 +63,8 @@ export interface ComputeContext extends InputContext {
   /**
    * Reserves the caller's free call; called once a request has passed every check that needs no
    * compute, right before the compute starts (src/accounts/charging.ts settles it by the answer).
-   * Requests refused earlier never touch the allowance.
+   * Requests refused earlier never touch the allowance. Idempotent: a request with remote images
+   * reserves before fetching them, and compute calls it again.
    */
   reserve?: () => Promise<void>;
   /** The place the gateway's admission reserved for this request (src/gateway/queue.ts). */
@@ -183,6 +184,19 @@ function binaryRows(byteLength: number, dims: number, maxTargets: number): numbe
   }
   if (rows === 0) throw new ServiceError('invalid_request', 'the binary targets hold no vectors');
   return rows;
+}
+
+/** A remote image URL (fetched by the gateway), as ImageResolver tells them apart. */
+const isRemote = (v: unknown): boolean => typeof v === 'string' && /^https?:\/\//i.test(v);
+
+/**
+ * Reserves the call before any remote image is fetched: a fetch costs up to max_image_bytes per image
+ * and the time of a remote server, so a caller without credits gets 402 before any (issue 24; a
+ * request of 16 URLs was fetched in full at 0 credits). A fetch that fails gives the call back, as
+ * any refusal does (src/accounts/charging.ts). `reserve` is idempotent: compute calls it again later.
+ */
+async function reserveBeforeFetching(images: readonly unknown[], ctx: ComputeContext): Promise<void> {
+  if (images.some(isRemote)) await ctx.reserve?.();
 }
 
 const sameFloats = (a: Float32Array, b: Float32Array) => {
@@ -335,6 +349,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       }
       const images: Buffer[] = [];
       const refs: InputRef[] = [];
+      await reserveBeforeFetching([b.img1, b.img2], ctx);
       for (const [i, x] of [b.img1, b.img2].entries()) {
         if (Array.isArray(x)) refs.push({ embedding: x });
         else {
@@ -356,6 +371,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const list = batch ? (b.img as string[]) : [b.img as string];
       if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
       const images: Buffer[] = [];
+      await reserveBeforeFetching(list, ctx);
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
       await ctx.reserve?.();
       const r = await upstreamRun(() =>
@@ -407,7 +423,9 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       }
       const vectors = new Float32Array(sources.length * dims);
       const infos: SourceInfo[] = [];
-      // Every source is checked (embeddings) or resolved (images) before the call is reserved.
+      // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
+      // an image must be fetched.
+      await reserveBeforeFetching(sources.map((x) => x.img), ctx);
       const images = await Promise.all(
         sources.map(async (src, i) => {
           const what = many ? `source[${i}]` : 'source';
