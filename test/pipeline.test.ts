@@ -10,7 +10,7 @@ import type { PipelineOptions } from '../src/model-server/protocol.js';
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 
 function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fallbackRule?: FallbackRule) {
-  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, letterbox: [] as string[], shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
+  const calls = { border: 0, detect: [] as string[], extract: 0, tensors: 0, embeds: 0, events: [] as string[], letterbox: [] as string[], shrink: [] as Array<[number, number]>, detectedSizes: [] as Array<[number, number]> };
   const image: ImageOps = {
     decode: async () => img(10, 10),
     shrink: async (_i, w, h) => {
@@ -34,6 +34,7 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
     },
     toTensor: async (faces, spec) => {
       calls.tensors++;
+      calls.events.push(`tensor of ${faces.length}`);
       calls.letterbox.push(spec.letterbox ?? 'float');
       // 2 values per face: its fill byte and 1; the fake recognizer reads them.
       const out = new Float32Array(faces.length * 4 * 4 * 3);
@@ -48,6 +49,7 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
     name,
     detect: async (i) => {
       calls.detect.push(name);
+      calls.events.push('detect');
       calls.detectedSizes.push([i.width, i.height]);
       return detections[name] ?? [];
     },
@@ -56,7 +58,11 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
     name: 'Dlib',
     dims: 2,
     input: { width: 4, height: 4, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' },
-    embed: async (batch, n) => Array.from({ length: n }, (_, i) => Float32Array.of(batch[i * 48] as number, batch[i * 48 + 1] as number)),
+    embed: async (batch, n) => {
+      calls.embeds++;
+      calls.events.push(`embed ${n}`);
+      return Array.from({ length: n }, (_, i) => Float32Array.of(batch[i * 48] as number, batch[i * 48 + 1] as number));
+    },
   };
   const pipeline = new Pipeline({
     image,
@@ -194,7 +200,21 @@ t.test('a batch embeds every face of every image in one model run', async (t) =>
   const r = await pipeline.represent([img(40, 40), img(40, 40)], { ...opts, align: false, max_faces: null, l2_normalize: false });
   t.equal(r.length, 2);
   t.equal(r[1]?.length, 2);
-  t.equal(calls.tensors, 1);
+  t.equal(calls.embeds, 1);
+  t.same(r.map((g) => g.map((f) => f.embedding[0])), [[3, 9], [3, 9]], 'each face keeps its own embedding, in order');
+});
+
+t.test('represent takes one image at a time, from decoding to tensor rows (issue 24)', async (t) => {
+  // A batch of large images must never be decoded all at once: image i+1 is decoded only once
+  // image i's faces are tensor rows (its pixels are then no longer referenced).
+  const { pipeline, calls } = fakes({ opencv: [det(3, 8), det(9, 8)] });
+  const loaders = [0, 1, 2].map((i) => async () => {
+    calls.events.push(`decode ${i}`);
+    return img(40, 40);
+  });
+  const r = await pipeline.represent(loaders, { ...opts, align: false, max_faces: null, l2_normalize: false });
+  t.equal(r.length, 3);
+  t.same(calls.events, ['decode 0', 'detect', 'tensor of 2', 'decode 1', 'detect', 'tensor of 2', 'decode 2', 'detect', 'tensor of 2', 'embed 6']);
 });
 
 t.test('verify takes the minimum distance over all face pairs and reports that pair', async (t) => {

@@ -86,6 +86,8 @@ export interface Config {
     maxRequestBytes: number;
     maxImageBytes: number;
     maxImagePixels: number;
+    /** Decoded pixels of all images of one request (FACECOMPUTE_MAX_REQUEST_PIXELS). */
+    maxRequestPixels: number;
     maxTargets: number;
     maxSources: number;
     maxCompareResults: number;
@@ -218,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxRequestBytes: v.FACECOMPUTE_MAX_REQUEST_BYTES,
       maxImageBytes: v.FACECOMPUTE_MAX_IMAGE_BYTES,
       maxImagePixels: v.FACECOMPUTE_MAX_IMAGE_PIXELS,
+      maxRequestPixels: v.FACECOMPUTE_MAX_REQUEST_PIXELS,
       maxTargets: v.FACECOMPUTE_MAX_TARGETS,
       maxSources: v.FACECOMPUTE_MAX_SOURCES,
       maxCompareResults: v.FACECOMPUTE_MAX_COMPARE_RESULTS,

@@ -64,6 +64,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_MAX_REQUEST_BYTES', kind: 'int', default: '26214400', min: 1024, doc: 'Largest request body (25 MiB).' },
   { name: 'FACECOMPUTE_MAX_IMAGE_BYTES', kind: 'int', default: '10485760', min: 1024, doc: 'Largest image after base64 decoding (10 MiB).' },
   { name: 'FACECOMPUTE_MAX_IMAGE_PIXELS', kind: 'int', default: '40000000', min: 1, doc: 'Largest decoded image, width × height, checked from the header before decoding.' },
+  { name: 'FACECOMPUTE_MAX_REQUEST_PIXELS', kind: 'int', default: '80000000', min: 1, doc: 'Most decoded pixels (width × height, summed over its images) one request may bring, checked by the gateway from the image headers before anything is forwarded, and by the model server before it decodes: a /represent of 16 flat 40-megapixel PNGs is a 2 MB body that decodes to 1.9 GB. The default is two images at FACECOMPUTE_MAX_IMAGE_PIXELS (one /verify).' },
   { name: 'FACECOMPUTE_MAX_TARGETS', kind: 'int', default: '100000', min: 1, doc: 'Most target vectors in one /compare.' },
   { name: 'FACECOMPUTE_MAX_SOURCES', kind: 'int', default: '1000', min: 1, doc: 'Most sources in one many-to-many /compare (source given as a list).' },
   { name: 'FACECOMPUTE_MAX_COMPARE_RESULTS', kind: 'int', default: '1000000', min: 1, doc: 'Most results in one /compare answer: sources × top_k, or sources × targets without top_k.' },

@@ -131,6 +131,7 @@ export function gatewayLimits(c: Config): GatewayLimits {
     max_request_bytes: c.limits.maxRequestBytes,
     max_image_bytes: c.limits.maxImageBytes,
     max_image_pixels: c.limits.maxImagePixels,
+    max_request_pixels: c.limits.maxRequestPixels,
     max_targets: c.limits.maxTargets,
     max_sources: c.limits.maxSources,
     max_compare_results: c.limits.maxCompareResults,

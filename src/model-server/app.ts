@@ -26,6 +26,7 @@ import type { ImageOps, NativeImage } from './ports.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
 import { requireInternalToken } from './internal-auth.js';
+import { probeImage } from '../core/image.js';
 
 const KNOWN_NORMALIZATIONS: ReadonlySet<string> = new Set(NORMALIZATIONS);
 
@@ -120,6 +121,22 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     }
   }
 
+  /**
+   * The request's decoded pixels, from the headers, against FACECOMPUTE_MAX_REQUEST_PIXELS, before
+   * anything is decoded. The gateway checks the same budget before it forwards; this holds it for a
+   * caller that does not (another gateway's configuration, a direct internal call).
+   */
+  function checkRequestPixels(images: Buffer[]): void {
+    let total = 0;
+    for (const b of images) {
+      const p = probeImage(b);
+      total += p.width * p.height;
+    }
+    if (total > config.limits.maxRequestPixels) {
+      throw new ServiceError('too_many_pixels', `the images of this request decode to ${total} pixels, more than the limit of ${config.limits.maxRequestPixels} per request`);
+    }
+  }
+
   /** Decodes each distinct image once: a verify of one image against itself decodes it once. */
   async function decodeAll(images: Buffer[]): Promise<NativeImage[]> {
     const decoded: NativeImage[] = [];
@@ -146,14 +163,25 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     return img;
   }
 
+  function bytesAt(images: Buffer[], index: unknown): Buffer {
+    const b = typeof index === 'number' && Number.isInteger(index) ? images[index] : undefined;
+    if (!b) throw new ServiceError('invalid_request', 'image index out of range');
+    return b;
+  }
+
   app.post(INTERNAL_PATHS.represent, async (req): Promise<RepresentResponse> => {
     requireReady();
     const { header, images } = frameOf(req.body);
     if (header.op !== 'represent' || !Array.isArray(header.images)) throw new ServiceError('invalid_request', 'not a represent frame');
     const opts = checkOptions(header);
-    const decoded = await decodeAll(images);
+    checkRequestPixels(images);
+    // Each image is decoded when the pipeline comes to it, after the previous one's faces are
+    // tensor rows: one decoded image at a time, not the whole batch (issue 24).
     const results = await pipeline.represent(
-      header.images.map((i) => imageAt(decoded, i)),
+      header.images.map((i) => {
+        const bytes = bytesAt(images, i);
+        return () => image.decode(bytes);
+      }),
       { ...opts, max_faces: header.max_faces ?? null, l2_normalize: header.l2_normalize === true },
     );
     return { results, model: opts.model_name, detector_backend: opts.detector_backend };
@@ -164,8 +192,9 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     const { header, images } = frameOf(req.body);
     if (header.op !== 'embed') throw new ServiceError('invalid_request', 'not an embed frame');
     const opts = checkOptions(header);
-    const [img] = await decodeAll([images[header.image] ?? Buffer.alloc(0)].filter((b) => b.length > 0));
-    if (!img) throw new ServiceError('invalid_request', 'image index out of range');
+    const bytes = bytesAt(images, header.image);
+    checkRequestPixels([bytes]);
+    const img = await image.decode(bytes);
     const face = await pipeline.embedLargest(img, opts);
     return { embedding: Array.from(face.embedding), facial_area: face.area as EmbedResponse['facial_area'], face_confidence: face.confidence, model: opts.model_name };
   });
@@ -177,6 +206,8 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     if (header.op !== 'verify') throw new ServiceError('invalid_request', 'not a verify frame');
     const opts = checkOptions(header);
     if (!DISTANCE_METRICS.includes(header.distance_metric)) throw new ServiceError('invalid_request', 'unknown distance_metric');
+    // Two images at most, both needed at once (their faces are compared); the budget bounds them.
+    checkRequestPixels(images);
     const decoded = await decodeAll(images);
     const resolve = (ref: unknown): NativeImage | number[] => {
       if (ref && typeof ref === 'object' && 'embedding' in ref && Array.isArray((ref as { embedding: unknown }).embedding)) {

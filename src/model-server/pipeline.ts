@@ -6,7 +6,10 @@ import { ServiceError } from '../errors/index.js';
 import { distance, l2normalize } from '../compute/distance.js';
 import { findConfidence, findThreshold, roundDistance } from '../compute/decision.js';
 import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from './protocol.js';
-import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer } from './ports.js';
+import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './ports.js';
+
+/** A decoded image, or how to decode it when its turn comes (Pipeline.represent). */
+export type ImageInput = NativeImage | (() => Promise<NativeImage>);
 
 export interface PipelineDeps {
   image: ImageOps;
@@ -209,6 +212,34 @@ export class Pipeline {
     return { faces };
   }
 
+  /** How `rec`'s input is made of faces. */
+  private tensorSpec(rec: Recognizer, normalization: Normalization, letterbox: 'float' | 'uint8'): TensorSpec {
+    return {
+      width: rec.input.width,
+      height: rec.input.height,
+      layout: rec.input.layout,
+      channelOrder: rec.input.channel_order,
+      preprocess: rec.input.preprocess,
+      normalization,
+      letterbox,
+    };
+  }
+
+  /** One model run over the rows of `tensors` (`count` faces in all), embeddings in row order. */
+  private async embedRows(rec: Recognizer, tensors: Float32Array[], count: number): Promise<Float32Array[]> {
+    if (count === 0) return [];
+    let batch = tensors[0] as Float32Array;
+    if (tensors.length > 1) {
+      batch = new Float32Array(tensors.reduce((n, x) => n + x.length, 0));
+      let at = 0;
+      for (const x of tensors) {
+        batch.set(x, at);
+        at += x.length;
+      }
+    }
+    return rec.embed(batch, count);
+  }
+
   /**
    * Embeds faces of several images in one batch (one model run for all of them). `letterbox`: see
    * TensorSpec; `uint8` only for /represent's whole images with the detector `skip`.
@@ -219,17 +250,9 @@ export class Pipeline {
     if (all.length === 0) return groups.map(() => []);
     const tensor = await this.deps.image.toTensor(
       all.map((f) => f.face),
-      {
-        width: rec.input.width,
-        height: rec.input.height,
-        layout: rec.input.layout,
-        channelOrder: rec.input.channel_order,
-        preprocess: rec.input.preprocess,
-        normalization,
-        letterbox,
-      },
+      this.tensorSpec(rec, normalization, letterbox),
     );
-    const embeddings = await rec.embed(tensor, all.length);
+    const embeddings = await this.embedRows(rec, [tensor], all.length);
     let at = 0;
     return groups.map((g) =>
       g.map((f) => {
@@ -239,23 +262,36 @@ export class Pipeline {
     );
   }
 
-  /** represent for several images (a batch request gives one list per image). */
-  async represent(images: NativeImage[], opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean }): Promise<RepresentFace[][]> {
-    this.recognizer(opts.model_name);
-    const groups: FoundFace[][] = [];
-    for (const [i, img] of images.entries()) {
-      const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
-      groups.push(faces);
-    }
+  /**
+   * represent for several images (a batch request gives one list per image). The images are taken
+   * one at a time, from decoding (an ImageInput may be a loader) to their faces' tensor rows: a
+   * decoded image is dropped before the next is decoded, so a batch of 16 large images holds one of
+   * them at a time, not 16 (issue 24). The faces of all images still go through one model run.
+   */
+  async represent(images: ReadonlyArray<ImageInput>, opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean }): Promise<RepresentFace[][]> {
+    const rec = this.recognizer(opts.model_name);
     // DeepFace's represent letterboxes a `skip` image as uint8 before dividing by 255; its verify
     // (and find) divide first, as for every detected face: the embeddings differ at the 1e-5 level.
-    const embedded = await this.embedFaces(opts.model_name, opts.normalization, groups, opts.detector_backend === 'skip' ? 'uint8' : 'float');
-    return embedded.map((g) =>
-      g.map((f) => ({
-        embedding: opts.l2_normalize ? l2normalize(f.embedding) : Array.from(f.embedding),
-        facial_area: f.area,
-        face_confidence: f.confidence,
-      })),
+    const spec = this.tensorSpec(rec, opts.normalization, opts.detector_backend === 'skip' ? 'uint8' : 'float');
+    const groups: Array<Array<Pick<FoundFace, 'area' | 'confidence'>>> = [];
+    const tensors: Float32Array[] = [];
+    for (const [i, input] of images.entries()) {
+      const img = typeof input === 'function' ? await input() : input;
+      const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
+      groups.push(faces.map((f) => ({ area: f.area, confidence: f.confidence })));
+      if (faces.length > 0) tensors.push(await this.deps.image.toTensor(faces.map((f) => f.face), spec));
+    }
+    const embeddings = await this.embedRows(rec, tensors, groups.reduce((n, g) => n + g.length, 0));
+    let at = 0;
+    return groups.map((g) =>
+      g.map((f) => {
+        const embedding = embeddings[at++] as Float32Array;
+        return {
+          embedding: opts.l2_normalize ? l2normalize(embedding) : Array.from(embedding),
+          facial_area: f.area,
+          face_confidence: f.confidence,
+        };
+      }),
     );
   }
 

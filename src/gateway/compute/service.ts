@@ -13,6 +13,7 @@ import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type 
 import type { Upstream } from '../upstream/client.js';
 import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
 import { inputModes } from '../inputs/resolve.js';
+import { PixelBudget } from '../inputs/pixel-budget.js';
 import type { AdmissionTicket, ComputeQueue } from '../queue.js';
 
 export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
@@ -75,6 +76,7 @@ export interface GatewayLimits {
   max_request_bytes: number;
   max_image_bytes: number;
   max_image_pixels: number;
+  max_request_pixels: number;
   max_targets: number;
   max_sources: number;
   max_compare_results: number;
@@ -350,10 +352,11 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const images: Buffer[] = [];
       const refs: InputRef[] = [];
       await reserveBeforeFetching([b.img1, b.img2], ctx);
+      const budget = new PixelBudget(d.limits.max_request_pixels);
       for (const [i, x] of [b.img1, b.img2].entries()) {
         if (Array.isArray(x)) refs.push({ embedding: x });
         else {
-          images.push(await d.resolver.resolve(x, `img${i + 1}`, ctx));
+          images.push(await d.resolver.resolve(x, `img${i + 1}`, ctx, budget));
           refs.push({ image: images.length - 1 });
         }
       }
@@ -372,7 +375,8 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
       const images: Buffer[] = [];
       await reserveBeforeFetching(list, ctx);
-      for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx));
+      const budget = new PixelBudget(d.limits.max_request_pixels);
+      for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx, budget));
       await ctx.reserve?.();
       const r = await upstreamRun(() =>
         d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
@@ -426,6 +430,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
       // an image must be fetched.
       await reserveBeforeFetching(sources.map((x) => x.img), ctx);
+      const budget = new PixelBudget(d.limits.max_request_pixels);
       const images = await Promise.all(
         sources.map(async (src, i) => {
           const what = many ? `source[${i}]` : 'source';
@@ -434,7 +439,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
             infos[i] = null;
             return null;
           }
-          return d.resolver.resolve(src.img!, `${what}.img`, ctx);
+          return d.resolver.resolve(src.img!, `${what}.img`, ctx, budget);
         }),
       );
       await ctx.reserve?.();

@@ -8,6 +8,7 @@ import { isAbsolute, resolve, sep } from 'node:path';
 import { ServiceError } from '../../errors/index.js';
 import { probeImage } from '../../core/image.js';
 import type { RemoteFetcher } from './remote-fetch.js';
+import type { PixelBudget } from './pixel-budget.js';
 
 /** Prefix of the placeholder the multipart parser puts where a file part was; never valid base64. */
 export const UPLOAD_MARK = '\u0000upload:';
@@ -49,14 +50,16 @@ function decodeBase64(data: string, field: string, maxBytes: number): Buffer {
 export class ImageResolver {
   constructor(private readonly s: InputSettings, private readonly fetcher: RemoteFetcher | null) {}
 
-  async resolve(value: string, field: string, ctx: InputContext): Promise<Buffer> {
+  /** The image's bytes, checked; its decoded pixels count against the request's `budget`. */
+  async resolve(value: string, field: string, ctx: InputContext, budget?: PixelBudget): Promise<Buffer> {
     const bytes = await this.bytes(value, field, ctx);
-    this.check(bytes, field);
+    const pixels = this.check(bytes, field);
+    budget?.add(pixels, field);
     return bytes;
   }
 
-  /** Byte limit, then the decoded-pixel limit from the header (no pixel buffer is allocated). */
-  check(bytes: Buffer, field: string): void {
+  /** Byte limit, then the decoded-pixel limit from the header (no pixel buffer is allocated); the pixels. */
+  check(bytes: Buffer, field: string): number {
     if (bytes.length > this.s.maxImageBytes) throw new ServiceError('image_too_large', `${field} is larger than ${this.s.maxImageBytes} bytes`);
     let p;
     try {
@@ -68,6 +71,7 @@ export class ImageResolver {
     if (p.width * p.height > this.s.maxImagePixels) {
       throw new ServiceError('too_many_pixels', `${field} is ${p.width}x${p.height} pixels, more than the limit of ${this.s.maxImagePixels}`);
     }
+    return p.width * p.height;
   }
 
   private async bytes(value: string, field: string, ctx: InputContext): Promise<Buffer> {
