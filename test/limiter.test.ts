@@ -44,6 +44,19 @@ for (const [name, make] of backends) {
       t.ok((await lim.hit(key)).allowed, 'new window');
     });
 
+    t.test('strikes: counted atomically in a window from the first, per key', async (t) => {
+      const strikes = make({ requests: 5, windowMs: 400, concurrent: 2, strikeWindowMs: 3_600_000 });
+      t.teardown(() => strikes.close());
+      const key = randomUUID();
+      t.same(await strikes.strikes(key), { count: 0, resetMs: 0 }, 'none yet');
+      const rs = await Promise.all(Array.from({ length: 7 }, () => strikes.strike(key)));
+      t.same(rs.map((r) => r.count).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7], 'each strike counted once');
+      const now = await strikes.strikes(key);
+      t.equal(now.count, 7);
+      t.ok(now.resetMs > 3_500_000 && now.resetMs <= 3_600_000, `the window runs from the first strike (${now.resetMs} ms left)`);
+      t.equal((await strikes.strikes(randomUUID())).count, 0, 'other keys unaffected');
+    });
+
     t.test('window is atomic under parallel hits', async (t) => {
       const key = randomUUID();
       const rs = await Promise.all(Array.from({ length: 50 }, () => lim.hit(key)));

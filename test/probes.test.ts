@@ -51,6 +51,7 @@ function mcpDeps(accounts: Partial<AccountsPort>, limiter: Limiter) {
     compute: {} as ComputeService,
     maxBodyBytes: 1 << 20,
     arrayLimits: { maxTargets: 100_000, maxSources: 1000, maxBatchImages: 16 },
+    strikes: { limit: 3, windowMs: 86_400_000 },
     requestReceiveTimeoutMs: 30_000,
     allowedOrigins: [],
     version: '9.9.9',

@@ -1,7 +1,8 @@
 /**
  * The model-server client against several fake model servers (real processes,
  * test/helpers/fake-model-server.ts): least-outstanding balancing, one retry on another replica when
- * the connection fails before any response byte (a dead or dying replica), passive ejection of dead
+ * the frame never reached one (connection refused), none when a replica took the frame and dropped
+ * the connection (upstream_lost: its input may be what killed it), passive ejection of dead
  * and garbage-answering replicas, probing and readmission, warming replicas routed around, no retry
  * after a timeout, the internal token sent on every request, and readiness from any ready replica.
  */
@@ -74,16 +75,24 @@ t.test('least outstanding: while one replica is busy, the next requests go to th
   await setFault(a!.port, 'none');
 });
 
-t.test('a connection that fails before any response byte is retried once, on another replica', async (t) => {
+t.test('a frame that reached a replica which then dropped the connection is not sent again (issue 24)', async (t) => {
   const [a, b] = await fakes(2);
   const c = client([a!, b!]);
   await setFault(a!.port, 'die'); // reads the request, then drops the connection without a byte
+  let lost = 0;
   for (let i = 0; i < 10; i++) {
-    const r = await c.represent(HEADER, [IMG], ctx());
-    t.equal(r.results.length, 1);
+    try {
+      const r = await c.represent(HEADER, [IMG], ctx());
+      t.equal(r.results.length, 1);
+    } catch (err) {
+      t.ok(isServiceError(err) && err.code === 'upstream_lost', 'upstream_lost');
+      lost++;
+    }
   }
+  // Its input may be what killed the replica: resending it would kill another one.
+  t.equal(lost, 3, 'the three requests the dying replica took were lost, not resent');
   t.equal((await stats(a!)).compute, 3, 'the dying replica was tried three times, then ejected');
-  t.equal((await stats(b!)).compute, 10, 'every request was answered by the other one');
+  t.equal((await stats(b!)).compute, 7, 'the other one answered the rest, and got none of the lost ones');
   t.equal(stateOf(c, a!), 'down');
 
   await setFault(a!.port, 'none');
@@ -93,6 +102,16 @@ t.test('a connection that fails before any response byte is retried once, on ano
   t.ok((await stats(a!)).compute >= 5, 'and it takes traffic again');
 });
 
+t.test('a frame that never reached a replica (connection refused) is sent to another one', async (t) => {
+  const [b] = await fakes(1);
+  const { freePort } = await import('./helpers/ports.js');
+  const closed = await freePort(); // nothing listens there
+  const c = createUpstream({ urls: [`http://127.0.0.1:${closed}`, `http://127.0.0.1:${b!.port}`], timeoutMs: 3000, maxResponseBytes: 1 << 20, health: { ejectAfter: 3, probeMs: 50, probeMaxMs: 200 }, probeTimeoutMs: 500 });
+  clients.push(c);
+  for (let i = 0; i < 4; i++) t.equal((await c.represent(HEADER, [IMG], ctx())).results.length, 1, `request ${i + 1} answered`);
+  t.equal((await stats(b!)).compute, 4);
+});
+
 t.test('no retry once response bytes came: a connection that drops mid-answer fails the request', async (t) => {
   const [a, b] = await fakes(2);
   const c = client([a!, b!]);
@@ -100,11 +119,11 @@ t.test('no retry once response bytes came: a connection that drops mid-answer fa
   await setFault(b!.port, 'midbody');
   await t.rejects(c.represent(HEADER, [IMG], ctx()), { code: 'upstream_failed', detail: /mid-response/ });
   t.equal((await stats(a!)).compute + (await stats(b!)).compute, 1, 'sent once: the answer had begun, so nothing is resent');
-  // Against the same pair with the connection dropped before any byte, the request is resent.
+  // Dropped before any byte, after the frame was read: not resent either.
   await setFault(a!.port, 'die');
   await setFault(b!.port, 'die');
-  await t.rejects(c.represent(HEADER, [IMG], ctx()), { code: 'upstream_failed', detail: /could not be reached/ });
-  t.equal((await stats(a!)).compute + (await stats(b!)).compute, 3, 'sent twice: once on each replica');
+  await t.rejects(c.represent(HEADER, [IMG], ctx()), { code: 'upstream_lost' });
+  t.equal((await stats(a!)).compute + (await stats(b!)).compute, 2, 'sent once more, to one replica only');
 });
 
 t.test('a replica killed outright: no request fails, and it is ejected', async (t) => {

@@ -110,6 +110,9 @@ export interface Config {
     rateLimitRequests: number;
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
+    /** Requests lost with their model server per account and window before image requests are refused. */
+    strikeLimit: number;
+    strikeWindowMs: number;
     admission: 'deadline' | 'capacity';
     /** Fraction of the queue timeout kept free at deadline admission for the estimate's error. */
     queueHeadroom: number;
@@ -242,6 +245,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
+      strikeLimit: v.FACECOMPUTE_STRIKE_LIMIT,
+      strikeWindowMs: v.FACECOMPUTE_STRIKE_WINDOW_MS,
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,
       queueHeadroom: v.FACECOMPUTE_QUEUE_HEADROOM,
       readinessTimeoutMs: v.FACECOMPUTE_READINESS_TIMEOUT_MS,

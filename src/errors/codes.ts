@@ -24,8 +24,13 @@ export const ERROR_STATUS = {
   no_face_detected: 422,
   url_fetch_failed: 422,
   rate_limited: 429,
+  // Requests of this account were lost with their model server too often (src/gateway/limits/strikes.ts).
+  too_many_strikes: 429,
   internal_error: 500,
   upstream_failed: 502,
+  // The model server stopped while computing the request, whose frame it had received: not retried,
+  // not refunded, a strike (src/gateway/upstream/client.ts, src/accounts/charging.ts).
+  upstream_lost: 502,
   upstream_response_too_large: 502,
   queue_full: 503,
   queue_timeout: 503,

@@ -23,6 +23,7 @@ import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from
 import { createQueue, type AdmissionTicket, type ComputeQueue } from './queue.js';
 import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
+import { strikeGuard } from './limits/strikes.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
 import { BufferPool } from './buffer-pool.js';
@@ -170,7 +171,7 @@ export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
   // upstream call with its one retry on another replica, plus a minute. It ends earlier only if its
   // holder died without releasing it.
   const slotDeadlineMs = c.requestReceiveTimeoutMs + c.queueTimeoutMs + 2 * c.upstreamTimeoutMs + 60_000;
-  const s = { requests: c.rateLimitRequests, windowMs: c.rateLimitWindowMs, concurrent: c.rateLimitConcurrent, slotDeadlineMs };
+  const s = { requests: c.rateLimitRequests, windowMs: c.rateLimitWindowMs, concurrent: c.rateLimitConcurrent, slotDeadlineMs, strikeWindowMs: c.strikeWindowMs };
   if (!cfg.redisUrl) return createMemoryLimiter(s);
   const { createRedisLimiter } = await import('./limits/redis.js');
   return createRedisLimiter(cfg.redisUrl, s);
@@ -344,6 +345,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     }
   }
 
+  const strikeSettings = { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs };
   /** The compute context; its signal aborts upstream work when the client goes away. */
   const ctxOf = (req: FastifyRequest, reply: FastifyReply) => {
     const ac = new AbortController();
@@ -364,6 +366,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}),
       ...(req.streamedTargets ? { streamedTargets: req.streamedTargets } : {}),
       ...(req.fc?.ticket ? { admission: req.fc.ticket } : {}),
+      strikes: strikeGuard(limiter, req.auth!.accountId, strikeSettings),
     };
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } };

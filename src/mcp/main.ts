@@ -56,6 +56,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     limiter,
     compute,
     maxBodyBytes: config.mcp.maxBodyBytes,
+    strikes: { limit: config.capacity.strikeLimit, windowMs: config.capacity.strikeWindowMs },
     arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,

@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
 import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
 import type { Limiter } from '../gateway/limits/limiter.js';
+import { strikeGuard, type StrikeSettings } from '../gateway/limits/strikes.js';
 import { metered } from './metering.js';
 import { comparePlain } from '../gateway/compute/compare-result.js';
 import { useJsonBodyParser } from '../gateway/json-body.js';
@@ -33,6 +34,8 @@ export interface McpDeps {
   maxBodyBytes: number;
   /** The REST limits tool arguments' arrays are held to before they are parsed. */
   arrayLimits: ArrayLimits;
+  /** Requests lost with their model server an account may have (FACECOMPUTE_STRIKE_*). */
+  strikes: StrikeSettings;
   /** Longest time a client may take to send a whole request (FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS). */
   requestReceiveTimeoutMs: number;
   /** Browser origins allowed to call; requests without Origin (agents, CLIs) are allowed. */
@@ -70,7 +73,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
   const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: { tools: {} } });
   const run = async (tool: ToolName, work: (ctx: ComputeContext) => Promise<unknown>) => {
     try {
-      const ctx: ComputeContext = { requestId, authenticated: true };
+      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
       const result = (await (tool === 'get_capabilities' ? work(ctx) : metered(deps, key.accountId, (reserve) => work({ ...ctx, reserve })))) as Record<string, unknown>;
       return { content: [{ type: 'text' as const, text: summarize(tool, result) }], structuredContent: result };
     } catch (err) {

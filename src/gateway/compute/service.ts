@@ -15,6 +15,7 @@ import type { ImageResolver, InputContext, InputSettings } from '../inputs/resol
 import { inputModes } from '../inputs/resolve.js';
 import { PixelBudget } from '../inputs/pixel-budget.js';
 import type { AdmissionTicket, ComputeQueue } from '../queue.js';
+import type { StrikeGuard } from '../limits/strikes.js';
 
 export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
 
@@ -70,6 +71,11 @@ export interface ComputeContext extends InputContext {
   reserve?: () => Promise<void>;
   /** The place the gateway's admission reserved for this request (src/gateway/queue.ts). */
   admission?: AdmissionTicket;
+  /**
+   * The caller's strikes (src/gateway/limits/strikes.ts): checked before a request with images does
+   * anything, counted when one is lost with its model server.
+   */
+  strikes?: StrikeGuard;
 }
 
 export interface GatewayLimits {
@@ -306,16 +312,25 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     if (toBool(v, false)) throw new ServiceError('unsupported_option', 'anti_spoofing=true is not offered by this service; only false is accepted');
   }
 
-  /** Runs an upstream job in the compute queue; skipped when the client has gone away meanwhile. */
-  const upstreamRun = <T>(job: () => Promise<T>, signal?: AbortSignal, ticket?: AdmissionTicket) =>
-    d.queue.run(
-      () => {
-        if (signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
-        return job();
-      },
-      d.onQueueWait,
-      ticket,
-    );
+  /**
+   * Runs an upstream job in the compute queue; skipped when the client has gone away meanwhile. A job
+   * lost with its model server (upstream_lost) is a strike against the caller's account.
+   */
+  const upstreamRun = async <T>(job: () => Promise<T>, ctx: ComputeContext): Promise<T> => {
+    try {
+      return await d.queue.run(
+        () => {
+          if (ctx.signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
+          return job();
+        },
+        d.onQueueWait,
+        ctx.admission,
+      );
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'upstream_lost') await ctx.strikes?.record().catch(() => undefined);
+      throw err;
+    }
+  };
 
   return {
     async capabilities(ctx) {
@@ -351,6 +366,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       }
       const images: Buffer[] = [];
       const refs: InputRef[] = [];
+      await ctx.strikes?.check();
       await reserveBeforeFetching([b.img1, b.img2], ctx);
       const budget = new PixelBudget(d.limits.max_request_pixels);
       for (const [i, x] of [b.img1, b.img2].entries()) {
@@ -363,7 +379,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       await ctx.reserve?.();
       return upstreamRun(() =>
         d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
-      ctx.signal, ctx.admission);
+      ctx);
     },
 
     async represent(b, ctx) {
@@ -374,13 +390,14 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const list = batch ? (b.img as string[]) : [b.img as string];
       if (list.length > d.limits.max_batch_images) throw new ServiceError('request_too_large', `img: a batch holds at most ${d.limits.max_batch_images} images`);
       const images: Buffer[] = [];
+      await ctx.strikes?.check();
       await reserveBeforeFetching(list, ctx);
       const budget = new PixelBudget(d.limits.max_request_pixels);
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx, budget));
       await ctx.reserve?.();
       const r = await upstreamRun(() =>
         d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false) }, images, ctx),
-      ctx.signal, ctx.admission);
+      ctx);
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
@@ -429,6 +446,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const infos: SourceInfo[] = [];
       // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
       // an image must be fetched.
+      if (imageSources > 0) await ctx.strikes?.check();
       await reserveBeforeFetching(sources.map((x) => x.img), ctx);
       const budget = new PixelBudget(d.limits.max_request_pixels);
       const images = await Promise.all(
@@ -447,7 +465,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
         images.map(async (img, i) => {
           if (img === null) return;
           const what = many ? `source[${i}]` : 'source';
-          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx.signal, ctx.admission);
+          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx);
           vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
           infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
         }),

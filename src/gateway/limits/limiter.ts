@@ -1,6 +1,7 @@
 /**
- * One limiter interface for both backends: a fixed window of requests per account and a cap on an
- * account's concurrent in-flight requests. The in-memory backend serves a single process; the Redis
+ * One limiter interface for both backends: a fixed window of requests per account, a cap on an
+ * account's concurrent in-flight requests, and a fixed window of strikes (requests lost with their
+ * model server). The in-memory backend serves a single process; the Redis
  * backend (atomic Lua) is shared by every gateway and MCP replica.
  */
 export interface WindowResult {
@@ -19,6 +20,13 @@ export interface ConcurrencyResult {
   slot: string | null;
 }
 
+/** An account's strikes (src/gateway/limits/strikes.ts) in its current window. */
+export interface StrikeCount {
+  count: number;
+  /** Milliseconds until the window ends (0 when there is none). */
+  resetMs: number;
+}
+
 export interface Limiter {
   readonly kind: 'memory' | 'redis';
   /** Counts one request against `key`'s current window. */
@@ -30,6 +38,10 @@ export interface Limiter {
    */
   acquire(key: string): Promise<ConcurrencyResult>;
   release(key: string, slot: string | null): Promise<void>;
+  /** Counts one strike against `key`; the window (LimiterSettings.strikeWindowMs) starts at the first. */
+  strike(key: string): Promise<StrikeCount>;
+  /** `key`'s strikes in its current window. */
+  strikes(key: string): Promise<StrikeCount>;
   /** Throws when the backend is unreachable (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -44,6 +56,10 @@ export interface LimiterSettings {
    * upstream calls), so it ends only when its own holder is gone. Default 10 minutes.
    */
   slotDeadlineMs?: number;
+  /** The window strikes are counted in (FACECOMPUTE_STRIKE_WINDOW_MS); 24 h when not given. */
+  strikeWindowMs?: number;
 }
 
 export const DEFAULT_SLOT_DEADLINE_MS = 600_000;
+
+export const DEFAULT_STRIKE_WINDOW_MS = 86_400_000;

@@ -1,14 +1,22 @@
-import type { ConcurrencyResult, Limiter, LimiterSettings, WindowResult } from './limiter.js';
+import { DEFAULT_STRIKE_WINDOW_MS, type ConcurrencyResult, type Limiter, type LimiterSettings, type StrikeCount, type WindowResult } from './limiter.js';
 
 export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date.now): Limiter {
   const windows = new Map<string, { start: number; count: number }>();
   const inFlight = new Map<string, Set<string>>();
   let slots = 0;
+  const strikeWindowMs = s.strikeWindowMs ?? DEFAULT_STRIKE_WINDOW_MS;
+  const strikes = new Map<string, { start: number; count: number }>();
   let lastSweep = now();
   function sweep(t: number): void {
     if (t - lastSweep < s.windowMs) return;
     lastSweep = t;
     for (const [k, w] of windows) if (t - w.start >= s.windowMs) windows.delete(k);
+    for (const [k, w] of strikes) if (t - w.start >= strikeWindowMs) strikes.delete(k);
+  }
+  function strikesOf(key: string, t: number): StrikeCount {
+    const w = strikes.get(key);
+    if (!w || t - w.start >= strikeWindowMs) return { count: 0, resetMs: 0 };
+    return { count: w.count, resetMs: w.start + strikeWindowMs - t };
   }
   return {
     kind: 'memory',
@@ -38,6 +46,17 @@ export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date
       if (slot === null || !held) return;
       held.delete(slot);
       if (held.size === 0) inFlight.delete(key);
+    },
+    async strike(key: string): Promise<StrikeCount> {
+      const t = now();
+      sweep(t);
+      const w = strikes.get(key);
+      if (!w || t - w.start >= strikeWindowMs) strikes.set(key, { start: t, count: 1 });
+      else w.count++;
+      return strikesOf(key, t);
+    },
+    async strikes(key: string): Promise<StrikeCount> {
+      return strikesOf(key, now());
     },
     async ping(): Promise<void> {},
     async close(): Promise<void> {},

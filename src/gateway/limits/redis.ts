@@ -6,11 +6,12 @@
  * set itself expires after its latest deadline. (The old single counter had one TTL for all of an
  * account's slots, refreshed by each acquire: a request running past it, or one crash, reset the
  * account's count while others were still in flight.)
+ * fc:rl:strike:<key> counts the account's strikes (PEXPIRE = the strike window, from the first).
  */
 import { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../../errors/index.js';
-import { DEFAULT_SLOT_DEADLINE_MS, type ConcurrencyResult, type Limiter, type LimiterSettings, type WindowResult } from './limiter.js';
+import { DEFAULT_SLOT_DEADLINE_MS, DEFAULT_STRIKE_WINDOW_MS, type ConcurrencyResult, type Limiter, type LimiterSettings, type StrikeCount, type WindowResult } from './limiter.js';
 
 const HIT = `
 local n = redis.call('INCR', KEYS[1])
@@ -31,6 +32,11 @@ local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[1], tonumber(last[2]) + 1000)
 return {1, n + 1}`;
 
+const STRIKES = `
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+local ttl = redis.call('PTTL', KEYS[1])
+return {n, ttl}`;
+
 export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc:rl:'): Limiter {
   const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 1000, connectTimeout: 2000, retryStrategy: (n) => Math.min(n * 200, 2000) });
   redis.on('error', () => undefined); // surfaced through ping()/commands; ioredis reconnects by itself
@@ -43,6 +49,7 @@ export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc
     }
   }
   const slotDeadlineMs = s.slotDeadlineMs ?? DEFAULT_SLOT_DEADLINE_MS;
+  const strikeWindowMs = s.strikeWindowMs ?? DEFAULT_STRIKE_WINDOW_MS;
   return {
     kind: 'redis',
     async hit(key: string): Promise<WindowResult> {
@@ -56,6 +63,15 @@ export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc
     },
     async release(key: string, slot: string | null): Promise<void> {
       if (slot !== null) await redis.zrem(`${prefix}s:${key}`, slot);
+    },
+    async strike(key: string): Promise<StrikeCount> {
+      // The window counter's script: the window starts at the first strike.
+      const [n, ttl] = (await guarded(() => redis.eval(HIT, 1, `${prefix}strike:${key}`, String(strikeWindowMs)))) as [number, number];
+      return { count: n, resetMs: Math.max(0, ttl) };
+    },
+    async strikes(key: string): Promise<StrikeCount> {
+      const [n, ttl] = (await guarded(() => redis.eval(STRIKES, 1, `${prefix}strike:${key}`))) as [number, number];
+      return { count: n, resetMs: Math.max(0, ttl) };
     },
     async ping(): Promise<void> {
       await redis.ping();

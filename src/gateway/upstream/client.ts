@@ -4,10 +4,12 @@
  * (dns-discovery.ts) and are balanced by least outstanding requests with passive health
  * (replicas.ts); every request carries the internal token when one is configured.
  *
- * Retries: compute is idempotent, so a request is sent once more, to another replica when there is
- * one, when its connection failed before any response headers (refused, reset, closed: the replica
- * died or restarted under it), or when a replica refused it before doing any work (503
- * service_warming, 401 on a token mismatch). Never after a timeout or a partial answer.
+ * Retries: a request is sent once more, to another replica when there is one, only when its frame
+ * never reached a replica (the connection was refused or never opened: the replica is gone or
+ * restarting) or a replica refused it before doing any work (503 service_warming, 401 on a token
+ * mismatch). A compute frame whose connection was closed or reset after it was made is
+ * `upstream_lost` and is not sent again: its input may be what killed the replica, and a retry would
+ * kill a second one (issue 24). Never after a timeout or a partial answer.
  *
  * Failures map to the contract: connection errors and 5xx → upstream_failed (502), timeouts →
  * upstream_timeout (504), an answer over the cap → upstream_response_too_large (502). A 4xx ErrorBody
@@ -85,6 +87,17 @@ function isTimeout(err: unknown): boolean {
     err instanceof undiciErrors.BodyTimeoutError ||
     (err instanceof Error && (err.name === 'TimeoutError' || (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT'))
   );
+}
+
+/**
+ * Errors raised before a connection existed, so before any byte of a request was written: the
+ * address refused or could not be reached, or the connection did not open in time.
+ */
+const CONNECT_ERRORS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function neverConnected(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof undiciErrors.ConnectTimeoutError || (typeof code === 'string' && CONNECT_ERRORS.has(code));
 }
 
 type Obj = Record<string, unknown>;
@@ -184,8 +197,15 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       if (err instanceof undiciErrors.HTTPParserError) {
         throw new AttemptError(new ServiceError('upstream_failed', 'the model server sent a malformed answer', { cause: err }), 'malformed', 'no', 'failure');
       }
-      // Refused, reset or closed before any response headers: nothing reached the caller, and
-      // compute is idempotent, so another replica may take it.
+      // A frame that may have reached the replica (the connection was made, then closed or reset
+      // before any answer) is never sent again: if its input is what killed the replica, another
+      // replica would die of it too (issue 24). It is upstream_lost, which keeps the call charged
+      // and counts a strike against the account (src/accounts/charging.ts, src/gateway/limits/strikes.ts).
+      if (body !== undefined && !neverConnected(err)) {
+        throw new AttemptError(new ServiceError('upstream_lost', 'the model server stopped while computing this request; it is not sent again', { cause: err }), 'lost', 'no', 'failure');
+      }
+      // Nothing was sent (no connection), or the request carries no frame (readiness, capabilities):
+      // another replica may take it.
       throw new AttemptError(new ServiceError('upstream_failed', 'the model server could not be reached', { cause: err }), 'connect', 'any', 'failure');
     }
     res.body.on('error', () => undefined);

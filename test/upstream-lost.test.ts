@@ -1,0 +1,86 @@
+/**
+ * A request lost with its model server (issue 24, item 3): `502 upstream_lost` is not refunded (one
+ * credit used to buy endless crashes, each 502 refunded) and is a strike; at FACECOMPUTE_STRIKE_LIMIT
+ * strikes in FACECOMPUTE_STRIKE_WINDOW_MS the account's requests with images are refused
+ * `429 too_many_strikes` until the window ends, on REST and MCP (one limiter). The window runs on a
+ * driven clock; nothing is timed.
+ */
+import t from 'tap';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { loadConfig } from '../src/config/index.js';
+import { buildGateway } from '../src/gateway/app.js';
+import { createMcp } from '../src/mcp/main.js';
+import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
+import { consumesCall } from '../src/accounts/charging.js';
+import { createLogger } from '../src/logging/logger.js';
+import { ServiceError } from '../src/errors/index.js';
+import { MemoryAccounts } from './helpers/memory-accounts.js';
+import { stubUpstream } from './helpers/stub-upstream.js';
+import { makePng } from './helpers/images.js';
+
+const logger = createLogger('test', 'silent');
+const PNG = makePng(8, 8).toString('base64');
+const E = Array.from({ length: 128 }, (_, i) => Math.sin(i));
+
+t.test('upstream_lost keeps the call; every other 5xx gives it back', async (t) => {
+  t.equal(consumesCall(502, 'upstream_lost'), true);
+  t.equal(consumesCall(502, 'upstream_failed'), false);
+  t.equal(consumesCall(504, 'upstream_timeout'), false);
+  t.equal(consumesCall(503, 'service_warming'), false);
+});
+
+t.test('strikes: lost requests are charged and counted; past the limit, image requests are refused until the window ends', async (t) => {
+  let clock = 1_000_000;
+  const windowMs = 3_600_000;
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:9', FACECOMPUTE_STRIKE_LIMIT: '3', FACECOMPUTE_STRIKE_WINDOW_MS: String(windowMs) });
+  const limiter = createMemoryLimiter({ requests: 1000, windowMs: 60_000, concurrent: 8, strikeWindowMs: windowMs }, () => clock);
+  let forwarded = 0;
+  const lose = async (): Promise<never> => {
+    forwarded++;
+    throw new ServiceError('upstream_lost', 'the model server stopped while computing this request; it is not sent again');
+  };
+  const accounts = new MemoryAccounts([
+    { key: 'rest', accountId: 'striker', kind: 'rest' },
+    { key: 'mcp', accountId: 'striker', kind: 'mcp' },
+    { key: 'other', accountId: 'innocent', kind: 'rest' },
+  ]);
+  const upstream = stubUpstream({ represent: lose, verify: lose, embed: lose });
+  const gw = await buildGateway({ config, accounts, logger, limiter, upstream });
+  t.teardown(() => gw.close(0));
+  const post = (key: string, path: string, body: unknown) =>
+    gw.app.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+
+  for (let i = 0; i < 3; i++) {
+    const r = await post('rest', '/represent', { img: PNG });
+    t.equal(r.statusCode, 502, `lost request ${i + 1}: 502`);
+    t.equal(r.json().error, 'upstream_lost');
+  }
+  t.equal(accounts.used.get('striker'), 3, 'each lost request was charged (no refund)');
+  t.equal((await limiter.strikes('striker')).count, 3, 'and is a strike');
+
+  const refused = await post('rest', '/verify', { img1: PNG, img2: PNG });
+  t.equal(refused.statusCode, 429);
+  t.equal(refused.json().error, 'too_many_strikes');
+  t.equal(refused.headers['retry-after'], String(windowMs / 1000), 'Retry-After: until the window ends');
+  t.equal((await post('rest', '/compare', { source: { img: PNG }, targets: [E] })).json().error, 'too_many_strikes', 'an image source too');
+  t.equal(forwarded, 3, 'the refused requests were not forwarded');
+  t.equal(accounts.used.get('striker'), 3, 'nor charged');
+  t.equal((await post('rest', '/verify', { img1: E, img2: E })).statusCode, 200, 'embeddings only still run');
+  t.equal((await post('other', '/represent', { img: PNG })).json().error, 'upstream_lost', 'another account is not affected');
+
+  // MCP shares the limiter, so the strikes: the same refusal as a tool error.
+  const mcp = await createMcp({ config, accounts, logger, limiter, upstream, queue: gw.queue });
+  await mcp.app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => mcp.app.close());
+  const client = new Client({ name: 'strikes', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(mcp.app.server.address() as AddressInfo).port}/mcp`), { requestInit: { headers: { Authorization: 'Bearer mcp' } } }));
+  t.teardown(() => client.close());
+  t.match((await client.callTool({ name: 'represent_face', arguments: { img: PNG } })).structuredContent, { error: 'too_many_strikes' });
+
+  clock += windowMs;
+  const after = await post('rest', '/represent', { img: PNG });
+  t.equal(after.json().error, 'upstream_lost', 'once the window has ended, image requests run again');
+  t.equal((await limiter.strikes('striker')).count, 1, 'a new window, from this strike');
+});
