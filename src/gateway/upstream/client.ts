@@ -179,6 +179,12 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
         method,
         path,
         body,
+        // A compute frame gets a connection of its own, closed after the answer: on a reused
+        // keep-alive connection, a replica that had died a moment before (its close not yet seen
+        // here) would look as if it had died of this frame, which is then upstream_lost, charged
+        // and struck. On a new connection, a dead replica refuses the connect and the frame goes
+        // elsewhere. One loopback or in-cluster handshake per inference is noise beside the inference.
+        ...(body !== undefined ? { reset: true } : {}),
         ...(signal ? { signal } : {}),
         headers: { ...baseHeaders, 'x-request-id': ctx.requestId, ...(body ? { 'content-type': FRAME_CONTENT_TYPE } : {}) },
       });
