@@ -4,6 +4,7 @@
  * database or Redis is gone or hung), and the gateway's metrics listener on FACECOMPUTE_METRICS_HOST.
  */
 import t from 'tap';
+import { BodyBudget } from '../src/http/body-budget.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +53,7 @@ function mcpDeps(accounts: Partial<AccountsPort>, limiter: Limiter) {
     maxBodyBytes: 1 << 20,
     arrayLimits: { maxTargets: 100_000, maxSources: 1000, maxBatchImages: 16 },
     strikes: { limit: 3, windowMs: 86_400_000 },
+    bodyBudget: new BodyBudget(1 << 30),
     requestReceiveTimeoutMs: 30_000,
     allowedOrigins: [],
     version: '9.9.9',

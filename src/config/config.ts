@@ -110,6 +110,8 @@ export interface Config {
     rateLimitRequests: number;
     rateLimitWindowMs: number;
     rateLimitConcurrent: number;
+    /** Request bodies held at once by the gateway process, bytes (FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES). */
+    maxInflightBodyBytes: number;
     /** Requests lost with their model server per account and window before image requests are refused. */
     strikeLimit: number;
     strikeWindowMs: number;
@@ -245,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitRequests: v.FACECOMPUTE_RATE_LIMIT_REQUESTS,
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
+      maxInflightBodyBytes: v.FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES,
       strikeLimit: v.FACECOMPUTE_STRIKE_LIMIT,
       strikeWindowMs: v.FACECOMPUTE_STRIKE_WINDOW_MS,
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   queue_timeout: 503,
   gateway_draining: 503,
   service_warming: 503,
+  // The gateway holds FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES of request bodies already (src/http/body-budget.ts).
+  body_capacity_full: 503,
   upstream_timeout: 504,
   // Refused by the HTTP parser before any route (src/errors/client-errors.ts); new conditions (§8).
   request_timeout: 408,
@@ -60,4 +62,4 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 }
 
 /** Codes whose 503 means "try again later": they carry `Retry-After`. */
-export const RETRYABLE_503: ReadonlySet<ErrorCode> = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining']);
+export const RETRYABLE_503: ReadonlySet<ErrorCode> = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining', 'body_capacity_full']);

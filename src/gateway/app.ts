@@ -30,6 +30,7 @@ import { BufferPool } from './buffer-pool.js';
 import type { TargetStream } from '../core/compare-stream.js';
 import { compareJson } from './compute/compare-result.js';
 import { useJsonBodyParser } from './json-body.js';
+import { BodyBudget } from '../http/body-budget.js';
 
 export const VERSION: string = PACKAGE_VERSION;
 
@@ -45,6 +46,8 @@ export interface GatewayDeps {
   remoteFetch?: Partial<RemoteFetchOptions>;
   /** The model server is a supervised child (`serve`): restarts answer 503 service_warming, not 502. */
   supervision?: UpstreamSupervision;
+  /** Request bodies held at once in this process; `serve` shares it with the MCP endpoint. */
+  bodyBudget?: BodyBudget;
 }
 
 export interface Gateway {
@@ -55,6 +58,7 @@ export interface Gateway {
   upstream: Upstream;
   metrics: GatewayMetrics;
   fetcher: RemoteFetcher | null;
+  bodyBudget: BodyBudget;
   /** Stop taking new work: new requests get 503 gateway_draining with Connection: close. */
   startDraining(): void;
   isDraining(): boolean;
@@ -206,6 +210,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
   });
 
+  const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes);
   let draining = false;
   let inFlight = 0;
   const idleWaiters: Array<() => void> = [];
@@ -310,6 +315,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${cfg.capacity.rateLimitConcurrent}`);
     reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
     if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
+    // The process-wide budget of bodies held at once (src/http/body-budget.ts), before the body is read.
+    bodyBudget.hold(req, reply, limit);
     if (req.url === '/verify' || req.url === '/represent') {
       // Deadline-aware admission before the body is read; the place is held until the job queues.
       const ticket = queue.admit();
@@ -455,6 +462,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     upstream,
     metrics,
     fetcher,
+    bodyBudget,
     startDraining() {
       draining = true;
     },

@@ -63,7 +63,7 @@ const REQUESTS: Record<string, Schema> = {
 };
 
 
-const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'too_many_strikes', 'internal_error', 'upstream_failed', 'upstream_lost', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'upstream_timeout', 'request_timeout', 'expectation_failed', 'headers_too_large'] as const;
+const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'too_many_strikes', 'internal_error', 'upstream_failed', 'upstream_lost', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'body_capacity_full', 'upstream_timeout', 'request_timeout', 'expectation_failed', 'headers_too_large'] as const;
 
 function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<string, unknown> {
   const byStatus = new Map<number, string[]>();

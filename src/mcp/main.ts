@@ -13,6 +13,7 @@ import type { Limiter } from '../gateway/limits/limiter.js';
 import type { Upstream } from '../gateway/upstream/client.js';
 import type { RemoteFetchOptions } from '../gateway/inputs/remote-fetch.js';
 import { buildMcp } from './server.js';
+import { BodyBudget } from '../http/body-budget.js';
 import { listenSurface } from '../cli/listen.js';
 
 export interface McpRunOptions {
@@ -23,6 +24,8 @@ export interface McpRunOptions {
   upstream?: Upstream;
   queue?: ComputeQueue;
   remoteFetch?: Partial<RemoteFetchOptions>;
+  /** Shared with the gateway when both run in one process (`facecompute serve`). */
+  bodyBudget?: BodyBudget;
 }
 
 /**
@@ -57,6 +60,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     compute,
     maxBodyBytes: config.mcp.maxBodyBytes,
     strikes: { limit: config.capacity.strikeLimit, windowMs: config.capacity.strikeWindowMs },
+    bodyBudget: opts.bodyBudget ?? new BodyBudget(config.capacity.maxInflightBodyBytes),
     arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,

@@ -24,6 +24,7 @@ import { EMBEDDING_JSON_SCHEMA, TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summa
 import { parseArguments } from './arguments.js';
 import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../gateway/probes.js';
+import type { BodyBudget } from '../http/body-budget.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -36,6 +37,8 @@ export interface McpDeps {
   arrayLimits: ArrayLimits;
   /** Requests lost with their model server an account may have (FACECOMPUTE_STRIKE_*). */
   strikes: StrikeSettings;
+  /** Request bodies held at once in this process (src/http/body-budget.ts). */
+  bodyBudget: BodyBudget;
   /** Longest time a client may take to send a whole request (FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS). */
   requestReceiveTimeoutMs: number;
   /** Browser origins allowed to call; requests without Origin (agents, CLIs) are allowed. */
@@ -170,8 +173,10 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   // Authentication from the headers alone, before any body is read: an anonymous or badly keyed
   // request to /mcp is refused without its body being received, buffered or parsed (issue 24: one
   // anonymous 25 MiB body of invalid JSON was parsed, and diagnosed, before the key was looked at).
-  app.addHook('onRequest', async (req) => {
-    if (req.routeOptions.url === '/mcp') req.mcpKey = await authenticate(req);
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.routeOptions.url !== '/mcp') return;
+    req.mcpKey = await authenticate(req);
+    deps.bodyBudget.hold(req, reply, deps.maxBodyBytes);
   });
 
   // Probes (Kubernetes): the MCP endpoint cannot authenticate or count a call without its database
