@@ -1,6 +1,6 @@
 /**
  * `facecompute serve` supervises its model-server child (src/cli/supervisor.ts), end to end with the
- * real model server: after `kill -9` of the child, compute answers `503 service_warming` with
+ * real model server: once a child killed with `kill -9` is gone, compute answers `503 service_warming` with
  * Retry-After (not 502) and /readiness says `warming` until the restarted child is ready, then 200;
  * crashes in a short window are `error` `model_server_crashloop`; a frozen child (kill -STOP) is
  * `503 model_server_unavailable` within the readiness timeout; and a child whose parent is killed
@@ -140,8 +140,12 @@ t.test('serve restarts a killed model server; compute is service_warming meanwhi
   t.ok(nice.length > 1 && nice.every((n) => n === Math.min(19, own + 5)), `model-server threads at niceness ${own} + 5: ${nice.join(',')}`);
   t.same(niceness(proc.pid!).filter((n) => n !== own), [], 'serve itself keeps its priority');
 
-  // Crash 1: kill -9 the child.
+  // Crash 1: kill -9 the child. A request already in flight, or racing the kill to a child that has
+  // accepted its connection but not yet died, is lost with it (502 upstream_lost, charged: issue 24,
+  // a frame that reached a model server is never resent); the restart is what this test watches, so
+  // it asks once the child is gone.
   process.kill(first, 'SIGKILL');
+  await until('the killed child to be gone', async () => (modelServerChildrenOf(proc.pid!).includes(first) ? null : true), 30_000);
   const during = await verify();
   t.equal(during.status, 503, `compute during the restart: ${JSON.stringify(during.body)}`);
   t.equal(during.body.error, 'service_warming', 'service_warming, not upstream_failed');

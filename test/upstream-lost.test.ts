@@ -14,6 +14,9 @@ import { buildGateway } from '../src/gateway/app.js';
 import { createMcp } from '../src/mcp/main.js';
 import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
 import { consumesCall } from '../src/accounts/charging.js';
+import { createUpstream } from '../src/gateway/upstream/client.js';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createLogger } from '../src/logging/logger.js';
 import { ServiceError } from '../src/errors/index.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
@@ -23,6 +26,68 @@ import { makePng } from './helpers/images.js';
 const logger = createLogger('test', 'silent');
 const PNG = makePng(8, 8).toString('base64');
 const E = Array.from({ length: 128 }, (_, i) => Math.sin(i));
+
+/** A replica that reads each request's head and then `end`s how it says: 'close' once the whole frame is read (FIN), 'reset' before (RST). */
+async function tcpReplica(end: 'close' | 'reset'): Promise<{ server: TcpServer; port: number; frames: () => number }> {
+  let frames = 0;
+  const server = createTcpServer((socket: Socket) => {
+    let data = Buffer.alloc(0);
+    socket.on('data', (c: Buffer) => {
+      data = Buffer.concat([data, c]);
+      const head = data.indexOf('\r\n\r\n');
+      if (head < 0) return;
+      const length = Number(/content-length: *(\d+)/i.exec(data.subarray(0, head).toString('latin1'))?.[1] ?? 0);
+      if (end === 'reset') {
+        frames++;
+        socket.resetAndDestroy();
+      } else if (data.length - head - 4 >= length) {
+        frames++;
+        socket.end();
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port, frames: () => frames };
+}
+
+async function goodReplica(): Promise<{ server: HttpServer; port: number; frames: () => number }> {
+  let frames = 0;
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      frames++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ results: [[]], model: 'Facenet', detector_backend: 'skip' }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port, frames: () => frames };
+}
+
+t.test('a frame read whole and then dropped is lost; one reset unread goes to another replica', async (t) => {
+  const header = { op: 'represent', model_name: 'Facenet', detector_backend: 'skip', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', images: [0], max_faces: null, l2_normalize: false } as const;
+  // A big frame, so that it spans many socket reads.
+  const image = Buffer.alloc(2 << 20, 7);
+  for (const [end, expected] of [['close', 'upstream_lost'], ['reset', 'answered']] as const) {
+    const dying = await tcpReplica(end);
+    const good = await goodReplica();
+    t.teardown(() => {
+      dying.server.close();
+      good.server.close();
+    });
+    // The dying replica first: least-outstanding picks in order when both are idle.
+    const c = createUpstream({ urls: [`http://127.0.0.1:${dying.port}`, `http://127.0.0.1:${good.port}`], timeoutMs: 5000, maxResponseBytes: 1 << 20 });
+    t.teardown(() => c.close());
+    const got = await c.represent(header, [image], { requestId: 'r' }).then(
+      () => 'answered',
+      (err: unknown) => (err instanceof ServiceError ? err.code : String(err)),
+    );
+    t.equal(got, expected, `${end}: ${expected}`);
+    t.equal(dying.frames(), 1, `${end}: the dying replica got the frame once`);
+    t.equal(good.frames(), end === 'reset' ? 1 : 0, end === 'reset' ? 'reset unread: sent to the other replica' : 'read whole: not sent again');
+  }
+});
 
 t.test('upstream_lost keeps the call; every other 5xx gives it back', async (t) => {
   t.equal(consumesCall(502, 'upstream_lost'), true);

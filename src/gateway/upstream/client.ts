@@ -4,12 +4,13 @@
  * (dns-discovery.ts) and are balanced by least outstanding requests with passive health
  * (replicas.ts); every request carries the internal token when one is configured.
  *
- * Retries: a request is sent once more, to another replica when there is one, only when its frame
- * never reached a replica (the connection was refused or never opened: the replica is gone or
- * restarting) or a replica refused it before doing any work (503 service_warming, 401 on a token
- * mismatch). A compute frame whose connection was closed or reset after it was made is
- * `upstream_lost` and is not sent again: its input may be what killed the replica, and a retry would
- * kill a second one (issue 24). Never after a timeout or a partial answer.
+ * Retries: a request is sent once more, to another replica when there is one, only when no replica
+ * consumed its frame (the connection was refused, never opened, or reset with the frame unread: the
+ * replica is gone, restarting or dying) or a replica refused it before doing any work (503
+ * service_warming, 401 on a token mismatch). A compute frame that a replica read whole and then closed
+ * the connection on without an answer is `upstream_lost` and is not sent again: its input may be what
+ * killed the replica, and a retry would kill a second one (issue 24). Never after a timeout or a
+ * partial answer.
  *
  * Failures map to the contract: connection errors and 5xx → upstream_failed (502), timeouts →
  * upstream_timeout (504), an answer over the cap → upstream_response_too_large (502). A 4xx ErrorBody
@@ -90,14 +91,21 @@ function isTimeout(err: unknown): boolean {
 }
 
 /**
- * Errors raised before a connection existed, so before any byte of a request was written: the
- * address refused or could not be reached, or the connection did not open in time.
+ * Errors that say the replica's process never consumed the whole frame, so nothing computed it:
+ * - raised before a connection existed: the address refused or could not be reached, or the
+ *   connection did not open in time;
+ * - a reset (RST) instead of a close: Linux resets a connection whose received bytes its process
+ *   had not all read when it closed, and every connection still waiting in the listen queue of a
+ *   process that dies (it accepts them while it is being torn down). A model server reads a whole
+ *   frame before it decodes anything, and a frame has a connection of its own (Connections), so a
+ *   process killed by its input has read that input: it closes (FIN, undici's "other side closed"),
+ *   it does not reset.
  */
-const CONNECT_ERRORS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+const FRAME_NOT_CONSUMED: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE']);
 
-function neverConnected(err: unknown): boolean {
+function frameNotConsumed(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return err instanceof undiciErrors.ConnectTimeoutError || (typeof code === 'string' && CONNECT_ERRORS.has(code));
+  return err instanceof undiciErrors.ConnectTimeoutError || (typeof code === 'string' && FRAME_NOT_CONSUMED.has(code));
 }
 
 type Obj = Record<string, unknown>;
@@ -128,6 +136,19 @@ class AttemptError extends Error {
   }
 }
 
+/**
+ * A replica's two pools. `probes` keeps connections alive for readiness and capabilities. `frames`
+ * carries compute frames, each on a connection of its own, closed after the answer: on a reused
+ * keep-alive connection, a replica that had died a moment before (its close not yet seen here) would
+ * look as if it had died of the frame written to it, which is then upstream_lost, charged and struck.
+ * On a new connection a dead replica refuses the connect, and the frame goes elsewhere. One loopback
+ * or in-cluster handshake per inference is noise beside the inference.
+ */
+interface Connections {
+  probes: Pool;
+  frames: Pool;
+}
+
 interface Answer {
   status: number;
   json: unknown;
@@ -140,12 +161,17 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   const probeTimeoutMs = opts.probeTimeoutMs ?? 2000;
   let warnedToken = false;
 
-  const set: ReplicaSet<Pool> = new ReplicaSet<Pool>({
+  const set: ReplicaSet<Connections> = new ReplicaSet<Connections>({
     ...(opts.health ? { health: opts.health } : {}),
     ...(log ? { logger: log } : {}),
-    connect: (origin) =>
-      new Pool(origin, { connections: opts.connections ?? 16, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, keepAliveTimeout: 4000 }),
-    disconnect: (pool) => pool.close(),
+    connect: (origin) => {
+      const pool = (keepAliveTimeout?: number) =>
+        new Pool(origin, { connections: opts.connections ?? 16, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, ...(keepAliveTimeout ? { keepAliveTimeout } : {}) });
+      return { probes: pool(4000), frames: pool() };
+    },
+    disconnect: async (c) => {
+      await Promise.all([c.probes.close(), c.frames.close()]);
+    },
     probe: async (r) => {
       try {
         const a = await attempt(r, 'GET', INTERNAL_PATHS.readiness, undefined, { requestId: 'probe', signal: AbortSignal.timeout(probeTimeoutMs) }, [200, 503]);
@@ -170,20 +196,17 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   const discovered = dns ? dns.first : Promise.resolve();
 
   /** One request to one replica: its answer, or an AttemptError saying what failed. */
-  async function attempt(r: Replica<Pool>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[]): Promise<Answer> {
+  async function attempt(r: Replica<Connections>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[]): Promise<Answer> {
     const signal = ctx.signal;
     let res: Dispatcher.ResponseData;
     r.requests++;
     try {
-      res = await r.conn.request({
+      res = await (body !== undefined ? r.conn.frames : r.conn.probes).request({
         method,
         path,
         body,
-        // A compute frame gets a connection of its own, closed after the answer: on a reused
-        // keep-alive connection, a replica that had died a moment before (its close not yet seen
-        // here) would look as if it had died of this frame, which is then upstream_lost, charged
-        // and struck. On a new connection, a dead replica refuses the connect and the frame goes
-        // elsewhere. One loopback or in-cluster handshake per inference is noise beside the inference.
+        // Every frame is sent with Connection: close (see Connections), so no socket of the frames
+        // pool is ever reused.
         ...(body !== undefined ? { reset: true } : {}),
         ...(signal ? { signal } : {}),
         headers: { ...baseHeaders, 'x-request-id': ctx.requestId, ...(body ? { 'content-type': FRAME_CONTENT_TYPE } : {}) },
@@ -203,15 +226,15 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       if (err instanceof undiciErrors.HTTPParserError) {
         throw new AttemptError(new ServiceError('upstream_failed', 'the model server sent a malformed answer', { cause: err }), 'malformed', 'no', 'failure');
       }
-      // A frame that may have reached the replica (the connection was made, then closed or reset
-      // before any answer) is never sent again: if its input is what killed the replica, another
-      // replica would die of it too (issue 24). It is upstream_lost, which keeps the call charged
-      // and counts a strike against the account (src/accounts/charging.ts, src/gateway/limits/strikes.ts).
-      if (body !== undefined && !neverConnected(err)) {
+      // A frame the replica read whole, whose connection it then closed without an answer, is never
+      // sent again: if its input is what killed the replica, another replica would die of it too
+      // (issue 24). It is upstream_lost, which keeps the call charged and counts a strike against
+      // the account (src/accounts/charging.ts, src/gateway/limits/strikes.ts).
+      if (body !== undefined && !frameNotConsumed(err)) {
         throw new AttemptError(new ServiceError('upstream_lost', 'the model server stopped while computing this request; it is not sent again', { cause: err }), 'lost', 'no', 'failure');
       }
-      // Nothing was sent (no connection), or the request carries no frame (readiness, capabilities):
-      // another replica may take it.
+      // The frame was not consumed (no connection, or a reset), or the request carries none
+      // (readiness, capabilities): another replica may take it.
       throw new AttemptError(new ServiceError('upstream_failed', 'the model server could not be reached', { cause: err }), 'connect', 'any', 'failure');
     }
     res.body.on('error', () => undefined);
@@ -277,7 +300,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   }
 
   /** Counts an attempt's failure against its replica, as the attempt says. */
-  function account(r: Replica<Pool>, err: AttemptError): void {
+  function account(r: Replica<Connections>, err: AttemptError): void {
     if (err.blame === 'failure') set.failed(r, err.kind);
     else if (err.blame === 'not_ready') set.notReady(r, 'answered service_warming');
     if (err.kind !== 'passed' && err.kind !== 'aborted') note(err.kind);
@@ -288,11 +311,11 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   /** Runs a request on the best replica, and once more when `attempt` says it may. */
   async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200]): Promise<Answer> {
     await discovered;
-    let previous: { replica: Replica<Pool>; err: AttemptError } | null = null;
+    let previous: { replica: Replica<Connections>; err: AttemptError } | null = null;
     for (;;) {
       // The retry goes to another replica; after a connection failure, to the same one when it is
       // the only one (a keep-alive socket the server had just closed).
-      const r: Replica<Pool> | null = previous ? (set.pick(previous.replica) ?? (previous.err.retry === 'any' && !previous.replica.removed ? previous.replica : null)) : set.pick();
+      const r: Replica<Connections> | null = previous ? (set.pick(previous.replica) ?? (previous.err.retry === 'any' && !previous.replica.removed ? previous.replica : null)) : set.pick();
       if (!r) throw previous?.err.error ?? noReplica();
       r.outstanding++;
       try {
