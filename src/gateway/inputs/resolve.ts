@@ -3,8 +3,9 @@
  * remote URL or a `file:` path becomes image bytes; then byte limit → header probe → pixel limit,
  * before anything is forwarded (the model server never sees an oversized or unknown image).
  */
-import { realpath, stat, readFile } from 'node:fs/promises';
-import { isAbsolute, resolve, sep } from 'node:path';
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, sep } from 'node:path';
 import { ServiceError } from '../../errors/index.js';
 import { probeImage } from '../../core/image.js';
 import type { RemoteFetcher } from './remote-fetch.js';
@@ -110,20 +111,76 @@ export class ImageResolver {
       throw new ServiceError('invalid_request', `${field}: malformed file: path`);
     }
     if (p.includes('\u0000')) throw new ServiceError('invalid_request', `${field}: malformed file: path`);
-    const rootReal = await realpath(root).catch(() => root);
-    const candidate = isAbsolute(p) ? p : resolve(rootReal, p);
-    let real: string;
-    try {
-      real = await realpath(candidate);
-    } catch {
-      throw new ServiceError('invalid_image', `${field}: no such file under the local images root`);
+    return readLocalImage(root, p, this.s.maxImageBytes, field);
+  }
+}
+
+/**
+ * One refusal for every path that is not served, whatever the reason (missing, outside the root,
+ * a symbolic link, a directory, a device, unreadable): a caller cannot tell an existing file outside
+ * the root from a missing one (issue 24: the two answered differently, an existence oracle).
+ */
+function notServed(field: string): ServiceError {
+  return new ServiceError('url_not_allowed', `${field}: file: paths must name a readable regular file inside the local images root, reached without symbolic links`);
+}
+
+/**
+ * The components of `p` below `root`: `p` relative to the root, or absolute and inside it as
+ * written. `.` and empty components are dropped; `..` is refused (the walk never goes up).
+ */
+function componentsBelow(root: string, p: string, field: string): string[] {
+  let rel = p;
+  if (isAbsolute(p)) {
+    const prefix = root.endsWith(sep) ? root : root + sep;
+    if (!p.startsWith(prefix)) throw notServed(field);
+    rel = p.slice(prefix.length);
+  }
+  const parts = rel.split(sep).filter((c) => c !== '' && c !== '.');
+  if (parts.length === 0 || parts.includes('..')) throw notServed(field);
+  return parts;
+}
+
+const READ_CHUNK = 64 * 1024;
+
+/**
+ * Opens `p` under `root` without following any symbolic link, and reads at most `maxBytes` + 1 of it.
+ * Node has no openat(2), so the walk goes through /proc/self/fd (Linux): each component is opened
+ * relative to the directory opened before it, as /proc/self/fd/<dir fd>/<component>, with O_NOFOLLOW
+ * (a symbolic link there fails with ELOOP) and O_DIRECTORY for the directories on the way, so no
+ * component can be swapped for a link between a check and the open. The last one is opened with
+ * O_NONBLOCK (a FIFO cannot hold the thread pool) and must be a regular file by fstat of the
+ * descriptor read from. The root itself is the operator's (FACECOMPUTE_LOCAL_IMAGES_ROOT) and may be
+ * a link. Without /proc every path is refused.
+ */
+export async function readLocalImage(root: string, p: string, maxBytes: number, field: string): Promise<Buffer> {
+  const parts = componentsBelow(root, p, field);
+  const opened: FileHandle[] = [];
+  try {
+    let dir = await open(root, constants.O_RDONLY | constants.O_DIRECTORY);
+    opened.push(dir);
+    for (const [i, part] of parts.entries()) {
+      const last = i === parts.length - 1;
+      const flags = constants.O_RDONLY | constants.O_NOFOLLOW | (last ? constants.O_NONBLOCK : constants.O_DIRECTORY);
+      dir = await open(`/proc/self/fd/${dir.fd}/${part}`, flags);
+      opened.push(dir);
     }
-    if (real !== rootReal && !real.startsWith(rootReal.endsWith(sep) ? rootReal : rootReal + sep)) {
-      throw new ServiceError('url_not_allowed', `${field}: the path is outside the local images root`);
+    const file = dir;
+    if (!(await file.stat()).isFile()) throw notServed(field);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, maxBytes + 1 - total));
+      const { bytesRead } = await file.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > maxBytes) throw new ServiceError('image_too_large', `${field} is larger than ${maxBytes} bytes`);
     }
-    const st = await stat(real);
-    if (!st.isFile()) throw new ServiceError('invalid_image', `${field}: not a regular file`);
-    if (st.size > this.s.maxImageBytes) throw new ServiceError('image_too_large', `${field} is larger than ${this.s.maxImageBytes} bytes`);
-    return readFile(real);
+    return Buffer.concat(chunks, total);
+  } catch (err) {
+    if (err instanceof ServiceError) throw err;
+    throw notServed(field);
+  } finally {
+    for (const h of opened) await h.close().catch(() => undefined);
   }
 }
