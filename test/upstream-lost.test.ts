@@ -15,6 +15,7 @@ import { createMcp } from '../src/mcp/main.js';
 import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
 import { consumesCall } from '../src/accounts/charging.js';
 import { createUpstream } from '../src/gateway/upstream/client.js';
+import type { RepresentHeader } from '../src/model-server/protocol.js';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createLogger } from '../src/logging/logger.js';
@@ -66,7 +67,7 @@ async function goodReplica(): Promise<{ server: HttpServer; port: number; frames
 }
 
 t.test('a frame read whole and then dropped is lost; one reset unread goes to another replica', async (t) => {
-  const header = { op: 'represent', model_name: 'Facenet', detector_backend: 'skip', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', images: [0], max_faces: null, l2_normalize: false } as const;
+  const header: RepresentHeader = { op: 'represent', model_name: 'Facenet', detector_backend: 'skip', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', images: [0], max_faces: null, l2_normalize: false };
   // A big frame, so that it spans many socket reads.
   const image = Buffer.alloc(2 << 20, 7);
   for (const [end, expected] of [['close', 'upstream_lost'], ['reset', 'answered']] as const) {
