@@ -225,3 +225,29 @@ t.test('settle waits while a process tree still burns CPU after a run, and not o
   t.notOk(capped.quiet, 'still busy at the timeout');
   t.ok(capped.waitedMs >= 800 && capped.waitedMs < 3000, `stopped at the timeout (${capped.waitedMs.toFixed(0)} ms)`);
 });
+
+t.test("the adversary suite's memory watchdog kills a process whose peak RSS passes its limit, and only that one", async (t) => {
+  const { memoryWatchdog } = await import('../bench/adversary/watchdog.js');
+  // Two idle Node processes; one then touches 200 MiB (its peak stays there even once freed).
+  const grow = spawn(process.execPath, ['-e', "process.stdin.once('data', () => { globalThis.b = Buffer.alloc(200 * 2 ** 20, 1); }); setInterval(() => {}, 1000);"], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const calm = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  t.teardown(() => {
+    grow.kill('SIGKILL');
+    calm.kill('SIGKILL');
+  });
+  const limit = 150 * 2 ** 20;
+  const dog = memoryWatchdog(() => [
+    { pid: grow.pid!, role: 'grow', limitBytes: limit },
+    { pid: calm.pid!, role: 'calm', limitBytes: limit },
+  ], 10);
+  t.teardown(() => dog.stop());
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(dog.kills, [], 'nothing killed below the limit');
+  const exited = new Promise<NodeJS.Signals | null>((r) => grow.once('exit', (_code, signal) => r(signal)));
+  grow.stdin!.write('go\n');
+  t.equal(await exited, 'SIGKILL', 'the process past its limit is SIGKILLed');
+  t.equal(dog.kills.length, 1);
+  t.match(dog.kills[0], { pid: grow.pid, role: 'grow' });
+  t.ok(dog.kills[0]!.peakMb > 150, `its peak: ${dog.kills[0]!.peakMb} MiB`);
+  t.equal(calm.exitCode, null, 'the other one lives');
+});

@@ -13,6 +13,8 @@ import { DEEPFACE_PYTHON, MODELS_CACHE, REPO_ROOT, SHARED_WEIGHTS_DIR } from './
 export interface OurService {
   proc: Spawned;
   gatewayUrl: string;
+  /** The MCP endpoint's base URL (its path is /mcp). */
+  mcpUrl: string;
   consoleUrl: string;
   modelServerUrl: string;
   eldDir: string | null;
@@ -111,6 +113,7 @@ export async function startOurs(o: OurOptions): Promise<OurService> {
   return {
     proc,
     gatewayUrl,
+    mcpUrl: `http://127.0.0.1:${mcp}`,
     consoleUrl: `http://127.0.0.1:${consolePort}`,
     modelServerUrl: `http://127.0.0.1:${modelServer}`,
     eldDir,

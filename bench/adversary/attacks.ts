@@ -1,0 +1,207 @@
+/**
+ * The attacks of issue 24, each a function that sends its request(s) to a live `serve` and says what
+ * came back. Inputs are built here, once (bench/adversary/inputs.ts); nothing leaves loopback: the one
+ * URL an attack sends is a documentation address (192.0.2.1, TEST-NET-1), which the service refuses
+ * before any connection, with remote images off or on.
+ */
+import { connect } from 'node:net';
+import { request } from 'undici';
+
+export interface Targets {
+  gateway: string;
+  mcp: string;
+  console: string;
+  restKey: string;
+  mcpKey: string;
+}
+
+/** What one attack request got: HTTP status, the contract code (or the MCP tool error's), its time. */
+export interface Answer {
+  status: number;
+  code: string;
+  ms: number;
+}
+
+export interface Attack {
+  name: string;
+  /** The issue 24 item it comes from. */
+  item: string;
+  /** What a correct service answers (status and code), for the report. */
+  expect: string;
+  /** Sends the attack once. */
+  run(t: Targets): Promise<Answer>;
+  /** How many times it is sent in its window (one after another). */
+  repeat: number;
+}
+
+async function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<Answer> {
+  const t0 = performance.now();
+  const res = await request(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, bodyTimeout: 120_000, headersTimeout: 120_000 });
+  const text = await res.body.text();
+  const ms = performance.now() - t0;
+  let code = '';
+  try {
+    const j = JSON.parse(text) as { error?: unknown; result?: { isError?: boolean; structuredContent?: { error?: string } } };
+    if (typeof j.error === 'string') code = j.error;
+    else if (j.result?.isError) code = `tool error ${j.result.structuredContent?.error ?? '?'}`;
+    else code = 'ok';
+  } catch {
+    code = `not JSON: ${text.slice(0, 40)}`;
+  }
+  return { status: res.statusCode, code, ms };
+}
+
+const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
+const MCP_ACCEPT = { accept: 'application/json, text/event-stream' };
+const rpc = (name: string, args: unknown) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+
+/** Invalid JSON of `bytes`: a string that never ends. */
+function unterminated(bytes: number, field: string): Buffer {
+  const head = Buffer.from(`{"${field}":"`);
+  const b = Buffer.alloc(bytes, 0x41);
+  head.copy(b);
+  return b;
+}
+
+/**
+ * `connections` uploads that each declare `declared` bytes and send `sent` of them, held open until
+ * every one is answered or has waited `holdMs`; then all are closed. The answers: those refused, and
+ * a 0 for those still held (taken in full, waiting for their bodies).
+ */
+async function heldUploads(base: string, key: string, connections: number, declared: number, sent: number, holdMs: number): Promise<Answer[]> {
+  const url = new URL(base);
+  const t0 = performance.now();
+  const sockets = Array.from({ length: connections }, () => connect(Number(url.port), url.hostname));
+  const answers = await Promise.all(
+    sockets.map(
+      (s) =>
+        new Promise<Answer>((resolve) => {
+          let data = '';
+          const timer = setTimeout(() => resolve({ status: 0, code: 'held', ms: performance.now() - t0 }), holdMs);
+          s.on('data', (c) => {
+            data += c.toString('latin1');
+            const end = data.indexOf('\r\n\r\n');
+            const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, end)))?.[1] ?? NaN);
+            if (end < 0 || data.length - end - 4 < len) return;
+            clearTimeout(timer);
+            const code = (JSON.parse(data.slice(end + 4, end + 4 + len)) as { error?: string }).error ?? 'ok';
+            resolve({ status: Number(data.slice(9, 12)), code, ms: performance.now() - t0 });
+          });
+          s.on('error', () => undefined);
+          s.write(`POST /verify HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
+          s.write(unterminated(sent, 'img1'));
+        }),
+    ),
+  );
+  for (const s of sockets) s.destroy();
+  return answers;
+}
+
+export interface Inputs {
+  /** 16 flat 6324 x 6324 PNGs as base64 (each under the 40 MP image limit, about 120 KB). */
+  bigPngs: string[];
+  /** Issue 24's JPEG: warning, then fatal error, before any row. */
+  jpegRepro: string;
+}
+
+export function attacks(inputs: Inputs): Attack[] {
+  const E = Array.from({ length: 128 }, (_, i) => Math.sin(i));
+  // 7.6 MiB of targets whose values are strings: zod made one issue per value (1.54 GB).
+  const badTargets = Array.from({ length: Math.floor((7.6 * 2 ** 20) / (128 * 4)) }, () => Array.from({ length: 128 }, () => 'x'));
+  const overLimit = Array.from({ length: 100_001 }, () => [0]);
+  return [
+    {
+      name: 'gateway: 25 MiB of unterminated JSON (valid key)',
+      item: 'high 1',
+      expect: '400 invalid_request',
+      repeat: 3,
+      run: (t) => post(`${t.gateway}/verify`, unterminated(25 * 2 ** 20 - 64, 'img1'), bearer(t.restKey)),
+    },
+    {
+      name: 'gateway: 64 MiB of unterminated JSON on /compare (valid key)',
+      item: 'high 1',
+      expect: '400 invalid_request',
+      repeat: 2,
+      run: (t) => post(`${t.gateway}/compare`, unterminated(64 * 2 ** 20 - 64, 'targets_b64'), bearer(t.restKey)),
+    },
+    {
+      name: 'MCP: 25 MiB of invalid JSON, no key',
+      item: 'high 1',
+      expect: '401 missing_api_key',
+      repeat: 3,
+      run: (t) => post(`${t.mcp}/mcp`, unterminated(25 * 2 ** 20 - 64, 'jsonrpc'), MCP_ACCEPT),
+    },
+    {
+      name: 'console: invalid JSON to /api/keys, bad session',
+      item: 'high 1',
+      expect: '401 unauthorized',
+      repeat: 3,
+      run: (t) => post(`${t.console}/api/keys`, unterminated(60 * 1024, 'name'), bearer('not-a-session')),
+    },
+    {
+      name: 'MCP: compare_inputs, 7.6 MiB of string targets',
+      item: 'high 2',
+      expect: 'tool error invalid_embedding (400)',
+      repeat: 3,
+      run: (t) => post(`${t.mcp}/mcp`, rpc('compare_inputs', { source: { embedding: E }, targets: badTargets }), { ...bearer(t.mcpKey), ...MCP_ACCEPT }),
+    },
+    {
+      name: 'MCP: compare_inputs, 100,001 targets',
+      item: 'high 2',
+      expect: 'tool error too_many_targets (413)',
+      repeat: 3,
+      run: (t) => post(`${t.mcp}/mcp`, rpc('compare_inputs', { source: { embedding: E }, targets: overLimit }), { ...bearer(t.mcpKey), ...MCP_ACCEPT }),
+    },
+    {
+      name: '/represent: 16 flat 40 MP PNGs (2.6 MB body, 1.9 GB decoded)',
+      item: 'high 3',
+      expect: '413 too_many_pixels',
+      repeat: 3,
+      run: (t) => post(`${t.gateway}/represent`, JSON.stringify({ img: inputs.bigPngs, detector_backend: 'skip' }), bearer(t.restKey)),
+    },
+    {
+      name: '/represent: the uninitialised-memory JPEG, detector skip',
+      item: 'high 5',
+      expect: '400 invalid_image',
+      repeat: 3,
+      run: (t) => post(`${t.gateway}/represent`, JSON.stringify({ img: inputs.jpegRepro, detector_backend: 'skip' }), bearer(t.restKey)),
+    },
+    {
+      name: 'MCP: an https URL with remote images off',
+      item: 'medium 8',
+      expect: 'tool error input_mode_disabled (400)',
+      repeat: 3,
+      run: (t) => post(`${t.mcp}/mcp`, rpc('represent_face', { img: 'https://192.0.2.1/face.jpg' }), { ...bearer(t.mcpKey), ...MCP_ACCEPT }),
+    },
+    {
+      name: 'file: an existing path outside the root, then a missing one',
+      item: 'low',
+      expect: '400 url_not_allowed, twice the same',
+      repeat: 2,
+      async run(t) {
+        const a = await post(`${t.gateway}/represent`, JSON.stringify({ img: 'file:///etc/passwd' }), bearer(t.restKey));
+        const b = await post(`${t.gateway}/represent`, JSON.stringify({ img: 'file:no-such-file.jpg' }), bearer(t.restKey));
+        return { status: a.status === b.status ? a.status : -1, code: a.code === b.code ? a.code : `${a.code} / ${b.code}`, ms: a.ms + b.ms };
+      },
+    },
+    {
+      name: 'body budget: 12 uploads declaring 25 MiB, 1 MiB sent each, held',
+      item: 'low',
+      expect: '503 body_capacity_full for those past 256 MiB',
+      repeat: 1,
+      async run(t) {
+        const answers = await heldUploads(t.gateway, t.restKey, 12, 25 * 2 ** 20, 2 ** 20, 3000);
+        const refused = answers.filter((a) => a.status !== 0);
+        const first = refused[0];
+        return { status: first?.status ?? 0, code: `${first?.code ?? 'none'} (${refused.length} of 12 refused, ${answers.length - refused.length} held)`, ms: Math.max(...refused.map((a) => a.ms), 0) };
+      },
+    },
+    {
+      name: 'largest accepted request: /verify of two flat 40 MP PNGs (not an attack)',
+      item: 'high 3',
+      expect: 'computed (422 no_face_detected: a flat image), within the pixel budget',
+      repeat: 1,
+      run: (t) => post(`${t.gateway}/verify`, JSON.stringify({ img1: inputs.bigPngs[0], img2: inputs.bigPngs[1], detector_backend: 'opencv' }), bearer(t.restKey)),
+    },
+  ];
+}
