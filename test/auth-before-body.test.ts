@@ -10,7 +10,6 @@
  * or 413 where the length is over its limit).
  */
 import t from 'tap';
-import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import { createAccountsStore } from '../src/accounts/index.js';
 import { createLogger } from '../src/logging/logger.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
+import { rawRequest, type RawAnswer } from './helpers/raw-http.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'fc-auth-first-'));
 const config = loadConfig({
@@ -61,23 +61,14 @@ t.teardown(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Writes `head` (and `body`, if any) on a raw socket and reads the status line and JSON body of the answer. */
-function raw(port: number, head: string, body = ''): Promise<{ status: number; json: { error?: string } }> {
-  return new Promise((resolve, reject) => {
-    const s = connect(port, '127.0.0.1');
-    let data = '';
-    s.on('data', (c) => {
-      data += c.toString('latin1');
-      const end = data.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end))?.[1] ?? NaN);
-      if (data.length - end - 4 < len) return;
-      s.destroy();
-      resolve({ status: Number(data.slice(9, 12)), json: JSON.parse(data.slice(end + 4, end + 4 + len)) });
-    });
-    s.on('error', reject);
-    s.write(head + body);
-  });
+/** The answer to `head` and `body` on a new socket, which is then closed. */
+async function raw(port: number, head: string, body = ''): Promise<RawAnswer> {
+  const r = rawRequest(port, head, body);
+  try {
+    return await r.answer;
+  } finally {
+    r.socket.destroy();
+  }
 }
 
 const surfaces: Array<{ name: keyof typeof ports; path: string; badKey: string; code: string; status: number }> = [

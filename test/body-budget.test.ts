@@ -5,7 +5,6 @@
  * request ends, however it ends. Bodies are held by not sending them; nothing is timed.
  */
 import t from 'tap';
-import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config/index.js';
 import { buildGateway } from '../src/gateway/app.js';
@@ -14,6 +13,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { BodyBudget } from '../src/http/body-budget.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
+import { rawRequest } from './helpers/raw-http.js';
 
 const logger = createLogger('test', 'silent');
 
@@ -28,24 +28,7 @@ t.test('take and give', async (t) => {
   t.ok(b.take(0), 'a request without a body always fits');
 });
 
-/** Sends `head` and `body` (maybe less than it declares) and reads the answer's status line and JSON, if any comes before `release`. */
-function open(port: number, head: string, body = ''): { socket: Socket; answer: Promise<{ status: number; headers: string; json: { error?: string } }> } {
-  const socket = connect(port, '127.0.0.1');
-  const answer = new Promise<{ status: number; headers: string; json: { error?: string } }>((resolve, reject) => {
-    let data = '';
-    socket.on('data', (c) => {
-      data += c.toString('latin1');
-      const end = data.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, end))?.[1] ?? NaN);
-      if (data.length - end - 4 < len) return;
-      resolve({ status: Number(data.slice(9, 12)), headers: data.slice(0, end), json: JSON.parse(data.slice(end + 4, end + 4 + len)) });
-    });
-    socket.on('error', reject);
-  });
-  socket.write(head + body);
-  return { socket, answer };
-}
+const open = rawRequest;
 
 const until = async (f: () => boolean) => {
   for (let i = 0; i < 500 && !f(); i++) await new Promise((r) => setTimeout(r, 10));

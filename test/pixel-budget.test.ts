@@ -14,25 +14,14 @@ import { encodeFrame, type RepresentHeader } from '../src/model-server/protocol.
 import type { FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/ports.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
-import { makePng } from './helpers/images.js';
+import { makeBombPng, makePng } from './helpers/images.js';
 import { SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 
 const logger = createLogger('test', 'silent');
 
-/** A PNG of `width` × `height` as far as any header reader can tell: signature, IHDR, an empty IDAT. */
-function pngHeader(width: number, height: number): Buffer {
-  const ihdr = Buffer.alloc(25);
-  ihdr.writeUInt32BE(13, 0);
-  ihdr.write('IHDR', 4, 'latin1');
-  ihdr.writeUInt32BE(width, 8);
-  ihdr.writeUInt32BE(height, 12);
-  ihdr.set([8, 2, 0, 0, 0], 16);
-  return Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), ihdr, Buffer.from([0, 0, 0, 0]), Buffer.from('IDAT', 'latin1'), Buffer.alloc(4)]);
-}
-
 // 6324 x 6324 is just under the 40-megapixel image limit: each image passes it, 16 of them are 640 MP.
-const BIG = pngHeader(6324, 6324).toString('base64');
+const BIG = makeBombPng(6324, 6324).toString('base64');
 
 t.test('the gateway refuses a request over the budget before forwarding it', async (t) => {
   const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:9' });
@@ -111,7 +100,7 @@ t.test('the model server holds the budget before decoding, and decodes a batch o
   const header = (n: number): RepresentHeader => ({ op: 'represent', model_name: 'Dlib', detector_backend: 'skip', align: false, enforce_detection: false, expand_percentage: 0, normalization: 'base', images: Array.from({ length: n }, (_, i) => i), max_faces: null, l2_normalize: false });
   const post = (n: number, images: Buffer[]) => app.inject({ method: 'POST', url: '/internal/represent', headers: { 'content-type': 'application/vnd.facecompute.frame' }, payload: encodeFrame(header(n), images) });
 
-  const over = await post(3, [pngHeader(6324, 6324), pngHeader(6324, 6324), pngHeader(6324, 6324)]);
+  const over = await post(3, [makeBombPng(6324, 6324), makeBombPng(6324, 6324), makeBombPng(6324, 6324)]);
   t.equal(over.statusCode, 413);
   t.equal(over.json().error, 'too_many_pixels');
   t.same(events, [], 'refused before any decode');

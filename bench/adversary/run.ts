@@ -24,7 +24,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { loadavg, tmpdir } from 'node:os';
-import { deflateSync } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { processTree, procMemory, settle } from '../lib/proc.js';
@@ -35,6 +34,7 @@ import { verifyBody } from '../lib/bodies.js';
 import { round, summarize } from '../lib/stats.js';
 import { attacks, type Answer, type Targets } from './attacks.js';
 import { memoryWatchdog } from './watchdog.js';
+import { makeUniformPng } from '../../test/helpers/images.js';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -59,35 +59,6 @@ function checkBuild(): void {
     console.error('dist/ is older than src/: run `npm run build:ts` first (serve runs the build)');
     process.exit(2);
   }
-}
-
-/** A flat (all-zero) RGB PNG of side × side: about 120 KB at 6324, 120 MB once decoded. */
-function flatPng(side: number): Buffer {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (b: Buffer) => {
-    let c = 0xffffffff;
-    for (const x of b) c = crcTable[(c ^ x) & 0xff]! ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const c = Buffer.alloc(4);
-    c.writeUInt32BE(crc(td));
-    return Buffer.concat([len, td, c]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(side, 0);
-  ihdr.writeUInt32BE(side, 4);
-  ihdr[8] = 8;
-  ihdr[9] = 2;
-  const raw = Buffer.alloc(side * (1 + side * 3));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
 }
 
 interface Proc {
@@ -147,7 +118,8 @@ function clientStats(samples: Array<{ ms: number; status: number }>) {
 
 async function main(): Promise<void> {
   checkBuild();
-  const bigPng = flatPng(6324);
+  // Flat (all zero) RGB, just under the 40 MP image limit: about 120 KB, 120 MB once decoded.
+  const bigPng = makeUniformPng(6324, 6324, 0);
   const bigPngs = Array.from({ length: 16 }, () => bigPng.toString('base64'));
   const jpegRepro = readFileSync(join(REPO_ROOT, 'crates/facecompute-core/tests/fixtures/jpeg-warnings/repro-extraneous-bad-dht.jpg')).toString('base64');
   const localRoot = mkdtempSync(join(tmpdir(), 'facecompute-adversary-files-'));
