@@ -1,9 +1,10 @@
 /**
  * Fair credits (issue 15, item 9; src/accounts/charging.ts): a call is consumed only when compute ran
  * (2xx, `422 no_face_detected`); every refusal before compute (4xx validation, 401, 402, 404, 413,
- * 429, 503) and every failure of ours (5xx) leaves the allowance as it was. Each class is checked on
- * REST and on MCP, against the real accounts store on SQLite and PostgreSQL, with the fake model
- * server (a real process) for the upstream outcomes.
+ * 429, 503) and every failure of ours (5xx) leaves the allowance as it was, but `502 upstream_lost`
+ * (the model server died with the request's frame: presumed the input's doing, issue 24). Each class
+ * is checked on REST and on MCP, against the real accounts store on SQLite and PostgreSQL, with the
+ * fake model server (a real process) for the upstream outcomes.
  */
 import t, { type Test } from 'tap';
 import { verifyEmailOf } from './helpers/verify-email.js';
@@ -159,10 +160,14 @@ eachDatabase(t, async (t, tdb) => {
     await c(v({ source: { embedding: E128 }, targets: Array(11).fill(E128) }, a.rest, '/compare'), { status: 413, code: 'too_many_targets', consumes: 0 }, 'too many targets');
     await c(v({ img: 'https://images.example.com/missing.png' }, a.rest, '/represent'), { status: 422, code: 'url_fetch_failed', consumes: 0 }, 'remote image not found');
 
-    for (const [mode, status, code] of [['5xx', 502, 'upstream_failed'], ['stall', 504, 'upstream_timeout'], ['warming', 503, 'service_warming'], ['die', 502, 'upstream_failed']] as const) {
+    for (const [mode, status, code] of [['5xx', 502, 'upstream_failed'], ['stall', 504, 'upstream_timeout'], ['warming', 503, 'service_warming']] as const) {
       await setFault(ms.port, mode);
       await c(v({ img1: PNG, img2: PNG }), { status, code, consumes: 0 }, `model server ${mode}`);
     }
+    // The model server read the frame and died with it: presumed the input's doing (issue 24), the one
+    // 5xx that keeps its call (and a strike).
+    await setFault(ms.port, 'die');
+    await c(v({ img1: PNG, img2: PNG }), { status: 502, code: 'upstream_lost', consumes: 1 }, 'model server die');
     await setFault(ms.port, 'none');
   });
 
