@@ -312,7 +312,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: rate_limited */
+                /** @description Error: rate_limited, too_many_strikes */
                 429: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -346,7 +346,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: upstream_failed, upstream_response_too_large */
+                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
                 502: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -357,7 +357,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming */
+                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
                 503: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -550,7 +550,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: rate_limited */
+                /** @description Error: rate_limited, too_many_strikes */
                 429: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -584,7 +584,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: upstream_failed, upstream_response_too_large */
+                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
                 502: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -595,7 +595,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming */
+                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
                 503: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -802,7 +802,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: rate_limited */
+                /** @description Error: rate_limited, too_many_strikes */
                 429: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -836,7 +836,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: upstream_failed, upstream_response_too_large */
+                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
                 502: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -847,7 +847,7 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorResponse"];
                     };
                 };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming */
+                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
                 503: {
                     headers: {
                         "x-request-id": components["headers"]["x-request-id"];
@@ -1217,7 +1217,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "no_face_detected" | "url_fetch_failed" | "rate_limited" | "internal_error" | "upstream_failed" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "upstream_timeout" | "request_timeout" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
+            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "no_face_detected" | "url_fetch_failed" | "rate_limited" | "too_many_strikes" | "internal_error" | "upstream_failed" | "upstream_lost" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "body_capacity_full" | "upstream_timeout" | "request_timeout" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
             detail: string;
         };
     };
