@@ -173,6 +173,9 @@ const common: Record<string, string> = {
   FACECOMPUTE_ALLOWED_DETECTORS: 'opencv,skip',
   FACECOMPUTE_FREE_CALLS_ANONYMOUS: '10',
   FACECOMPUTE_FREE_CALLS_ACCOUNT: '1000000',
+  // The kill test may lose every request in flight (502 upstream_lost, one strike each); the load account
+  // must keep computing after it, so it may lose that many without being refused 429 too_many_strikes.
+  FACECOMPUTE_STRIKE_LIMIT: String(LOAD_WORKERS + 1),
   FACECOMPUTE_SIGNUP_RATE_LIMIT: '100000',
 };
 /** The gateways' and the MCP endpoint's way to the model servers: the headless Service's name. */
@@ -450,13 +453,18 @@ t.test('a model server killed under steady load: only requests in flight at the 
   const after = await Promise.all([replicaStats(0), replicaStats(1)]);
   const end = Date.now();
   await load.stop();
-  const at = load.between(kill - 60_000, kill);
-  const since = load.between(kill, end);
-  // A request that had reached the victim when it died is the only kind allowed to fail; the gateway
-  // resends those (the connection failed before any response byte), so even they should not.
-  t.ok(failures(since).length <= inFlightAtKill, `failures after the kill (${failures(since).length}) ≤ requests in flight at the kill (${inFlightAtKill})`);
+  // Requests that had finished before the kill, and those that were still running when it came.
+  const at = load.outcomes.filter((o) => o.end < kill);
+  const since = load.outcomes.filter((o) => o.end >= kill);
+  // A request the victim had already received when it died is the only kind allowed to fail, and only as
+  // 502 upstream_lost: the gateway does not resend a frame a model server may have died of (issue 24),
+  // so a poisoned frame cannot take down a second replica. Requests the victim had not received yet are
+  // sent to the survivor and succeed.
+  const lost = failures(since);
+  t.ok(lost.length <= inFlightAtKill, `failures after the kill (${lost.length}) ≤ requests in flight at the kill (${inFlightAtKill})`);
+  t.same([...new Set(lost.map((o) => `${o.status} ${o.code}`))].filter((c) => c !== '502 upstream_lost'), [], 'and each of them is 502 upstream_lost');
   t.equal(failures(load.between(kill + 1000, end)).length, 0, 'no failure among requests started 1 s or more after the kill');
-  t.equal(failures(at).length, 0, 'none before it');
+  t.equal(failures(at).length, 0, 'none that finished before it');
   const served = (s: Map<string, { requests: number }>[], host: string) => s.reduce((n, m) => n + (m.get(host)?.requests ?? 0), 0);
   const survivor = served(after, '127.0.0.3') - served(before, '127.0.0.3');
   const answered = load.outcomes.filter((o) => o.start >= dead && o.end <= snapAt && o.status === 200).length;
