@@ -1,6 +1,6 @@
 /** The pool that binary /compare targets land in: reuse, exact views, bounded retention. */
 import t from 'tap';
-import { BufferPool } from '../src/gateway/buffer-pool.js';
+import { BufferPool } from '../src/service/buffer-pool.js';
 
 t.test('a released buffer is reused for a request that fits, at offset 0', async (t) => {
   const pool = new BufferPool(2, 1024);

@@ -1,13 +1,13 @@
 /**
- * The ROC arithmetic of tools/calibration/roc.ts (src/compute/calibration.ts) on tiny examples worked
+ * The ROC arithmetic of tools/calibration/roc.ts (src/deepface/calibration.ts) on tiny examples worked
  * out by hand, and the committed calibration file's own consistency.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { atFar, atThreshold, auc, bestAccuracy, calibrate, loadCalibration, rocPoints, servedCalibration, type ScoredPair } from '../src/compute/calibration.js';
-import { THRESHOLDS } from '../src/compute/decision.js';
+import { atFar, atThreshold, auc, bestAccuracy, calibrate, loadCalibration, rocPoints, servedCalibration, type ScoredPair } from '../src/deepface/calibration.js';
+import { THRESHOLDS } from '../src/deepface/decision.js';
 
 const G = (distance: number | null): ScoredPair => ({ distance, genuine: true });
 const I = (distance: number | null): ScoredPair => ({ distance, genuine: false });

@@ -1,14 +1,14 @@
 /**
  * The JSON text /compare sends is written natively (crates/facecompute-core/src/compare/json.rs); it
  * must be byte for byte what JSON.stringify gives for the plain objects built with
- * src/compute/decision.ts (DeepFace's rounding and confidence), for every model and metric,
+ * src/deepface/decision.ts (DeepFace's rounding and confidence), for every model and metric,
  * including distances on rounding edges.
  */
 import t from 'tap';
-import { KNOWN_MODELS, findThreshold } from '../src/compute/decision.js';
-import { METRICS } from '../src/core/compare.js';
-import { CompareRows, compareJson, comparePlain } from '../src/gateway/compute/compare-result.js';
-import { compareResponse } from '../src/gateway/schemas.js';
+import { KNOWN_MODELS, findThreshold } from '../src/deepface/decision.js';
+import { METRICS } from '../src/native/compare.js';
+import { CompareRows, compareJson, comparePlain } from '../src/service/compare-result.js';
+import { compareResponse } from '../src/vocabulary/schemas.js';
 import AjvModule from 'ajv';
 
 // ajv is CommonJS: its class is the default export's `default` under ESM interop.

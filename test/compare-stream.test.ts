@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config/index.js';
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
-import { TargetStream } from '../src/core/compare-stream.js';
+import { TargetStream } from '../src/native/compare-stream.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { seededMatrix } from './helpers/vectors.js';
 import { stubUpstream } from './helpers/stub-upstream.js';

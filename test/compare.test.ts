@@ -8,8 +8,8 @@ import {
   validateVectors,
   METRICS,
   type Metric,
-} from '../src/core/compare.js';
-import { native } from '../src/core/native.js';
+} from '../src/native/compare.js';
+import { native } from '../src/native/addon.js';
 import { ServiceError } from '../src/errors/index.js';
 
 /** Seeded LCG so failures reproduce. */

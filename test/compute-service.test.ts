@@ -1,12 +1,12 @@
 /** ComputeService in-process (the MCP endpoint uses it without HTTP): fake upstream, real everything else. */
 import t from 'tap';
-import { createComputeService, type GatewayLimits } from '../src/gateway/compute/service.js';
-import { ImageResolver, type InputSettings } from '../src/gateway/inputs/resolve.js';
-import { createQueue } from '../src/gateway/queue.js';
-import type { Upstream } from '../src/gateway/upstream/client.js';
+import { createComputeService, type GatewayLimits } from '../src/service/compute-service.js';
+import { ImageResolver, type InputSettings } from '../src/service/inputs/resolve.js';
+import { createQueue } from '../src/service/queue.js';
+import type { Upstream } from '../src/model-client/client.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
-import { comparePlain, compareJson, type CompareResponse } from '../src/gateway/compute/compare-result.js';
+import { comparePlain, compareJson, type CompareResponse } from '../src/service/compare-result.js';
 
 const plain = async (r: Promise<CompareResponse>) => comparePlain(await r) as any;
 

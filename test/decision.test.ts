@@ -8,7 +8,7 @@ import {
   confidenceCoefficients,
   THRESHOLDS,
   type Metric,
-} from '../src/compute/decision.js';
+} from '../src/deepface/decision.js';
 import { ServiceError } from '../src/errors/index.js';
 
 const METRICS: Metric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { OpenCvDetector, type BgrImage } from '../src/core/detect.js';
+import { OpenCvDetector, type BgrImage } from '../src/native/detect.js';
 import { ServiceError } from '../src/errors/index.js';
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 

@@ -3,7 +3,7 @@ import * as ort from 'onnxruntime-node';
 import { manifest, bgr, rawRetina, convertRetinaface, convertYunet, repeatPixels, bestIous } from './helpers/detector-fixtures.js';
 import { RetinaFaceDetector } from '../src/model-server/detectors/retinaface.js';
 import { YunetDetector } from '../src/model-server/detectors/yunet.js';
-import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/core/faces.js';
+import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/native/faces.js';
 import { ServiceError } from '../src/errors/index.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
 import { buildGateway, type Gateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
-import { distance } from '../src/compute/distance.js';
+import { distance } from '../src/deepface/distance.js';
 import { deepfaceImage, REPO_ROOT, ROBUSTNESS_DIR, SHARED_DATA_DIR } from './helpers/shared.js';
 import { startRealModelServer, stackConfig, type RealModelServer } from './helpers/real-stack.js';
 import { makeUniformPng } from './helpers/images.js';

@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPipeline, REPO, SHARED } from '../tools/parity/deepface-parity.js';
 import { lfwFacenetParity, METRICS, ourImage } from '../tools/parity/facenet-parity.js';
-import { findThreshold } from '../src/compute/decision.js';
+import { findThreshold } from '../src/deepface/decision.js';
 import { LFW_SAMPLE_EVERY, RESULTS, results } from '../tools/parity/figures.js';
 
 type Metric = (typeof METRICS)[number];

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPipeline, REPO } from '../tools/parity/deepface-parity.js';
 import { facenetParity, METRICS } from '../tools/parity/facenet-parity.js';
-import { findThreshold } from '../src/compute/decision.js';
+import { findThreshold } from '../src/deepface/decision.js';
 import { MARGIN, RESULTS, results } from '../tools/parity/figures.js';
 
 t.test('the committed DeepFace outputs were made with the file that serves, and DeepFace\'s thresholds', async (t) => {

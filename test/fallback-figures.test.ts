@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { loadConfig } from '../src/config/index.js';
-import { THRESHOLDS } from '../src/compute/decision.js';
+import { THRESHOLDS } from '../src/deepface/decision.js';
 import { REPO, RESULTS, results } from '../tools/parity/figures.js';
 
 const METRICS = ['cosine', 'euclidean', 'euclidean_l2'] as const;

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { loadCalibration, servedCalibration } from '../src/compute/calibration.js';
+import { loadCalibration, servedCalibration } from '../src/deepface/calibration.js';
 import { startFakeModelServer, startGateway, setFault, type Proc } from './helpers/procs.js';
 import { makeBombPng, makePng } from './helpers/images.js';
 

@@ -14,7 +14,7 @@ import {
   rotateImage,
   toGray,
   type NativeImage,
-} from '../src/core/image.js';
+} from '../src/native/image.js';
 import { ServiceError } from '../src/errors/index.js';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
 
@@ -183,8 +183,8 @@ t.test('a padded view is the bordered image to every native call that takes one'
   // Bordering a view again composes the padding.
   const twice = await deepfaceBorder(view);
   t.ok((await copyMakeBorder(twice.image, 0, 0, 0, 0)).data.equals((await copyMakeBorder(plain, twice.top, twice.top, twice.left, twice.left)).data), 'a border of a view');
-  const { OpenCvDetector } = await import('../src/core/detect.js');
-  const { yunetPrepare, retinafacePrepare } = await import('../src/core/faces.js');
+  const { OpenCvDetector } = await import('../src/native/detect.js');
+  const { yunetPrepare, retinafacePrepare } = await import('../src/native/faces.js');
   const { SHARED_WEIGHTS_DIR } = await import('./helpers/shared.js');
   const haar = await OpenCvDetector.fromDir(SHARED_WEIGHTS_DIR);
   const found = await haar.detect(plain);

@@ -17,11 +17,11 @@ import { startRegistry, type EngineFactory } from '../src/model-server/registry.
 import { buildModelServer } from '../src/model-server/app.js';
 import { imageOps } from '../src/model-server/adapters.js';
 import { isLoopbackHost, tokenChecker } from '../src/model-server/internal-auth.js';
-import { INTERNAL_TOKEN_HEADER } from '../src/model-server/protocol.js';
+import { INTERNAL_TOKEN_HEADER } from '../src/model-client/protocol.js';
 import { buildGateway } from '../src/gateway/app.js';
 import { createMcp } from '../src/mcp/main.js';
 import { createLogger } from '../src/logging/logger.js';
-import type { FaceDetector, Recognizer } from '../src/model-server/ports.js';
+import type { FaceDetector, Recognizer } from '../src/model-server/engines.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { startFakeModelServer } from './helpers/procs.js';
 import { makePng } from './helpers/images.js';

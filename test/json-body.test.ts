@@ -1,10 +1,10 @@
 /**
- * The NaN/Infinity diagnosis of JSON bodies (src/gateway/json-body.ts) reads the parse error and a
+ * The NaN/Infinity diagnosis of JSON bodies (src/http/json-body.ts) reads the parse error and a
  * few characters around it, never the whole body (issue 24, item 1: the old diagnosis rebuilt a
  * 25 MiB invalid body one character at a time, 3.3 s of event loop and 964 MiB).
  */
 import t from 'tap';
-import { nonFiniteAtParseError } from '../src/gateway/json-body.js';
+import { nonFiniteAtParseError } from '../src/http/json-body.js';
 
 function parseError(text: string): unknown {
   try {

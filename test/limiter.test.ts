@@ -4,9 +4,9 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import type { Limiter, LimiterSettings } from '../src/gateway/limits/limiter.js';
-import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
-import { createRedisLimiter } from '../src/gateway/limits/redis.js';
+import type { Limiter, LimiterSettings } from '../src/service/limits/limiter.js';
+import { createMemoryLimiter } from '../src/service/limits/memory.js';
+import { createRedisLimiter } from '../src/service/limits/redis.js';
 
 const redisUrl = process.env['FACECOMPUTE_TEST_REDIS_URL'];
 const inCI = process.env['CI'] === 'true' || process.env['CI'] === '1';

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ImageResolver } from '../src/gateway/inputs/resolve.js';
+import { ImageResolver } from '../src/service/inputs/resolve.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
 

@@ -15,7 +15,7 @@ import { request as httpRequest } from 'node:http';
 import { loadConfig } from '../src/config/index.js';
 import { createMcp } from '../src/mcp/main.js';
 import { createLogger } from '../src/logging/logger.js';
-import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
+import { createMemoryLimiter } from '../src/service/limits/memory.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 

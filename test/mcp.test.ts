@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { catalogNames } from '../src/models/manifest.js';
-import { DISTANCE_METRICS } from '../src/model-server/protocol.js';
+import { DISTANCE_METRICS } from '../src/model-client/protocol.js';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

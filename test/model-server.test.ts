@@ -4,7 +4,7 @@
  * never raw exception text), and serving the random-weight Keras models only when test weights are
  * allowed (issue 4 §3: each warms, and /represent returns 128 or 512 dims).
  */
-import { loadCalibration, servedCalibration } from '../src/compute/calibration.js';
+import { loadCalibration, servedCalibration } from '../src/deepface/calibration.js';
 import t from 'tap';
 import { mkdirSync, copyFileSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +15,8 @@ import { createLogger } from '../src/logging/logger.js';
 import { startRegistry, type EngineFactory } from '../src/model-server/registry.js';
 import { buildModelServer, readiness } from '../src/model-server/app.js';
 import { engines, imageOps } from '../src/model-server/adapters.js';
-import { encodeFrame } from '../src/model-server/protocol.js';
-import type { FaceDetector, Recognizer } from '../src/model-server/ports.js';
+import { encodeFrame } from '../src/model-client/protocol.js';
+import type { FaceDetector, Recognizer } from '../src/model-server/engines.js';
 import { SHARED_WEIGHTS_DIR, deepfaceImage } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 import { buildRandomOnnx } from './helpers/keras-models.js';

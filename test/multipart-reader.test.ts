@@ -12,8 +12,8 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from '../src/gateway/multipart-reader.js';
 import { ServiceError } from '../src/errors/index.js';
-import { TargetStream } from '../src/core/compare-stream.js';
-import { compareManyToMany } from '../src/core/compare.js';
+import { TargetStream } from '../src/native/compare-stream.js';
+import { compareManyToMany } from '../src/native/compare.js';
 
 const B = 'XyZ-boundary-42';
 

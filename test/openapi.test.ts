@@ -4,11 +4,11 @@ import { resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
 import { renderOpenApi } from '../scripts/gen-openapi.js';
 import { catalogNames } from '../src/models/manifest.js';
-import { DISTANCE_METRICS, NORMALIZATIONS } from '../src/model-server/protocol.js';
+import { DISTANCE_METRICS, NORMALIZATIONS } from '../src/model-client/protocol.js';
 
 t.test('openapi.json is up to date (run: npm run gen:openapi)', async (t) => {
   const committed = readFileSync(resolve(REPO_ROOT, 'openapi.json'), 'utf8');
-  t.equal(committed, renderOpenApi(), 'openapi.json drifted from src/gateway/schemas.ts / openapi.ts');
+  t.equal(committed, renderOpenApi(), 'openapi.json drifted from src/vocabulary/schemas.ts / openapi.ts');
 });
 
 t.test('openapi.json describes exactly the six routes', async (t) => {

@@ -18,7 +18,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fromNative } from '../src/errors/index.js';
-import { decodeImage } from '../src/core/image.js';
+import { decodeImage } from '../src/native/image.js';
 import { REPO_ROOT, TEST_OUTPUT_DIR } from './helpers/shared.js';
 import { makePng } from './helpers/images.js';
 

@@ -4,8 +4,8 @@
  */
 import t from 'tap';
 import { Pipeline, keepsFallbackFace, type FallbackRule } from '../src/model-server/pipeline.js';
-import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/ports.js';
-import type { PipelineOptions } from '../src/model-server/protocol.js';
+import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/engines.js';
+import type { PipelineOptions } from '../src/model-client/protocol.js';
 
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 

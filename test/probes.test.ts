@@ -14,10 +14,10 @@ import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/app.js';
 import { buildMcp } from '../src/mcp/server.js';
 import { createLogger } from '../src/logging/logger.js';
-import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
-import type { Limiter } from '../src/gateway/limits/limiter.js';
-import type { AccountsPort } from '../src/accounts/ports.js';
-import type { ComputeService } from '../src/gateway/compute/service.js';
+import { createMemoryLimiter } from '../src/service/limits/memory.js';
+import type { Limiter } from '../src/service/limits/limiter.js';
+import type { AccountsPort } from '../src/accounts/api.js';
+import type { ComputeService } from '../src/service/compute-service.js';
 import { PACKAGE_VERSION } from '../src/package-root.js';
 import { startFakeModelServer, startGateway } from './helpers/procs.js';
 

@@ -1,11 +1,11 @@
 /**
- * The compute queue's deadline-aware admission (src/gateway/queue.ts), on a driven clock: the wait
+ * The compute queue's deadline-aware admission (src/service/queue.ts), on a driven clock: the wait
  * is estimated from the moving average of service times, a request that could not start within the
  * queue timeout is refused at once with queue_full and a Retry-After from the estimate, and places
  * reserved at admission count for the next request.
  */
 import t, { type Test } from 'tap';
-import { createQueue, type ComputeQueue } from '../src/gateway/queue.js';
+import { createQueue, type ComputeQueue } from '../src/service/queue.js';
 import { ServiceError } from '../src/errors/index.js';
 
 function clock() {

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { createRemoteFetcher, type LookupFn, type RemoteFetchOptions } from '../src/gateway/inputs/remote-fetch.js';
+import { createRemoteFetcher, type LookupFn, type RemoteFetchOptions } from '../src/service/inputs/remote-fetch.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
 import { withExpectedRefusals } from './helpers/loopback-guard.js';

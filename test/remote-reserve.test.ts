@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config/index.js';
 import { buildGateway } from '../src/gateway/app.js';
 import { createMcp, mcpInputPolicy } from '../src/mcp/main.js';
 import { createLogger } from '../src/logging/logger.js';
-import type { LookupFn } from '../src/gateway/inputs/remote-fetch.js';
+import type { LookupFn } from '../src/service/inputs/remote-fetch.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 import { makePng } from './helpers/images.js';

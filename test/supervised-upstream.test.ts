@@ -1,14 +1,14 @@
 /**
- * The gateway's view of a supervised model server (src/gateway/upstream/supervised.ts): a restart
+ * The gateway's view of a supervised model server (src/model-client/supervised.ts): a restart
  * known before a call, or learnt from its transport failure, is `503 service_warming` with
  * Retry-After; readiness says warming or model_server_crashloop without asking a dead child; other
  * failures pass through unchanged.
  */
 import t from 'tap';
 import { ServiceError } from '../src/errors/index.js';
-import { superviseUpstream, type UpstreamSupervision } from '../src/gateway/upstream/supervised.js';
-import type { Upstream } from '../src/gateway/upstream/client.js';
-import type { VerifyHeader } from '../src/model-server/protocol.js';
+import { superviseUpstream, type UpstreamSupervision } from '../src/model-client/supervised.js';
+import type { Upstream } from '../src/model-client/client.js';
+import type { VerifyHeader } from '../src/model-client/protocol.js';
 
 type Status = ReturnType<UpstreamSupervision['status']>;
 

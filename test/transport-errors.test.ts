@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/logging/logger.js';
 import type { Gateway } from '../src/gateway/app.js';
 import type { AccountsStore } from '../src/accounts/index.js';
-import { clientErrorToServiceError } from '../src/errors/client-errors.js';
+import { clientErrorToServiceError } from '../src/http/transport-guards.js';
 import { startSurfaces, type Surfaces } from './helpers/surfaces.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { setFault, startFakeModelServer, type Proc } from './helpers/procs.js';

@@ -7,8 +7,8 @@
  * after a timeout, the internal token sent on every request, and readiness from any ready replica.
  */
 import t from 'tap';
-import { createUpstream, type Upstream } from '../src/gateway/upstream/client.js';
-import type { RepresentHeader } from '../src/model-server/protocol.js';
+import { createUpstream, type Upstream } from '../src/model-client/client.js';
+import type { RepresentHeader } from '../src/model-client/protocol.js';
 import { isServiceError } from '../src/errors/index.js';
 import { startFakeModelServer, setFault, type Proc } from './helpers/procs.js';
 import { makePng } from './helpers/images.js';

@@ -7,8 +7,8 @@
 import t from 'tap';
 import { loadConfig } from '../src/config/index.js';
 import { createConfiguredUpstream } from '../src/gateway/app.js';
-import type { Upstream } from '../src/gateway/upstream/client.js';
-import type { RepresentHeader } from '../src/model-server/protocol.js';
+import type { Upstream } from '../src/model-client/client.js';
+import type { RepresentHeader } from '../src/model-client/protocol.js';
 import { startFakeModelServer, type Proc } from './helpers/procs.js';
 import { startDnsStub } from './helpers/dns-stub.js';
 import { makePng } from './helpers/images.js';

@@ -12,10 +12,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { loadConfig } from '../src/config/index.js';
 import { buildGateway } from '../src/gateway/app.js';
 import { createMcp } from '../src/mcp/main.js';
-import { createMemoryLimiter } from '../src/gateway/limits/memory.js';
+import { createMemoryLimiter } from '../src/service/limits/memory.js';
 import { consumesCall } from '../src/accounts/charging.js';
-import { createUpstream } from '../src/gateway/upstream/client.js';
-import type { RepresentHeader } from '../src/model-server/protocol.js';
+import { createUpstream } from '../src/model-client/client.js';
+import type { RepresentHeader } from '../src/model-client/protocol.js';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createLogger } from '../src/logging/logger.js';

@@ -1,10 +1,10 @@
 /**
- * The replica set on its own (src/gateway/upstream/replicas.ts): least-outstanding choice with
+ * The replica set on its own (src/model-client/replicas.ts): least-outstanding choice with
  * round-robin ties, ejection after consecutive failures only, probing with backoff and readmission,
  * the panic fallback when every replica is down, and membership from several discovery sources.
  */
 import t from 'tap';
-import { ReplicaSet, type Replica } from '../src/gateway/upstream/replicas.js';
+import { ReplicaSet, type Replica } from '../src/model-client/replicas.js';
 
 type Conn = { origin: string; closed: boolean };
 

@@ -2,7 +2,7 @@
  * The baseline the addon must beat: the straightforward TypeScript a service would otherwise run,
  * one loop per target over a Float32Array, summing in JS numbers (float64) like the addon does.
  */
-import type { Metric } from '../../src/core/compare.js';
+import type { Metric } from '../../src/native/compare.js';
 
 export function compareJs(query: Float32Array, targets: Float32Array, dims: number, metric: Metric): Float64Array {
   const n = targets.length / dims;

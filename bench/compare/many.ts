@@ -9,10 +9,10 @@
  *   what the route did before) and by JSON.stringify.
  * Every pair is timed interleaved, best of several runs (timing.ts).
  */
-import { compareManyToMany, compareOneToMany } from '../../src/core/compare.js';
-import { native } from '../../src/core/native.js';
-import { CompareRows, compareJson, comparePlain, type CompareResponse } from '../../src/gateway/compute/compare-result.js';
-import { compareResponse } from '../../src/gateway/schemas.js';
+import { compareManyToMany, compareOneToMany } from '../../src/native/compare.js';
+import { native } from '../../src/native/addon.js';
+import { CompareRows, compareJson, comparePlain, type CompareResponse } from '../../src/service/compare-result.js';
+import { compareResponse } from '../../src/vocabulary/schemas.js';
 import { bestSecondsInterleaved } from './timing.js';
 import { seededMatrix } from '../../test/helpers/vectors.js';
 

@@ -14,7 +14,7 @@ import { resolve } from 'node:path';
 import os from 'node:os';
 import sharp from 'sharp';
 import { Transformer, FastResizeFilter, ResizeFit } from '@napi-rs/image';
-import { decodeImage, letterbox, probeImage, type NativeImage } from '../../src/core/image.js';
+import { decodeImage, letterbox, probeImage, type NativeImage } from '../../src/native/image.js';
 import { DEEPFACE_DIR, ROBUSTNESS_DIR, REPO_ROOT } from '../../test/helpers/shared.js';
 
 const PASSES = Number(process.env['BENCH_PASSES'] ?? 3);

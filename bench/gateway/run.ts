@@ -13,7 +13,7 @@ import { cpus, totalmem } from 'node:os';
 import { request } from 'undici';
 import { startFakeModelServer, startGateway, setFault, type Proc } from '../../test/helpers/procs.js';
 import { makePng } from '../../test/helpers/images.js';
-import { encodeFrame, FRAME_CONTENT_TYPE, type VerifyHeader } from '../../src/model-server/protocol.js';
+import { encodeFrame, FRAME_CONTENT_TYPE, type VerifyHeader } from '../../src/model-client/protocol.js';
 import { REPO_ROOT } from '../../test/helpers/shared.js';
 
 function arg(name: string, dflt: string): string {
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
     command: `node --import tsx bench/gateway/run.ts --duration ${DURATION} --connections ${CONNECTIONS}`,
     machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', total_mem_bytes: totalmem(), node: process.version },
     model_server: external ? external : 'fake (test/helpers/fake-model-server.ts, sha256 embeddings)',
-    compare_core: 'src/core/compare.ts (TEMPORARY pure-TS stand-in unless the native binding has landed)',
+    compare_core: 'src/native/compare.ts (TEMPORARY pure-TS stand-in unless the native binding has landed)',
     connections: CONNECTIONS,
     duration_s: DURATION,
     scenarios: rows,

@@ -4,7 +4,7 @@
  * uses) with the targets part copied into one preallocated buffer, as the gateway did, and (b) our
  * reader (src/gateway/multipart-reader.ts). Then the comparison too (cosine, top_k 10): `reader+compare`
  * reads the part into one buffer and then runs compareOneToMany on it (the buffered path of /compare),
- * `streamed` compares each chunk's rows as it is read (src/core/compare-stream.ts, the streaming path).
+ * `streamed` compares each chunk's rows as it is read (src/native/compare-stream.ts, the streaming path).
  * Interleaved rounds; best and median CPU ms (all threads) per body, and wall ms for the last two.
  * --skew k pads the source field by k bytes, which moves the targets' alignment within the chunks (the
  * streaming path copies a chunk's rows to aligned memory when they are not 4-byte aligned).
@@ -16,8 +16,8 @@ import type { IncomingMessage } from 'node:http';
 import { parseArgs } from 'node:util';
 import { Busboy } from '@fastify/busboy';
 import { readMultipart } from '../../src/gateway/multipart-reader.js';
-import { compareOneToMany } from '../../src/core/compare.js';
-import { TargetStream } from '../../src/core/compare-stream.js';
+import { compareOneToMany } from '../../src/native/compare.js';
+import { TargetStream } from '../../src/native/compare-stream.js';
 import { loadAverage } from '../lib/proc.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '15' }, n: { type: 'string', default: '100000' }, skew: { type: 'string', default: '0' } } });

@@ -25,7 +25,7 @@ import { request } from 'undici';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config/index.js';
 import { createAccountsStore } from '../../src/accounts/index.js';
-import { createRedisLimiter } from '../../src/gateway/limits/redis.js';
+import { createRedisLimiter } from '../../src/service/limits/redis.js';
 import { startFakeModelServer, startGateway } from '../../test/helpers/procs.js';
 import { machineInfo } from '../lib/machine.js';
 import { DEEPFACE_DATA, MODELS_CACHE, REPO_ROOT, SHARED_WEIGHTS_DIR } from '../lib/paths.js';

@@ -21,7 +21,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { engines, imageOps } from '../../src/model-server/adapters.js';
 import { Pipeline } from '../../src/model-server/pipeline.js';
-import type { PipelineOptions } from '../../src/model-server/protocol.js';
+import type { PipelineOptions } from '../../src/model-client/protocol.js';
 import { startRegistry } from '../../src/model-server/registry.js';
 import { DEEPFACE_DATA, DEEPFACE_PYTHON, REPO_ROOT } from '../lib/paths.js';
 import { BENCH_MODELS, benchEnv, facenetWeightsFile } from '../lib/services.js';

@@ -8,7 +8,7 @@
  * own failures (5xx), as well as a request whose caller went away before it was answered. One 5xx
  * is kept: `502 upstream_lost`, a request whose model server stopped while computing it. That is
  * presumed to be its input's doing (a refund would let one credit crash model servers without end,
- * issue 24), and it is also a strike against the account (src/gateway/limits/strikes.ts).
+ * issue 24), and it is also a strike against the account (src/service/limits/strikes.ts).
  */
 import type { ErrorCode } from '../errors/index.js';
 

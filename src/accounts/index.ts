@@ -46,4 +46,4 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
 }
 
 export { AccountsStore, type AccountView, type KeyView, type CreatedKey, type SessionResult, type CardView } from './store.js';
-export type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './ports.js';
+export type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './api.js';

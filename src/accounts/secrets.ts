@@ -4,7 +4,7 @@
  * stored, and lookups go by that hash.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { KeyKind } from './ports.js';
+import type { KeyKind } from './api.js';
 
 export const KEY_PREFIX: Record<KeyKind, string> = { rest: 'fc_live_', mcp: 'fc_mcp_' };
 export const SESSION_PREFIX = 'fc_sess_';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { ServiceError } from '../errors/index.js';
-import type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './ports.js';
+import type { AccountsPort, AuthenticatedKey, FreeCallLimits, FreeCalls, KeyKind, Tier } from './api.js';
 import type { AccountsTable, ApiKeysTable, Database } from './schema.js';
 import type { Dialect } from './db.js';
 import { KEY_PREFIX, SESSION_PREFIX, hashesEqual, kindOf, newApiKey, randomSecret, sha256 } from './secrets.js';

@@ -12,8 +12,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { loadConfig } from '../config/index.js';
-import { OpenCvDetector } from '../core/detect.js';
-import { decodeImage, deepfaceBorder } from '../core/image.js';
+import { OpenCvDetector } from '../native/detect.js';
+import { decodeImage, deepfaceBorder } from '../native/image.js';
 import { artifactStatus, describeProblems } from '../models/catalog.js';
 
 const USAGE = `usage: facecompute debug haar-windows <image> [--no-align] [--against <opencv.json>]

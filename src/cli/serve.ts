@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { assertStartupConfig, loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
-import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-server/protocol.js';
+import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-client/protocol.js';
 import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 import { applyHeapGrowth } from '../gateway/heap.js';

@@ -9,7 +9,7 @@ import type { Config } from '../config/index.js';
 import type { AccountsStore } from '../accounts/index.js';
 import type { Logger } from '../logging/logger.js';
 import { ServiceError } from '../errors/index.js';
-import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import errors from './plugins/errors.js';
@@ -20,7 +20,7 @@ import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
 import stripeWebhookRoutes from './routes/stripe-webhook.js';
 import { PACKAGE_ROOT, PACKAGE_VERSION } from '../package-root.js';
-import { registerProbes } from '../gateway/probes.js';
+import { registerProbes } from '../http/probes.js';
 
 export interface ConsoleDeps {
   config: Config;

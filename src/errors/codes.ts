@@ -24,12 +24,12 @@ export const ERROR_STATUS = {
   no_face_detected: 422,
   url_fetch_failed: 422,
   rate_limited: 429,
-  // Requests of this account were lost with their model server too often (src/gateway/limits/strikes.ts).
+  // Requests of this account were lost with their model server too often (src/service/limits/strikes.ts).
   too_many_strikes: 429,
   internal_error: 500,
   upstream_failed: 502,
   // The model server stopped while computing the request, whose frame it had received: not retried,
-  // not refunded, a strike (src/gateway/upstream/client.ts, src/accounts/charging.ts).
+  // not refunded, a strike (src/model-client/client.ts, src/accounts/charging.ts).
   upstream_lost: 502,
   upstream_response_too_large: 502,
   queue_full: 503,
@@ -39,7 +39,7 @@ export const ERROR_STATUS = {
   // The gateway holds FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES of request bodies already (src/http/body-budget.ts).
   body_capacity_full: 503,
   upstream_timeout: 504,
-  // Refused by the HTTP parser before any route (src/errors/client-errors.ts); new conditions (§8).
+  // Refused by the HTTP parser before any route (src/http/transport-guards.ts); new conditions (§8).
   request_timeout: 408,
   expectation_failed: 417,
   headers_too_large: 431,

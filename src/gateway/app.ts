@@ -7,29 +7,29 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import multipart from '@fastify/multipart';
 import type { Config } from '../config/index.js';
 import { PACKAGE_VERSION } from '../package-root.js';
-import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
+import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
 import { ServiceError, type ErrorCode } from '../errors/index.js';
 import { consumesCall } from '../accounts/charging.js';
-import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import type { Logger } from '../logging/logger.js';
-import { registerErrorHandling, sendError } from './errors.js';
-import * as S from './schemas.js';
-import { createComputeService, type ComputeService, type GatewayLimits } from './compute/service.js';
-import { createUpstream, type Upstream } from './upstream/client.js';
-import { superviseUpstream, type UpstreamSupervision } from './upstream/supervised.js';
-import { ImageResolver, type InputSettings } from './inputs/resolve.js';
-import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from './inputs/remote-fetch.js';
-import { createQueue, type AdmissionTicket, type ComputeQueue } from './queue.js';
-import type { Limiter } from './limits/limiter.js';
-import { createMemoryLimiter } from './limits/memory.js';
-import { strikeGuard } from './limits/strikes.js';
+import { registerErrorHandling, sendError } from '../http/error-handler.js';
+import * as S from '../vocabulary/schemas.js';
+import { createComputeService, type ComputeService, type GatewayLimits } from '../service/compute-service.js';
+import { createUpstream, type Upstream } from '../model-client/client.js';
+import { superviseUpstream, type UpstreamSupervision } from '../model-client/supervised.js';
+import { ImageResolver, type InputSettings } from '../service/inputs/resolve.js';
+import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from '../service/inputs/remote-fetch.js';
+import { createQueue, type AdmissionTicket, type ComputeQueue } from '../service/queue.js';
+import type { Limiter } from '../service/limits/limiter.js';
+import { createMemoryLimiter } from '../service/limits/memory.js';
+import { strikeGuard } from '../service/limits/strikes.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
-import { BufferPool } from './buffer-pool.js';
-import type { TargetStream } from '../core/compare-stream.js';
-import { compareJson } from './compute/compare-result.js';
-import { useJsonBodyParser } from './json-body.js';
+import { BufferPool } from '../service/buffer-pool.js';
+import type { TargetStream } from '../native/compare-stream.js';
+import { compareJson } from '../service/compare-result.js';
+import { useJsonBodyParser } from '../http/json-body.js';
 import { BodyBudget } from '../http/body-budget.js';
 
 export const VERSION: string = PACKAGE_VERSION;
@@ -89,7 +89,7 @@ interface RequestState {
   /** The error code of the answer, when it is an error. */
   error: ErrorCode | null;
   finished: boolean;
-  /** The compute queue's place reserved at admission (src/gateway/queue.ts), until the job queues. */
+  /** The compute queue's place reserved at admission (src/service/queue.ts), until the job queues. */
   ticket?: AdmissionTicket;
 }
 
@@ -177,7 +177,7 @@ export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
   const slotDeadlineMs = c.requestReceiveTimeoutMs + c.queueTimeoutMs + 2 * c.upstreamTimeoutMs + 60_000;
   const s = { requests: c.rateLimitRequests, windowMs: c.rateLimitWindowMs, concurrent: c.rateLimitConcurrent, slotDeadlineMs, strikeWindowMs: c.strikeWindowMs };
   if (!cfg.redisUrl) return createMemoryLimiter(s);
-  const { createRedisLimiter } = await import('./limits/redis.js');
+  const { createRedisLimiter } = await import('../service/limits/redis.js');
   return createRedisLimiter(cfg.redisUrl, s);
 }
 

@@ -1,11 +1,11 @@
 /** Prometheus metrics, served only on the admin listener (FACECOMPUTE_METRICS_HOST:FACECOMPUTE_METRICS_PORT). */
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { QueueStats } from './queue.js';
+import type { QueueStats } from '../service/queue.js';
 import { listenHttp } from '../cli/listen.js';
 import { ServiceError } from '../errors/index.js';
 import { contractHeaders, requestIdFrom } from '../http/contract-headers.js';
-import type { ReplicaSnapshot } from './upstream/replicas.js';
+import type { ReplicaSnapshot } from '../model-client/replicas.js';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -35,7 +35,7 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections, compareTargets };
 }
 
-/** The model-server replicas as this process sees them (src/gateway/upstream/replicas.ts). */
+/** The model-server replicas as this process sees them (src/model-client/replicas.ts). */
 export function registerReplicaMetrics(registry: Registry, snapshot: () => ReplicaSnapshot[]): void {
   new Gauge({
     name: 'facecompute_gateway_model_server_replicas',

@@ -5,7 +5,7 @@
  * chunks; profiled on a 100,000 × 128 request (49 MB), its search and stream plumbing were most of the
  * gateway's own time beyond reading the socket. Here each chunk of the `targets` part is either
  * handed to a sink that consumes it as it comes and finds the delimiter itself (the streaming
- * comparison, src/core/compare-stream.ts: nothing is kept), or copied once, straight into one buffer
+ * comparison, src/native/compare-stream.ts: nothing is kept), or copied once, straight into one buffer
  * sized from Content-Length (bounded by the limit), with the delimiter searched for only in the bytes
  * just copied, plus the few before them that a delimiter split across chunks may start in: one
  * native call per chunk either way (SIMD memmem). Other parts (text fields, an image `source`) are
@@ -21,7 +21,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../errors/index.js';
-import { appendAndFind } from '../core/delimit.js';
+import { appendAndFind } from '../native/delimit.js';
 
 export interface PartHead {
   name: string;

@@ -7,16 +7,16 @@ import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type {} from '@fastify/multipart';
 import { ServiceError } from '../errors/index.js';
-import { MULTIPART_FIELD_KIND } from './schemas.js';
-import { UPLOAD_MARK } from './inputs/resolve.js';
-import { nonFiniteAtParseError } from './json-body.js';
-import type { BufferPool } from './buffer-pool.js';
+import { MULTIPART_FIELD_KIND } from '../vocabulary/schemas.js';
+import { UPLOAD_MARK } from '../service/inputs/resolve.js';
+import { nonFiniteAtParseError } from '../http/json-body.js';
+import type { BufferPool } from '../service/buffer-pool.js';
 import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from './multipart-reader.js';
-import { TargetStream, type StreamPlan } from '../core/compare-stream.js';
+import { TargetStream, type StreamPlan } from '../native/compare-stream.js';
 
 /**
  * Decides, from the fields read before a binary `targets` part, whether its rows can be compared as
- * they arrive (src/gateway/compute/service.ts); null keeps the part in one buffer.
+ * they arrive (src/service/compute-service.ts); null keeps the part in one buffer.
  */
 export type PlanStream = (fieldsBefore: Record<string, unknown>) => StreamPlan | null;
 

@@ -3,7 +3,7 @@
  * echoed, otherwise a new UUID v4) and `x-api-version: v1` on every response, and the same id in
  * every log line of the request (label `request_id`). The three Fastify apps take `requestIdOptions`
  * and `registerContractHeaders`; the responses written outside a Fastify reply (Node's clientError
- * and checkExpectation answers, src/errors/client-errors.ts) take `contractHeaders`.
+ * and checkExpectation answers, src/http/transport-guards.ts) take `contractHeaders`.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

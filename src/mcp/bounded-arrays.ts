@@ -16,7 +16,7 @@ export interface ArrayLimits {
   maxBatchImages: number;
 }
 
-/** The most numbers an embedding may hold: the REST schemas' maxItems (src/gateway/schemas.ts). */
+/** The most numbers an embedding may hold: the REST schemas' maxItems (src/vocabulary/schemas.ts). */
 export const MAX_EMBEDDING_LENGTH = 65536;
 
 /**

@@ -4,9 +4,9 @@
  * kept when compute ran (a result, or no_face_detected), given back for every other error.
  */
 import { ServiceError } from '../errors/index.js';
-import type { AccountsPort } from '../accounts/ports.js';
+import type { AccountsPort } from '../accounts/api.js';
 import { consumesCall } from '../accounts/charging.js';
-import type { Limiter } from '../gateway/limits/limiter.js';
+import type { Limiter } from '../service/limits/limiter.js';
 
 export interface MeteringDeps {
   accounts: AccountsPort;

@@ -9,21 +9,21 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
-import { registerTransportGuards, transportOptions } from '../errors/client-errors.js';
+import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
-import type { AccountsPort, AuthenticatedKey } from '../accounts/ports.js';
-import type { ComputeContext, ComputeService } from '../gateway/compute/service.js';
-import type { Limiter } from '../gateway/limits/limiter.js';
-import { strikeGuard, type StrikeSettings } from '../gateway/limits/strikes.js';
+import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
+import type { ComputeContext, ComputeService } from '../service/compute-service.js';
+import type { Limiter } from '../service/limits/limiter.js';
+import { strikeGuard, type StrikeSettings } from '../service/limits/strikes.js';
 import { metered } from './metering.js';
-import { comparePlain } from '../gateway/compute/compare-result.js';
-import { useJsonBodyParser } from '../gateway/json-body.js';
+import { comparePlain } from '../service/compare-result.js';
+import { useJsonBodyParser } from '../http/json-body.js';
 import { EMBEDDING_JSON_SCHEMA, TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
 import { parseArguments } from './arguments.js';
 import type { ArrayLimits } from './bounded-arrays.js';
-import { registerProbes, type ReadinessCheck } from '../gateway/probes.js';
+import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
 
 export interface McpDeps {

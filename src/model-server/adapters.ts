@@ -5,13 +5,13 @@
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.js';
 import type { Manifest } from '../models/manifest.js';
-import * as img from '../core/image.js';
-import { OpenCvDetector } from '../core/detect.js';
+import * as img from '../native/image.js';
+import { OpenCvDetector } from '../native/detect.js';
 import { RetinaFaceDetector } from './detectors/retinaface.js';
 import { YunetDetector } from './detectors/yunet.js';
 import { onInferenceFailure } from './inference/inference-thread.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
-import type { Detection, FaceDetector, ImageOps, NativeImage } from './ports.js';
+import type { Detection, FaceDetector, ImageOps, NativeImage } from './engines.js';
 import type { EngineFactory } from './registry.js';
 
 export function imageOps(cfg: Config): ImageOps {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/index.js';
 import { ServiceError, isServiceError, fromNative } from '../errors/index.js';
 import type { Logger } from '../logging/logger.js';
-import { DISTANCE_METRICS } from '../compute/distance.js';
+import { DISTANCE_METRICS } from '../deepface/distance.js';
 import {
   FRAME_CONTENT_TYPE,
   INTERNAL_PATHS,
@@ -21,12 +21,12 @@ import {
   type ReadinessResponse,
   type RepresentResponse,
   type VerifyResponse,
-} from './protocol.js';
-import type { ImageOps, NativeImage } from './ports.js';
+} from '../model-client/protocol.js';
+import type { ImageOps, NativeImage } from './engines.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
 import { requireInternalToken } from './internal-auth.js';
-import { probeImage } from '../core/image.js';
+import { probeImage } from '../native/image.js';
 
 const KNOWN_NORMALIZATIONS: ReadonlySet<string> = new Set(NORMALIZATIONS);
 

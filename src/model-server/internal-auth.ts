@@ -9,7 +9,7 @@ import { BlockList, isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError } from '../config/index.js';
 import { ServiceError } from '../errors/index.js';
-import { INTERNAL_TOKEN_HEADER } from './protocol.js';
+import { INTERNAL_TOKEN_HEADER } from '../model-client/protocol.js';
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');

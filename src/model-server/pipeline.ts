@@ -3,10 +3,10 @@
  * ports.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
  */
 import { ServiceError } from '../errors/index.js';
-import { distance, l2normalize } from '../compute/distance.js';
-import { findConfidence, findThreshold, roundDistance } from '../compute/decision.js';
-import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from './protocol.js';
-import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './ports.js';
+import { distance, l2normalize } from '../deepface/distance.js';
+import { findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
+import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from '../model-client/protocol.js';
+import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './engines.js';
 
 /** A decoded image, or how to decode it when its turn comes (Pipeline.represent). */
 export type ImageInput = NativeImage | (() => Promise<NativeImage>);

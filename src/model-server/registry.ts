@@ -11,11 +11,11 @@ import { loadManifest, type Manifest } from '../models/manifest.js';
 import { artifactStatus, describeProblems, materialize, type ArtifactStatus } from '../models/catalog.js';
 import { describeFailure, readFetchLog } from '../models/fetch-log.js';
 import type { ResolvedWeight } from '../models/weights.js';
-import { DISTANCE_METRICS } from '../compute/distance.js';
-import { findThreshold } from '../compute/decision.js';
-import { loadCalibration, servedCalibration, type CalibrationFile, type CapabilitiesCalibration } from '../compute/calibration.js';
-import type { CapabilitiesResponse, DistanceMetric, ModelSource, WeightProvenance } from './protocol.js';
-import type { FaceDetector, NativeImage, Recognizer } from './ports.js';
+import { DISTANCE_METRICS } from '../deepface/distance.js';
+import { findThreshold } from '../deepface/decision.js';
+import { loadCalibration, servedCalibration, type CalibrationFile, type CapabilitiesCalibration } from '../deepface/calibration.js';
+import type { CapabilitiesResponse, DistanceMetric, ModelSource, WeightProvenance } from '../model-client/protocol.js';
+import type { FaceDetector, NativeImage, Recognizer } from './engines.js';
 import { Warmup } from './warmup.js';
 
 /** Binds detector engines and recognizers to their implementations (native addon, ONNX Runtime). */

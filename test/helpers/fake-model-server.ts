@@ -1,5 +1,5 @@
 /**
- * Fake model server (a real process): implements src/model-server/protocol.ts with deterministic fake
+ * Fake model server (a real process): implements src/model-client/protocol.ts with deterministic fake
  * embeddings derived from the image bytes (sha256-expanded), so the same image sent by upload, base64,
  * data URI or URL gives the same embedding. Faults are switched at run time with
  *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage|wrongshape|midbody", "delay_ms": n}
@@ -9,11 +9,11 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
-import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/model-server/protocol.js';
-import { probeImage } from '../../src/core/image.js';
-import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/compute/decision.js';
-import type { Metric } from '../../src/core/compare.js';
-import { loadCalibration, servedCalibration } from '../../src/compute/calibration.js';
+import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/model-client/protocol.js';
+import { probeImage } from '../../src/native/image.js';
+import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/deepface/decision.js';
+import type { Metric } from '../../src/native/compare.js';
+import { loadCalibration, servedCalibration } from '../../src/deepface/calibration.js';
 
 const MODELS = ['Facenet', 'Facenet512', 'SFace'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];

@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { runGateway } from '../../src/gateway/main.js';
 import { MemoryAccounts, type TestKey } from './memory-accounts.js';
-import type { LookupFn } from '../../src/gateway/inputs/remote-fetch.js';
+import type { LookupFn } from '../../src/service/inputs/remote-fetch.js';
 
 const keys = JSON.parse(process.env['TEST_KEYS'] ?? '[]') as TestKey[];
 const accounts = new MemoryAccounts(keys);

@@ -1,6 +1,6 @@
 /** In-memory AccountsPort for tests only. */
 import { ServiceError } from '../../src/errors/index.js';
-import type { AccountsPort, AuthenticatedKey, FreeCalls, KeyKind, Tier } from '../../src/accounts/ports.js';
+import type { AccountsPort, AuthenticatedKey, FreeCalls, KeyKind, Tier } from '../../src/accounts/api.js';
 
 export interface TestKey {
   key: string;

@@ -1,5 +1,5 @@
 /** An in-process model server for gateway tests that need no real one: ready, Facenet and Dlib at 128 dims. */
-import type { Upstream } from '../../src/gateway/upstream/client.js';
+import type { Upstream } from '../../src/model-client/client.js';
 
 type Compute = Partial<Pick<Upstream, 'verify' | 'represent' | 'embed'>>;
 

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../src/config/index.js';
 import type { Logger } from '../../src/logging/logger.js';
-import type { AccountsPort } from '../../src/accounts/ports.js';
+import type { AccountsPort } from '../../src/accounts/api.js';
 import { buildGateway, type Gateway } from '../../src/gateway/app.js';
 import { createMcp } from '../../src/mcp/main.js';
 import { buildConsole } from '../../src/console/app.js';

@@ -11,7 +11,7 @@
  *
  * Per metric: the threshold at FAR 1e-2 and 1e-3 (the largest threshold within it), the one with the
  * best accuracy, DeepFace's fixed threshold on the same pairs, the AUC and the curve
- * (src/compute/calibration.ts has the arithmetic and test/calibration.test.ts checks it by hand).
+ * (src/deepface/calibration.ts has the arithmetic and test/calibration.test.ts checks it by hand).
  * Embeddings are cached per model and detector in .cache/lfw/<model>-<detector>.json (delete to
  * recompute); a model or detector that is not installed stops the tool.
  */
@@ -19,9 +19,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { THRESHOLDS } from '../../src/compute/decision.js';
-import { calibrate, type CalibrationFile, type MetricCalibration, type ScoredPair } from '../../src/compute/calibration.js';
-import type { DistanceMetric, PipelineOptions } from '../../src/model-server/protocol.js';
+import { THRESHOLDS } from '../../src/deepface/decision.js';
+import { calibrate, type CalibrationFile, type MetricCalibration, type ScoredPair } from '../../src/deepface/calibration.js';
+import type { DistanceMetric, PipelineOptions } from '../../src/model-client/protocol.js';
 import { LFW, REPO, devTrainImages, devTrainPairs, pairDistance, startPipeline } from '../parity/lfw-devtrain.js';
 
 const METRICS: DistanceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { encodeFrame } from '../../src/model-server/protocol.ts';
+import { encodeFrame } from '../../src/model-client/protocol.ts';
 const D = '/work/shared/data/deepface/';
 // argv: [detector, default opencv] [model, default Facenet, the contract's default]
 const opts = { model_name: process.argv[3] ?? 'Facenet', detector_backend: process.argv[2] ?? 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };

@@ -1,7 +1,7 @@
 // Where one represent's time goes, stage by stage (development aid).
 import { readFileSync } from 'node:fs';
-import * as img from '../../src/core/image.ts';
-import { OpenCvDetector } from '../../src/core/detect.ts';
+import * as img from '../../src/native/image.ts';
+import { OpenCvDetector } from '../../src/native/detect.ts';
 const W = '../shared/weights/';
 const haar = OpenCvDetector.load(readFileSync(W + 'haarcascade_frontalface_default.xml', 'utf8'), readFileSync(W + 'haarcascade_eye.xml', 'utf8'));
 const file = process.argv[2] ?? 'img1.jpg';

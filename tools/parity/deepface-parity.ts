@@ -16,7 +16,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { startRegistry } from '../../src/model-server/registry.js';
 import { engines, imageOps } from '../../src/model-server/adapters.js';
 import { Pipeline } from '../../src/model-server/pipeline.js';
-import type { PipelineOptions, RepresentFace } from '../../src/model-server/protocol.js';
+import type { PipelineOptions, RepresentFace } from '../../src/model-client/protocol.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const SHARED = resolve(process.env['SHARED_DATA_DIR'] ?? join(REPO, '..', 'shared', 'data'));

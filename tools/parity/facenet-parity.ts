@@ -14,12 +14,12 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { distance } from '../../src/compute/distance.js';
-import { findThreshold, roundDistance } from '../../src/compute/decision.js';
+import { distance } from '../../src/deepface/distance.js';
+import { findThreshold, roundDistance } from '../../src/deepface/decision.js';
 import { loadConfig } from '../../src/config/index.js';
 import { imageOps } from '../../src/model-server/adapters.js';
 import type { Pipeline } from '../../src/model-server/pipeline.js';
-import type { DistanceMetric, FacialArea, PipelineOptions } from '../../src/model-server/protocol.js';
+import type { DistanceMetric, FacialArea, PipelineOptions } from '../../src/model-client/protocol.js';
 import { DETECTORS, REPO, SHARED, cosineDistance, createPipeline, median } from './deepface-parity.js';
 
 export const MODEL = 'Facenet';

@@ -20,8 +20,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { THRESHOLDS } from '../../src/compute/decision.js';
-import type { DistanceMetric, PipelineOptions } from '../../src/model-server/protocol.js';
+import { THRESHOLDS } from '../../src/deepface/decision.js';
+import type { DistanceMetric, PipelineOptions } from '../../src/model-client/protocol.js';
 import { LFW, REPO, devTrainImages, devTrainPairs, pairDistance, startPipeline, type Pair } from './lfw-devtrain.js';
 
 interface FallbackFace {

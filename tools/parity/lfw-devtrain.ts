@@ -11,9 +11,9 @@ import { createLogger } from '../../src/logging/logger.js';
 import { startRegistry } from '../../src/model-server/registry.js';
 import { engines, imageOps } from '../../src/model-server/adapters.js';
 import { Pipeline } from '../../src/model-server/pipeline.js';
-import { distance } from '../../src/compute/distance.js';
-import { roundDistance } from '../../src/compute/decision.js';
-import type { DistanceMetric } from '../../src/model-server/protocol.js';
+import { distance } from '../../src/deepface/distance.js';
+import { roundDistance } from '../../src/deepface/decision.js';
+import type { DistanceMetric } from '../../src/model-client/protocol.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const SHARED_DATA = resolve(process.env['SHARED_DATA_DIR'] ?? join(REPO, '..', 'shared', 'data'));

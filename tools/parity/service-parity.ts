@@ -20,7 +20,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { THRESHOLDS } from '../../src/compute/decision.js';
+import { THRESHOLDS } from '../../src/deepface/decision.js';
 import { LFW, REPO, SHARED_DATA, WEIGHTS, devTrainPairs, median, pairDistance, quantile, type Pair } from './lfw-devtrain.js';
 
 type Area = { x: number; y: number; w: number; h: number; detector?: string };

@@ -1,6 +1,6 @@
 //! N-API exports for core::compare. Typed arrays are borrowed, not copied: the `Float32Array`
 //! handles hold a reference that keeps the JS buffers alive until the task is dropped. Callers
-//! must not write to them while a task runs (src/core/compare.ts documents this).
+//! must not write to them while a task runs (src/native/compare.ts documents this).
 
 use crate::guard;
 use crate::task::Job;

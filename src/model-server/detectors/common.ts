@@ -4,8 +4,8 @@
  */
 import { inferenceThread, type RemoteSession, type TensorData } from '../inference/inference-thread.js';
 import { sessionOptions, type OrtSettings } from '../models/ort-options.js';
-import type { NativeFace, NativeTensor } from '../../core/faces.js';
-import type { NativeImage, Point } from '../../core/image.js';
+import type { NativeFace, NativeTensor } from '../../native/faces.js';
+import type { NativeImage, Point } from '../../native/image.js';
 
 /** BGR uint8, interleaved: the native wrapper's image type. */
 export type BgrImage = NativeImage;

@@ -9,7 +9,7 @@
  * 1024/1980 rule instead.
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { retinafaceDecodeMobilenet, retinafacePrepare, type NativeFace } from '../../core/faces.js';
+import { retinafaceDecodeMobilenet, retinafacePrepare, type NativeFace } from '../../native/faces.js';
 import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 

@@ -5,7 +5,7 @@
  * models/converters/yunet_dynamic_input.py (the published file declares a fixed 640x640 input).
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { yunetDecode, yunetPrepare, type NativeFace } from '../../core/faces.js';
+import { yunetDecode, yunetPrepare, type NativeFace } from '../../native/faces.js';
 import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 

@@ -4,7 +4,7 @@
  */
 import type { ModelInput } from '../../models/manifest.js';
 import { Batcher } from '../batcher.js';
-import type { Recognizer } from '../ports.js';
+import type { Recognizer } from '../engines.js';
 import { OnnxSession } from './onnx-session.js';
 import type { OrtSettings } from './ort-options.js';
 

@@ -14,7 +14,7 @@
  * until it settles. Do not write to them before the returned promise settles.
  */
 import { fromNative, ServiceError } from '../errors/index.js';
-import { native } from './native.js';
+import { native } from './addon.js';
 
 export type Metric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
 

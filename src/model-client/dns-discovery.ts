@@ -9,7 +9,7 @@
  */
 import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { Logger } from '../../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 /** Addresses of one family for `host`: [] when the name has none; throws when the lookup failed. */
 export interface DnsResolver {

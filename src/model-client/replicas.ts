@@ -14,7 +14,7 @@
  *   When no replica is up, the least loaded ejected one is tried rather than failing outright
  *   (they may all have recovered between probes).
  */
-import type { Logger } from '../../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 export interface HealthOptions {
   /** Consecutive failures that eject a replica. */

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { native } from './native.js';
+import { native } from './addon.js';
 import { fromNative } from '../errors/index.js';
 import type { NativeImage, Point } from './image.js';
 

@@ -1,5 +1,5 @@
 /**
- * Client of the internal model servers (src/model-server/protocol.ts), used by the gateway and the
+ * Client of the internal model servers (src/model-client/protocol.ts), used by the gateway and the
  * MCP endpoint. Replicas come from FACECOMPUTE_MODEL_SERVER_URLS and/or FACECOMPUTE_MODEL_SERVER_DNS
  * (dns-discovery.ts) and are balanced by least outstanding requests with passive health
  * (replicas.ts); every request carries the internal token when one is configured.
@@ -20,8 +20,8 @@
  * a dead connection.
  */
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import { ServiceError, isErrorCode, type ErrorCode } from '../../errors/index.js';
-import type { Logger } from '../../logging/logger.js';
+import { ServiceError, isErrorCode, type ErrorCode } from '../errors/index.js';
+import type { Logger } from '../logging/logger.js';
 import {
   FRAME_CONTENT_TYPE,
   INTERNAL_PATHS,
@@ -35,7 +35,7 @@ import {
   type ReadinessResponse,
   type RepresentResponse,
   type VerifyResponse,
-} from '../../model-server/protocol.js';
+} from './protocol.js';
 import { ReplicaSet, type HealthOptions, type Replica, type ReplicaSnapshot } from './replicas.js';
 import { systemResolver, watchDns, type DnsResolver, type DnsWatch } from './dns-discovery.js';
 
@@ -229,7 +229,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       // A frame the replica read whole, whose connection it then closed without an answer, is never
       // sent again: if its input is what killed the replica, another replica would die of it too
       // (issue 24). It is upstream_lost, which keeps the call charged and counts a strike against
-      // the account (src/accounts/charging.ts, src/gateway/limits/strikes.ts).
+      // the account (src/accounts/charging.ts, src/service/limits/strikes.ts).
       if (body !== undefined && !frameNotConsumed(err)) {
         throw new AttemptError(new ServiceError('upstream_lost', 'the model server stopped while computing this request; it is not sent again', { cause: err }), 'lost', 'no', 'failure');
       }

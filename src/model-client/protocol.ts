@@ -7,7 +7,7 @@
  * Responses are JSON: a result, or an ErrorBody with the contract's status and code.
  */
 import type { ErrorBody } from '../errors/index.js';
-import type { CapabilitiesCalibration } from '../compute/calibration.js';
+import type { CapabilitiesCalibration } from '../deepface/calibration.js';
 
 export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
 
@@ -167,7 +167,7 @@ export interface CapabilitiesResponse {
   model_sources?: Record<string, ModelSource>;
   /**
    * Thresholds beyond DeepFace's, measured on LFW View 1 DevTrain, for the served models (real
-   * weights) and detectors (models/calibration/lfw-devtrain.json, src/compute/calibration.ts).
+   * weights) and detectors (models/calibration/lfw-devtrain.json, src/deepface/calibration.ts).
    */
   calibration?: CapabilitiesCalibration;
 }

@@ -8,8 +8,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError } from './service-error.js';
-import { contractHeaders, requestIdFrom } from '../http/contract-headers.js';
+import { ServiceError } from '../errors/service-error.js';
+import { contractHeaders, requestIdFrom } from './contract-headers.js';
 
 /** The error Node's parser or its request timer raised (`code` is llhttp's HPE_* or Node's ERR_*). */
 export interface ClientError extends Error {

@@ -3,8 +3,8 @@
  * against these ports only, so it can be tested with fakes; adapters.ts binds them to the addon.
  */
 import type { ModelInput } from '../models/manifest.js';
-import type { Normalization } from './protocol.js';
-import type { ExtractOptions, ExtractedFace, NativeImage, Point } from '../core/image.js';
+import type { Normalization } from '../model-client/protocol.js';
+import type { ExtractOptions, ExtractedFace, NativeImage, Point } from '../native/image.js';
 
 // The pixel types are the native wrapper's own; the pipeline's ports only add what it needs on top.
 export type { ExtractOptions, ExtractedFace, NativeImage, Point };

@@ -8,8 +8,8 @@
  * meanwhile (its exit may be reported a moment after the socket closes, hence the short wait), the
  * failure is the restart's, not the request's.
  */
-import { ServiceError, isServiceError } from '../../errors/index.js';
-import type { ReadinessResponse } from '../../model-server/protocol.js';
+import { ServiceError, isServiceError } from '../errors/index.js';
+import type { ReadinessResponse } from './protocol.js';
 import type { Upstream, UpstreamCallContext } from './client.js';
 
 /** The supervisor as the gateway sees it (src/cli/supervisor.ts implements it). */

@@ -4,7 +4,7 @@
  * a stable code (invalid_image, image_too_large, too_many_pixels, invalid_request, ...).
  */
 import { fromNative } from '../errors/index.js';
-import { native } from './native.js';
+import { native } from './addon.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp';
 export type ChannelOrder = 'bgr' | 'rgb';

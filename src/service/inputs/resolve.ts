@@ -7,7 +7,7 @@ import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, sep } from 'node:path';
 import { ServiceError } from '../../errors/index.js';
-import { probeImage } from '../../core/image.js';
+import { probeImage } from '../../native/image.js';
 import type { RemoteFetcher } from './remote-fetch.js';
 import type { PixelBudget } from './pixel-budget.js';
 

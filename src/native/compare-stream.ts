@@ -6,7 +6,7 @@
  * failure comes back as a ServiceError with a stable code.
  */
 import { fromNative } from '../errors/index.js';
-import { native } from './native.js';
+import { native } from './addon.js';
 import type { ManyComparison, Metric } from './compare.js';
 
 /** What a streamed comparison needs before the first target arrives. */

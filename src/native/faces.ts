@@ -2,7 +2,7 @@
  * Typed wrappers over the native RetinaFace / YuNet pre- and post-processing
  * (crates/facecompute-node/src/faces.rs). Every native failure becomes a ServiceError here.
  */
-import { native } from './native.js';
+import { native } from './addon.js';
 import { fromNative } from '../errors/native-error.js';
 import type { FaceImage, NativeFace, NativeTensor, PreparedInput, ResnetLevelInput } from '../../index.js';
 

@@ -7,9 +7,9 @@
  * bytes (test/compare-result.test.ts): DeepFace's rounded distance, the `verified` decision and the
  * calibrated confidence.
  */
-import { confidenceCoefficients, findConfidence, roundDistance, type Metric } from '../../compute/decision.js';
-import { fromNative } from '../../errors/index.js';
-import { native } from '../../core/native.js';
+import { confidenceCoefficients, findConfidence, roundDistance, type Metric } from '../deepface/decision.js';
+import { fromNative } from '../errors/index.js';
+import { native } from '../native/addon.js';
 
 export interface Decide {
   model: string;

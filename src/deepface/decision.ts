@@ -4,7 +4,7 @@
  * thresholds, the distance-to-confidence calibration, and the rounding of distances.
  */
 import { ServiceError } from '../errors/index.js';
-import type { Metric } from '../core/compare.js';
+import type { Metric } from '../native/compare.js';
 
 export type { Metric };
 

@@ -20,7 +20,7 @@ export interface ConcurrencyResult {
   slot: string | null;
 }
 
-/** An account's strikes (src/gateway/limits/strikes.ts) in its current window. */
+/** An account's strikes (src/service/limits/strikes.ts) in its current window. */
 export interface StrikeCount {
   count: number;
   /** Milliseconds until the window ends (0 when there is none). */

@@ -1,21 +1,21 @@
 /**
  * Compute semantics shared by the REST routes and the MCP endpoint: takes a body that passed the
- * JSON Schemas (src/gateway/schemas.ts) and returns the REST result. Validates model/detector against
+ * JSON Schemas (src/vocabulary/schemas.ts) and returns the REST result. Validates model/detector against
  * the model server's capabilities, resolves image inputs, checks embeddings, decides two-embedding
  * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
  */
-import { ServiceError } from '../../errors/index.js';
-import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, METRICS, type Metric } from '../../core/compare.js';
-import { STREAM_MAX_SOURCES, type StreamPlan, type TargetStream } from '../../core/compare-stream.js';
+import { ServiceError } from '../errors/index.js';
+import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, METRICS, type Metric } from '../native/compare.js';
+import { STREAM_MAX_SOURCES, type StreamPlan, type TargetStream } from '../native/compare-stream.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
-import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../../compute/decision.js';
-import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../../model-server/protocol.js';
-import type { Upstream } from '../upstream/client.js';
-import type { ImageResolver, InputContext, InputSettings } from '../inputs/resolve.js';
-import { inputModes } from '../inputs/resolve.js';
-import { PixelBudget } from '../inputs/pixel-budget.js';
-import type { AdmissionTicket, ComputeQueue } from '../queue.js';
-import type { StrikeGuard } from '../limits/strikes.js';
+import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
+import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../model-client/protocol.js';
+import type { Upstream } from '../model-client/client.js';
+import type { ImageResolver, InputContext, InputSettings } from './inputs/resolve.js';
+import { inputModes } from './inputs/resolve.js';
+import { PixelBudget } from './inputs/pixel-budget.js';
+import type { AdmissionTicket, ComputeQueue } from './queue.js';
+import type { StrikeGuard } from './limits/strikes.js';
 
 export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
 
@@ -69,10 +69,10 @@ export interface ComputeContext extends InputContext {
    * reserves before fetching them, and compute calls it again.
    */
   reserve?: () => Promise<void>;
-  /** The place the gateway's admission reserved for this request (src/gateway/queue.ts). */
+  /** The place the gateway's admission reserved for this request (src/service/queue.ts). */
   admission?: AdmissionTicket;
   /**
-   * The caller's strikes (src/gateway/limits/strikes.ts): checked before a request with images does
+   * The caller's strikes (src/service/limits/strikes.ts): checked before a request with images does
    * anything, counted when one is lost with its model server.
    */
   strikes?: StrikeGuard;

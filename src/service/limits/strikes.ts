@@ -2,7 +2,7 @@
  * Strikes: requests of an account that were lost with their model server (`502 upstream_lost`: the
  * model server stopped while computing a frame it had received). Such a failure is presumed to be
  * the input's doing, so it is not refunded (src/accounts/charging.ts) and it is not retried
- * (src/gateway/upstream/client.ts); each is also a strike. An account with FACECOMPUTE_STRIKE_LIMIT
+ * (src/model-client/client.ts); each is also a strike. An account with FACECOMPUTE_STRIKE_LIMIT
  * strikes within FACECOMPUTE_STRIKE_WINDOW_MS (counted from its first) gets `429 too_many_strikes`,
  * with Retry-After until the window ends, for every request that would reach a model server (images);
  * requests with embeddings only still run. Counted by the shared limiter (Redis when configured), so

@@ -5,7 +5,7 @@
  * `dest`, or -1. Runs on the calling thread: it is one socket chunk's worth of work.
  */
 import { fromNative } from '../errors/index.js';
-import { native } from './native.js';
+import { native } from './addon.js';
 
 export function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8Array, needle: Uint8Array, from: number): number {
   try {

@@ -1,8 +1,8 @@
 /**
  * DeepFace's distance formulas (reference §4.1) in float64, for the few pairs a verify compares.
- * One-against-many comparisons use the native SIMD kernels instead (src/core/compare.ts).
+ * One-against-many comparisons use the native SIMD kernels instead (src/native/compare.ts).
  */
-import { DISTANCE_METRICS, type DistanceMetric } from '../model-server/protocol.js';
+import { DISTANCE_METRICS, type DistanceMetric } from '../model-client/protocol.js';
 
 export { DISTANCE_METRICS };
 
