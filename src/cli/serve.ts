@@ -21,6 +21,8 @@ import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-client/protocol.
 import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 import { applyHeapGrowth } from '../gateway/heap.js';
+import { assertDefaultsServable, planServing } from '../model-server/serving-plan.js';
+import { EXIT_DEFAULTS_UNSERVABLE } from './exit-codes.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 
@@ -74,7 +76,7 @@ function superviseModelServer(config: Config, logger: Logger, onFatal: (code: nu
     backoffMaxMs: config.supervisor.backoffMaxMs,
     crashloopRestarts: config.supervisor.crashloopRestarts,
     crashloopWindowMs: config.supervisor.crashloopWindowMs,
-    fatalExitCodes: [EXIT_LISTEN_FAILED],
+    fatalExitCodes: [EXIT_LISTEN_FAILED, EXIT_DEFAULTS_UNSERVABLE],
     onFatal,
   });
 }
@@ -89,7 +91,15 @@ export async function run(_args: string[]): Promise<number> {
   let onFatal: (code: number) => void = (code) => {
     fatalCode = code;
   };
-  const supervisor = process.env['FACECOMPUTE_MODEL_SERVER_URLS'] || config.modelServer.dns ? null : superviseModelServer(config, logger, (code) => onFatal(code));
+  const localModelServer = !(process.env['FACECOMPUTE_MODEL_SERVER_URLS'] || config.modelServer.dns);
+  // With a local model server, the configured defaults must be servable, or nothing starts: the
+  // message names each missing file, every place and source tried and the command that fetches it.
+  if (localModelServer) {
+    const plan = await planServing(config);
+    assertDefaultsServable(config, plan);
+    if (plan.unservable.length > 0) logger.warn({ reasons: [plan.defaultModelReason, plan.defaultDetectorReason].filter(Boolean) }, 'starting DEGRADED (FACECOMPUTE_ALLOW_DEGRADED_START=true): a configured default cannot be served');
+  }
+  const supervisor = localModelServer ? superviseModelServer(config, logger, (code) => onFatal(code)) : null;
   supervisor?.start();
   // Imported only now: loading the gateway, MCP and accounts modules is the longest part of a start
   // (about 0.2 s bundled, 0.45 s unbundled), and the model-server child, whose warmup decides

@@ -143,6 +143,15 @@ export interface ReadinessResponse {
   /** Set when the configured default model is not installed. */
   effective_default_model?: string;
   default_model_reason?: string;
+  /** Set when the configured default detector cannot be served. */
+  effective_default_detector?: string;
+  default_detector_reason?: string;
+  /**
+   * True when the server was started with a configured default it cannot serve
+   * (FACECOMPUTE_ALLOW_DEGRADED_START=true); `degraded_reasons` says which and why.
+   */
+  degraded?: boolean;
+  degraded_reasons?: string[];
 }
 
 export interface CapabilitiesResponse {
@@ -159,6 +168,10 @@ export interface CapabilitiesResponse {
   version: 'v1';
   /** Why the effective default differs from the configured one, when it does. */
   default_model_reason?: string;
+  /** Why the effective default detector differs from the configured one, when it does. */
+  default_detector_reason?: string;
+  /** Allowed models and detectors that cannot be served here, and why (which files are missing, why the last fetch failed). */
+  unavailable?: Record<string, string>;
   /** Which network serves each detector, e.g. retinaface → "mobilenet0.25". */
   detector_variants?: Record<string, string>;
   /** Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only). */
@@ -193,6 +206,8 @@ export interface WeightProvenance {
   path?: string;
   /** The content fingerprint conversion checked. */
   fingerprint?: string;
+  /** The registry package that delivered the canonical file, byte for byte (`debian:opencv-data`), when the fetch log says. */
+  fetched_from?: string;
   /** What the file is, and what could not be proven about it. */
   note?: string;
 }

@@ -52,6 +52,14 @@ export function readiness(state: RegistryState): ReadinessResponse {
     body.effective_default_model = state.defaultModel;
     body.default_model_reason = state.defaultModelReason;
   }
+  if (state.defaultDetectorReason) {
+    body.effective_default_detector = state.defaultDetector;
+    body.default_detector_reason = state.defaultDetectorReason;
+  }
+  if (state.degraded.length > 0) {
+    body.degraded = true;
+    body.degraded_reasons = [...state.degraded];
+  }
   return body;
 }
 

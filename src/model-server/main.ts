@@ -9,6 +9,7 @@ import { buildModelServer } from './app.js';
 import { engines, imageOps } from './adapters.js';
 import { assertSafeBind } from './internal-auth.js';
 import { startRegistry } from './registry.js';
+import { assertDefaultsServable, planServing } from './serving-plan.js';
 import { listenSurface } from '../cli/listen.js';
 
 export async function run(_args: string[]): Promise<number> {
@@ -17,7 +18,11 @@ export async function run(_args: string[]): Promise<number> {
   const { host, internalToken } = config.modelServer;
   assertSafeBind(host, internalToken);
   const logger = createLogger('model-server', config.logLevel);
-  const state = await startRegistry(config, logger, engines(config));
+  // A configured default it cannot serve stops it here, before any port or model (unless the operator
+  // allowed a degraded start); `serve` treats that exit as final instead of restarting it.
+  const plan = await planServing(config);
+  assertDefaultsServable(config, plan);
+  const state = await startRegistry(config, logger, engines(config), plan);
   const app = await buildModelServer({ config, logger, state, image: imageOps(config) });
   // A port that cannot be bound ends the process (src/cli/main.ts exits with EXIT_LISTEN_FAILED,
   // which `serve` does not retry).

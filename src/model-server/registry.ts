@@ -1,15 +1,14 @@
 /**
- * Decides what this model server can serve and loads it: allowed ∩ installed models and detectors,
- * the effective defaults (and why they differ from the configured ones), and the warmup run.
+ * Loads what this model server serves (serving-plan.ts decides what: allowed ∩ installed models and
+ * detectors, the defaults and why they differ from the configured ones) and runs the warmup.
  * A model whose weights are absent is reported unavailable and logged, never silently replaced.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../logging/logger.js';
 import { loadManifest, type Manifest } from '../models/manifest.js';
-import { artifactStatus, describeProblems, materialize, type ArtifactStatus } from '../models/catalog.js';
-import { describeFailure, readFetchLog } from '../models/fetch-log.js';
+import { materialize, type ArtifactStatus } from '../models/catalog.js';
+import { readFetchLog, type FetchLog } from '../models/fetch-log.js';
+import { planServing, type ServingPlan } from './serving-plan.js';
 import type { ResolvedWeight } from '../models/weights.js';
 import { DISTANCE_METRICS } from '../deepface/distance.js';
 import { findThreshold } from '../deepface/decision.js';
@@ -45,126 +44,62 @@ export interface RegistryState {
   servable: { models: string[]; detectors: string[] };
   /** Which file serves each servable model (/capabilities.model_sources). */
   modelSources: Record<string, ModelSource>;
+  /** Why this server runs degraded (a configured default it cannot serve); empty when it does not. */
+  degraded: string[];
 }
 
-function provenance(r: ResolvedWeight, fingerprint: string | undefined): WeightProvenance {
+function provenance(r: ResolvedWeight, fingerprint: string | undefined, log: FetchLog): WeightProvenance {
   const o = r.origin;
   const fp = fingerprint !== undefined ? { fingerprint } : {};
-  if (o.kind === 'canonical') return { source: 'canonical', file: o.file, sha256: o.sha256, url: o.url, ...fp };
+  if (o.kind === 'canonical') {
+    // The canonical file, byte for byte; a registry carrier may have delivered it (the fetch log says).
+    const rec = log[o.file];
+    const by = rec?.ok && rec.sha256 === o.sha256 && rec.source ? { fetched_from: rec.source } : {};
+    return { source: 'canonical', file: o.file, sha256: o.sha256, url: o.url, ...fp, ...by };
+  }
   const c = o.carrier;
   return { source: 'carrier', file: o.file, sha256: o.sha256, ecosystem: c.ecosystem, package: c.package, version: c.version, path: c.path, ...fp, ...(c.note ? { note: c.note } : {}) };
 }
 
-function modelSource(s: ArtifactStatus): ModelSource {
-  const files = s.resolved.map((r, i) => provenance(r as ResolvedWeight, s.artifact.weights[i]?.fingerprint));
+function modelSource(s: ArtifactStatus, log: FetchLog): ModelSource {
+  const files = s.resolved.map((r, i) => provenance(r as ResolvedWeight, s.artifact.weights[i]?.fingerprint, log));
   return { source: files.some((f) => f.source === 'carrier') ? 'carrier' : 'canonical', files };
 }
 
-function testOnnxPath(cfg: Config, model: string): string {
-  return join(cfg.models.cacheDir, 'test-onnx', `${model}.onnx`);
-}
-
-/** Which RetinaFace backbone serves `retinaface`: ResNet-50 (DeepFace's) when installed and allowed. */
-async function pickRetinaface(cfg: Config, loc: { weightsDir: string; cacheDir: string }): Promise<{ variant: string; status: ArtifactStatus } | { unavailable: string }> {
-  const order = cfg.models.retinafaceBackbone === 'auto' ? ['resnet50', 'mobilenet0.25'] : [cfg.models.retinafaceBackbone];
-  const reasons: string[] = [];
-  for (const v of order) {
-    const s = await artifactStatus(`retinaface:${v}`, loc);
-    if (s.installed) return { variant: v, status: s };
-    reasons.push(`${v}: ${describeProblems(s.problems)}`);
-  }
-  return { unavailable: reasons.join('; ') };
-}
-
-export async function startRegistry(cfg: Config, log: Logger, engines: EngineFactory): Promise<RegistryState> {
+export async function startRegistry(cfg: Config, log: Logger, engines: EngineFactory, plan?: ServingPlan): Promise<RegistryState> {
   const manifest = loadManifest();
-  const loc = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir, sources: cfg.models.weightSources };
-  const fetchLog = await readFetchLog(cfg.models.cacheDir);
+  const p = plan ?? (await planServing(cfg, manifest));
   const state: RegistryState = {
     recognizers: new Map(),
     detectors: new Map(),
     warmup: new Warmup(),
-    defaultModel: '',
-    defaultModelReason: '',
-    defaultDetector: '',
-    defaultDetectorReason: '',
-    retinafaceVariant: null,
+    defaultModel: p.defaultModel,
+    defaultModelReason: p.defaultModelReason,
+    defaultDetector: p.defaultDetector,
+    defaultDetectorReason: p.defaultDetectorReason,
+    retinafaceVariant: p.retinafaceVariant,
     modelWeights: {},
-    unavailable: {},
-    servable: { models: [], detectors: [] },
+    unavailable: { ...p.unavailable },
+    servable: { models: p.models.map((m) => m.name), detectors: p.detectors.map((d) => d.name) },
     modelSources: {},
+    degraded: [p.defaultModelReason, p.defaultDetectorReason].filter((r) => r !== ''),
   };
-
-  // What can be served at all.
-  const models: Array<{ name: string; files: string[]; status?: ArtifactStatus; test: boolean }> = [];
-  for (const name of cfg.models.allowedModels) {
-    if (!manifest.recognition[name]) {
-      state.unavailable[name] = 'unknown model';
-      log.warn({ model: name }, 'allowed model is unknown; ignored');
-      continue;
-    }
-    const s = await artifactStatus(name, loc, manifest);
-    if (s.installed) {
-      models.push({ name, files: s.weightPaths, status: s, test: false });
-      state.modelSources[name] = modelSource(s);
-    } else if (cfg.models.testWeights && existsSync(testOnnxPath(cfg, name))) {
-      models.push({ name, files: [testOnnxPath(cfg, name)], test: true });
-      state.modelSources[name] = { source: 'test_weights', files: [] };
-      log.warn({ model: name }, 'serving TEST weights (FACECOMPUTE_TEST_WEIGHTS=true): for structural tests only');
-    } else {
-      // What is missing, and why the last fetch could not get it, when one was tried.
-      const failure = s.artifact.weights.map((w) => fetchLog[w.file]).find((r) => r && !r.ok);
-      state.unavailable[name] = `${describeProblems(s.problems)}; ${failure ? describeFailure(failure) : `\`facecompute models fetch ${name}\` installs it`}`;
-      log.warn({ model: name, reason: state.unavailable[name] }, `model ${name} unavailable: weights not installed (run \`facecompute models fetch ${name}\`)`);
-    }
-  }
-  const detectors: Array<{ name: string; engine: string; status?: ArtifactStatus }> = [];
-  for (const name of cfg.models.allowedDetectors) {
-    const entry = manifest.detectors[name];
-    if (!entry) {
-      state.unavailable[name] = 'unknown detector';
-      log.warn({ detector: name }, 'allowed detector is unknown; ignored');
-      continue;
-    }
-    if (entry.engine === 'skip') {
-      detectors.push({ name, engine: 'skip' });
-      continue;
-    }
-    if (entry.engine === 'retinaface') {
-      const pick = await pickRetinaface(cfg, loc);
-      if ('unavailable' in pick) {
-        state.unavailable[name] = pick.unavailable;
-        log.warn({ detector: name, reason: pick.unavailable }, 'detector retinaface unavailable');
-      } else {
-        state.retinafaceVariant = pick.variant;
-        detectors.push({ name, engine: `retinaface:${pick.variant}`, status: pick.status });
-      }
-      continue;
-    }
-    const s = await artifactStatus(name, loc, manifest);
-    if (s.installed) detectors.push({ name, engine: entry.engine, status: s });
+  const fetchLog = await readFetchLog(cfg.models.cacheDir);
+  for (const m of p.models) {
+    state.modelWeights[m.name] = m.test ? 'test' : 'real';
+    if (m.status) state.modelSources[m.name] = modelSource(m.status, fetchLog);
     else {
-      state.unavailable[name] = describeProblems(s.problems);
-      log.warn({ detector: name, reason: state.unavailable[name] }, `detector ${name} unavailable`);
+      state.modelSources[m.name] = { source: 'test_weights', files: [] };
+      log.warn({ model: m.name }, 'serving TEST weights (FACECOMPUTE_TEST_WEIGHTS=true): for structural tests only');
     }
   }
-
-  const modelNames = models.map((m) => m.name);
-  state.servable = { models: modelNames, detectors: detectors.map((d) => d.name) };
-  for (const m of models) state.modelWeights[m.name] = m.test ? 'test' : 'real';
-  if (modelNames.includes(cfg.models.defaultModel)) state.defaultModel = cfg.models.defaultModel;
-  else {
-    state.defaultModel = modelNames[0] ?? '';
-    state.defaultModelReason = `${cfg.models.defaultModel} is not installed (${state.unavailable[cfg.models.defaultModel] ?? 'not allowed'}); ${state.defaultModel ? `the effective default is ${state.defaultModel}` : 'no model is installed'}`;
-    log.warn({ configured: cfg.models.defaultModel, effective: state.defaultModel }, state.defaultModelReason);
+  for (const [name, reason] of Object.entries(p.unavailable)) {
+    log.warn({ name, reason }, manifest.recognition[name] ? `model ${name} unavailable: weights not installed (run \`facecompute models fetch ${name}\`)` : `detector ${name} unavailable`);
   }
-  const detectorNames = detectors.map((d) => d.name);
-  if (detectorNames.includes(cfg.models.defaultDetector)) state.defaultDetector = cfg.models.defaultDetector;
-  else {
-    state.defaultDetector = detectorNames[0] ?? '';
-    state.defaultDetectorReason = `${cfg.models.defaultDetector} is not installed; the effective default is ${state.defaultDetector}`;
-    log.warn({ configured: cfg.models.defaultDetector, effective: state.defaultDetector }, state.defaultDetectorReason);
-  }
+  if (p.defaultModelReason) log.warn({ configured: cfg.models.defaultModel, effective: p.defaultModel }, p.defaultModelReason);
+  if (p.defaultDetectorReason) log.warn({ configured: cfg.models.defaultDetector, effective: p.defaultDetector }, p.defaultDetectorReason);
+  const models = p.models;
+  const detectors = p.detectors;
 
   // A dead inference thread takes every session with it: not ready any more, whatever came before.
   engines.onFailure?.((err) => {
@@ -248,6 +183,9 @@ export function capabilities(cfg: Config, state: RegistryState, manifest: Manife
     version: 'v1',
   };
   if (state.defaultModelReason) caps.default_model_reason = state.defaultModelReason;
+  if (state.defaultDetectorReason) caps.default_detector_reason = state.defaultDetectorReason;
+  // Allowed but not servable, and why: what `models fetch` would have to bring.
+  if (Object.keys(state.unavailable).length > 0) caps.unavailable = { ...state.unavailable };
   if (state.retinafaceVariant) caps.detector_variants = { retinaface: state.retinafaceVariant };
   // Test weights are possible only with FACECOMPUTE_TEST_WEIGHTS=true; then they are always marked.
   const testModels = Object.entries(state.modelWeights).filter(([, w]) => w === 'test');

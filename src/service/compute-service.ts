@@ -286,7 +286,14 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     const model = b.model_name ?? c.default_model;
     if (!c.allowed_models.includes(model)) throw new ServiceError('model_not_allowed', `model ${JSON.stringify(model)} is not allowed; allowed: ${c.allowed_models.join(', ')}`);
     const det = b.detector_backend ?? c.default_detector;
-    if (!c.allowed_detectors.includes(det)) throw new ServiceError('detector_not_allowed', `detector ${JSON.stringify(det)} is not allowed; allowed: ${c.allowed_detectors.join(', ')}`);
+    if (!c.allowed_detectors.includes(det)) {
+      // A degraded start whose default detector cannot be served: the request must name one (never
+      // `skip` in its place, silently).
+      if (b.detector_backend === undefined && c.default_detector_reason) {
+        throw new ServiceError('detector_not_allowed', `no detector_backend given, and the default detector cannot be served here (${c.default_detector_reason}); name one of: ${c.allowed_detectors.join(', ')}`);
+      }
+      throw new ServiceError('detector_not_allowed', `detector ${JSON.stringify(det)} is not allowed; allowed: ${c.allowed_detectors.join(', ')}`);
+    }
     return {
       model_name: model,
       detector_backend: det,

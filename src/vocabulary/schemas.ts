@@ -144,6 +144,12 @@ export const readinessResponse = {
     warmed_detectors: { type: 'array', items: { type: 'string' } },
     error: { type: 'string' },
     warmed_at: { type: 'string' },
+    degraded: { type: 'boolean', description: 'true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); `degraded_reasons` says which and why.' },
+    degraded_reasons: { type: 'array', items: { type: 'string' } },
+    effective_default_model: { type: 'string' },
+    default_model_reason: { type: 'string' },
+    effective_default_detector: { type: 'string' },
+    default_detector_reason: { type: 'string' },
   },
 } as const;
 
@@ -169,6 +175,16 @@ export const capabilitiesResponse = {
     limits: { type: 'object', additionalProperties: { type: 'number' } },
     input_modes: { type: 'array', items: { type: 'string' } },
     version: { type: 'string', const: 'v1' },
+    default_model_reason: { type: 'string', description: 'Present when the configured default model cannot be served (a degraded start, FACECOMPUTE_ALLOW_DEGRADED_START=true): why, and which model is the effective default.' },
+    default_detector_reason: {
+      type: 'string',
+      description: 'Present when the configured default detector cannot be served (a degraded start): why, and which detector is the effective default. `skip` never becomes the default; with no other detector installed, a request must name its detector_backend.',
+    },
+    unavailable: {
+      type: 'object',
+      description: 'Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed.',
+      additionalProperties: { type: 'string' },
+    },
     calibration: {
       type: 'object',
       description:
@@ -219,6 +235,7 @@ export const capabilitiesResponse = {
                 version: { type: 'string' },
                 path: { type: 'string' },
                 fingerprint: { type: 'string' },
+                fetched_from: { type: 'string', description: 'The registry package that delivered the canonical file, byte for byte (e.g. `debian:opencv-data`), per the last `models fetch`.' },
                 note: { type: 'string' },
               },
             },
