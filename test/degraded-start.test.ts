@@ -94,7 +94,10 @@ t.test('with FACECOMPUTE_ALLOW_DEGRADED_START=true it starts and says so; skip i
   t.teardown(s.stop);
   if (!t.equal(await s.ready(), 200, `ready: ${s.logs.join('').slice(-2000)}`)) return;
   const readiness = (await (await fetch(`${s.gw}/readiness`)).json()) as Record<string, unknown>;
-  t.match(readiness, { status: 'ready', degraded: true, degraded_reasons: [/^opencv cannot be served \(haarcascade_frontalface_default\.xml: missing; haarcascade_eye\.xml: missing; the last `models fetch` .* failed: /], default_detector_reason: /^opencv cannot be served/ }, '/readiness says degraded, and why');
+  t.match(readiness, { status: 'ready', ready: true, degraded: true }, "the gateway's /readiness says degraded");
+  t.notOk('default_detector_reason' in readiness, 'and keeps the reasons to /capabilities (anyone may ask /readiness)');
+  const internal = (await (await fetch(`${s.modelServer}/internal/readiness`)).json()) as Record<string, unknown>;
+  t.match(internal, { status: 'ready', degraded: true, degraded_reasons: [/^opencv cannot be served \(haarcascade_frontalface_default\.xml: missing; haarcascade_eye\.xml: missing; the last `models fetch` .* failed: /], default_detector_reason: /^opencv cannot be served/ }, "the model server's own readiness says why");
   const caps = (await (await fetch(`${s.gw}/capabilities`)).json()) as { default_detector: string; allowed_detectors: string[]; default_detector_reason?: string; default_model: string; default_model_reason?: string };
   t.match(caps.default_detector_reason, /^opencv cannot be served \(.*haarcascade_frontalface_default\.xml: missing.*\); no other detector is installed, so a request must name its detector_backend \(skip, the whole image, is never a default\)$/);
   t.not(caps.default_detector, 'skip', 'skip is not presented as the default');
@@ -123,6 +126,10 @@ t.test('the serving plan: another installed detector becomes the effective defau
   const empty = mkdtempSync(join(tmpdir(), 'fc-degraded-empty-'));
   const plan = await planServing(loadConfig({ FACECOMPUTE_WEIGHTS_DIR: mirror, FACECOMPUTE_MODELS_CACHE: empty, FACECOMPUTE_ALLOWED_MODELS: 'Facenet', FACECOMPUTE_LOG_LEVEL: 'silent' }));
   t.equal(plan.defaultDetector, 'yunet', 'an installed detector, not skip');
+  const onlySkip = await planServing(loadConfig({ FACECOMPUTE_MODELS_CACHE: empty, FACECOMPUTE_ALLOWED_DETECTORS: 'skip,opencv,yunet', FACECOMPUTE_LOG_LEVEL: 'silent' }));
+  t.same(onlySkip.detectors.map((d) => d.name), ['skip'], 'only skip is servable');
+  t.equal(onlySkip.defaultDetector, 'opencv', 'skip is never made the default, even listed first');
+  t.match(onlySkip.defaultDetectorReason, /no other detector is installed, so a request must name its detector_backend/);
   t.match(plan.defaultDetectorReason, /^opencv cannot be served \(.*\); the effective default is yunet$/);
   t.same(plan.unservable.map((u) => [u.kind, u.name]), [['model', 'Facenet'], ['detector', 'opencv']]);
   const facenet = plan.unservable[0]!;

@@ -3,8 +3,11 @@
  * shell, Python and TypeScript example of the client libraries' READMEs (clients/python, clients/js;
  * Python with .venvs/client-python and the package installed offline from the checkout, TypeScript
  * with tsx and @facecompute/client linked to clients/js's build), runs as written against a live
- * `facecompute serve`, in a fresh directory holding DeepFace's img1.jpg and
- * img2.jpg (two photos of one person), with bash, curl and jq, as a newcomer would run them. Blocks
+ * `facecompute serve` built without ../shared: its models are those the install step fetched from the
+ * registries alone (.models-cache-registry), and it runs with every shared directory hidden
+ * (test/helpers/no-shared.ts). The README's blocks run in a fresh directory holding what a clone has at
+ * its root for them (samples/); the other documents' in one holding img1.jpg and img2.jpg (two photos
+ * of one person, from samples/). With bash, curl and jq, as a newcomer would run them. Blocks
  * of one document run in order in one shell (later blocks use what earlier ones set), under
  * `set -euo pipefail`; an answer with "error" in it, or one a `# {…}` comment promises and nobody
  * printed, fails the block. The README's env block (where the service listens) must hold the serve
@@ -13,20 +16,20 @@
  * test cannot silently run nothing. Bounded: one serve start and about 20 compute calls (~1 min).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t from 'tap';
 import { VARS } from '../src/config/spec.js';
-import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
-import { modelServerEnv } from './helpers/real-stack.js';
-import { freePort } from './helpers/ports.js';
+import { REPO_ROOT } from './helpers/shared.js';
+import { REGISTRY_CACHE, canHideShared, registryFetchLog, spawnWithoutShared } from './helpers/no-shared.js';
+import { startServe, userEnv } from './helpers/serve-proc.js';
 import { CLIENT_LANGUAGES, SHELL_LANGUAGES, envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
 import { CLIENT_JS_DIR, CLIENT_PYTHON_VENV, installPythonClient } from './helpers/clients.js';
 
 // How many shell blocks each document runs and skips. Adding an example means raising these.
 const EXPECTED: Record<string, { run: number; skip: number; env: number }> = {
-  'README.md': { run: 2, skip: 3, env: 1 },
+  'README.md': { run: 2, skip: 4, env: 1 },
   '/llms.txt': { run: 1, skip: 0, env: 0 },
   '/skill.md': { run: 10, skip: 0, env: 0 },
   'clients/python/README.md': { run: 5, skip: 1, env: 1 },
@@ -110,47 +113,25 @@ async function runDocument(name: string, blocks: DocBlock[], vars: Record<string
   return { results, stderr, code };
 }
 
-t.test('every shell example runs verbatim against a live serve', { timeout: 600_000 }, async (t) => {
-  const [gateway, mcp, consolePort, modelServer] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) env[k] = v;
-  // What `bootstrap serve` runs: the embedded defaults (every model whose weights are here), only
-  // moved to free loopback ports and a fresh data directory.
-  const ms = modelServerEnv(modelServer);
-  delete ms['FACECOMPUTE_ALLOWED_MODELS'];
-  delete ms['FACECOMPUTE_DEFAULT_MODEL'];
-  Object.assign(env, ms, {
-    FACECOMPUTE_HOST: '127.0.0.1',
-    FACECOMPUTE_GATEWAY_PORT: String(gateway),
-    FACECOMPUTE_MCP_PORT: String(mcp),
-    FACECOMPUTE_CONSOLE_PORT: String(consolePort),
-    FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-doc-examples-data-')),
+t.test('every shell example runs verbatim against a live serve built without ../shared', { timeout: 600_000 }, async (t) => {
+  registryFetchLog();
+  if (!t.ok(canHideShared(), 'a private mount namespace can hide ../shared')) return;
+  // What `bootstrap serve` runs: the embedded defaults, on the models a user's machine gets from the
+  // registries, only moved to free loopback ports and a fresh data directory.
+  const env = userEnv({
+    FACECOMPUTE_MODELS_CACHE: REGISTRY_CACHE,
     // Each document is one newcomer, and each signs up anonymously: more of them from one address in
     // an hour than the default allows (5, FACECOMPUTE_SIGNUP_RATE_LIMIT) since the client READMEs came.
     FACECOMPUTE_SIGNUP_RATE_LIMIT: '50',
   });
-  const logs: string[] = [];
-  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], { env, cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout.on('data', (d: Buffer) => logs.push(d.toString()));
-  proc.stderr.on('data', (d: Buffer) => logs.push(d.toString()));
-  const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
-  t.teardown(() => {
-    if (proc.exitCode === null) proc.kill('SIGKILL');
-  });
-
-  const gw = `http://127.0.0.1:${gateway}`;
-  const con = `http://127.0.0.1:${consolePort}`;
-  const deadline = Date.now() + 240_000;
-  let ready = 0;
-  while (Date.now() < deadline && proc.exitCode === null) {
-    ready = (await fetch(`${gw}/readiness`).catch(() => null))?.status ?? 0;
-    if (ready === 200) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  if (ready !== 200) {
-    t.fail(`serve did not become ready: ${logs.join('').slice(-3000)}`);
+  const s = await startServe(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], env, { cwd: REPO_ROOT, spawner: spawnWithoutShared });
+  t.teardown(s.stop);
+  if ((await s.ready()) !== 200) {
+    t.fail(`serve did not become ready: ${s.logs.join('').slice(-3000)}`);
     return;
   }
+  const gw = s.gw;
+  const con = s.console;
   for (const tool of ['bash', 'curl', 'jq']) t.equal(spawnSync(tool, ['--version']).status, 0, `${tool} is installed (scripts/bootstrap.sh installs it)`);
 
   // The client READMEs' readers installed the package (pip install ./clients/python; npm run build in
@@ -201,8 +182,10 @@ t.test('every shell example runs verbatim against a live serve', { timeout: 600_
         }
       }
 
+      // The README's blocks run where a clone's root has samples/; the others read img1.jpg and img2.jpg.
       const dir = mkdtempSync(join(tmpdir(), 'fc-doc-examples-'));
-      for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(deepfaceImage(img), join(dir, img));
+      if (doc.name === 'README.md') cpSync(resolve(REPO_ROOT, 'samples'), join(dir, 'samples'), { recursive: true });
+      else for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(resolve(REPO_ROOT, 'samples', img), join(dir, img));
       const { results, stderr, code } = await runDocument(doc.name, blocks, vars, dir, doc.name.startsWith('clients/') ? clientEnv(dir) : {});
       for (const r of results) {
         const where = `${doc.name}:${r.block.line}`;
@@ -223,6 +206,5 @@ t.test('every shell example runs verbatim against a live serve', { timeout: 600_
   }
   t.equal(total, Object.values(EXPECTED).reduce((n, e) => n + e.run + e.env, 0), 'blocks run in all');
 
-  proc.kill('SIGTERM');
-  await exited;
+  await s.stop();
 });

@@ -35,7 +35,7 @@ if [ -n "${FC_IMAGE_WEIGHTS_MIRRORS:-}" ]; then
     const m = require("./models/manifest.json");
     const wanted = process.argv.slice(1);
     const files = new Set();
-    const add = (a) => (a.weights ?? []).forEach((w) => { files.add(w.file); (w.carriers ?? []).forEach((c) => files.add(c.file)); });
+    const add = (a) => (a.weights ?? []).forEach((w) => { files.add(w.file); (w.carriers ?? []).forEach((c) => c.file && files.add(c.file)); });
     for (const [id, r] of Object.entries(m.recognition)) if (wanted.includes(id)) add(r);
     for (const [id, d] of Object.entries(m.detectors)) {
       if (d.variants) { for (const [v, a] of Object.entries(d.variants)) if (wanted.includes(id) || wanted.includes(`${id}:${v}`)) add(a); }

@@ -389,7 +389,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   // second. The answer holds only what a load balancer needs: the contract's ReadinessResponse fields.
   type Readiness = { status: number; body: Record<string, unknown> };
   let lastCheck: { at: number; result: Promise<Readiness> } | null = null;
-  const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at'] as const;
+  // `degraded` (a configured default the model server cannot serve, FACECOMPUTE_ALLOW_DEGRADED_START):
+  // one boolean a load balancer or an operator can alert on; the reasons stay on /capabilities.
+  const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at', 'degraded'] as const;
   app.get('/readiness', async (req, reply) => {
     const now = Date.now();
     if (!lastCheck || now - lastCheck.at >= cfg.capacity.readinessCacheMs) {

@@ -19,7 +19,7 @@ import { ConvertError, converterPython } from './convert.js';
 import { describeFailure, readFetchLog, recordFetch } from './fetch-log.js';
 import { sourceLabel } from './sources.js';
 import { openArchiveStore } from './carriers/index.js';
-import { checkWeightAt } from './weights.js';
+import { checkWeightAt, type ResolvedWeight } from './weights.js';
 
 function out(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -44,7 +44,12 @@ export async function run(args: string[]): Promise<number> {
       const log = await readFetchLog(loc.cacheDir);
       out('NAME                        INSTALLED  WHERE    SOURCE / NOTE');
       for (const s of await catalog(loc)) {
-        let note = s.installed ? s.resolved.map((r) => (r ? sourceLabel(r.origin) : '')).join(', ') : describeProblems(s.problems);
+        // The canonical file may have been brought by a registry carrier: the fetch log says which.
+        const label = (r: ResolvedWeight) => {
+          const rec = log[r.origin.kind === 'canonical' ? r.origin.file : ''];
+          return r.origin.kind === 'canonical' && rec?.ok && rec.sha256 === r.origin.sha256 && rec.source && rec.source !== 'canonical' ? `canonical (from ${rec.source})` : sourceLabel(r.origin);
+        };
+        let note = s.installed ? s.resolved.map((r) => (r ? label(r) : '')).join(', ') : describeProblems(s.problems);
         const failure = s.installed ? undefined : s.artifact.weights.map((w) => log[w.file]).find((r) => r && !r.ok);
         if (failure) note += `; ${describeFailure(failure)}`;
         out(`${s.id.padEnd(28)}${(s.installed ? 'yes' : 'no').padEnd(11)}${(s.sources[0] ?? '-').padEnd(9)}${note}`);

@@ -144,12 +144,10 @@ export const readinessResponse = {
     warmed_detectors: { type: 'array', items: { type: 'string' } },
     error: { type: 'string' },
     warmed_at: { type: 'string' },
-    degraded: { type: 'boolean', description: 'true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); `degraded_reasons` says which and why.' },
-    degraded_reasons: { type: 'array', items: { type: 'string' } },
-    effective_default_model: { type: 'string' },
-    default_model_reason: { type: 'string' },
-    effective_default_detector: { type: 'string' },
-    default_detector_reason: { type: 'string' },
+    degraded: {
+      type: 'boolean',
+      description: 'true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); /capabilities says which and why (default_model_reason, default_detector_reason).',
+    },
   },
 } as const;
 

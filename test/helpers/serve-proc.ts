@@ -13,6 +13,8 @@ export interface ServeProc {
   proc: ChildProcess;
   gw: string;
   console: string;
+  /** The local model-server child's base URL (its /internal/ routes). */
+  modelServer: string;
   logs: string[];
   /** The exit code once it has ended. */
   exited: Promise<number | null>;
@@ -52,6 +54,7 @@ export async function startServe(command: string, args: string[], env: Record<st
     proc,
     gw,
     console: `http://127.0.0.1:${consolePort}`,
+    modelServer: `http://127.0.0.1:${modelServer}`,
     logs,
     exited,
     async ready(timeoutMs = 240_000) {

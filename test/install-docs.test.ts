@@ -1,0 +1,100 @@
+/**
+ * The README's install claims, checked against what they describe: the container quickstart against
+ * the Dockerfile (the data volume at the image's data directory, the ports it exposes, the variables the
+ * service knows, the models it bakes), the prerequisites against package.json and the Dockerfile, the
+ * sample images against their size and licence, and the timing table against the measured figures in
+ * bench/results/bootstrap-timing.json (measured by bench/bootstrap/time-fresh-clone.sh, not in a test:
+ * it needs the registries).
+ */
+import t from 'tap';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT } from './helpers/shared.js';
+import { shellBlocks } from './helpers/doc-blocks.js';
+import { VARS } from '../src/config/spec.js';
+
+const README = readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8');
+const DOCKERFILE = readFileSync(resolve(REPO_ROOT, 'Dockerfile'), 'utf8');
+const PKG = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
+
+/** The runtime (default, last) stage of the Dockerfile. */
+const runtimeStage = DOCKERFILE.slice(DOCKERFILE.lastIndexOf('\nFROM '));
+const runtimeEnv = (name: string) => new RegExp(`\\b${name}=(\\S+)`).exec(runtimeStage)?.[1];
+
+t.test("the README's container quickstart runs the image as the Dockerfile builds it", async (t) => {
+  const block = shellBlocks(README, 'README.md').find((b) => /^docker run /m.test(b.code));
+  if (!t.ok(block, 'the README has a docker run block') || !block) return;
+  const code = block.code.replace(/\\\n\s*/g, ' ');
+  t.match(code, new RegExp(`docker build -t facecompute:${PKG.version.replace(/\./g, '\\.')} \\.`), 'the build is tagged with the package version');
+  const run = /docker run (.*)/.exec(code)?.[1] ?? '';
+  t.match(run, new RegExp(`facecompute:${PKG.version.replace(/\./g, '\\.')}\\s*$`), 'it runs that tag');
+  const dataDir = runtimeEnv('FACECOMPUTE_DATA_DIR');
+  t.equal(dataDir, '/var/lib/facecompute', "the image's data directory");
+  t.match(run, new RegExp(`-v \\S+:${dataDir}\\b`), 'the accounts volume is mounted at the data directory');
+  t.equal(runtimeEnv('FACECOMPUTE_HOST'), '0.0.0.0', 'the image listens on all addresses, as the README says');
+  t.equal(runtimeEnv('HOME'), '/tmp', 'HOME is /tmp, which --tmpfs /tmp keeps writable under --read-only');
+  t.match(run, /--read-only --tmpfs \/tmp/);
+  const exposed = new Set((/^EXPOSE (.*)$/m.exec(runtimeStage)?.[1] ?? '').split(/\s+/));
+  const published = [...run.matchAll(/-p \d+:(\d+)/g)].map((m) => m[1]!);
+  t.same(published, ['8080', '8081', '8082'], 'the gateway, MCP and console ports are published');
+  for (const p of published) t.ok(exposed.has(p), `the image exposes ${p}`);
+  const known = new Set<string>(VARS.map((v) => v.name));
+  const vars = [...run.matchAll(/-e (\w+)=/g)].map((m) => m[1]!);
+  t.ok(vars.includes('FACECOMPUTE_PUBLIC_BASE_URL'), 'FACECOMPUTE_PUBLIC_BASE_URL is set');
+  for (const v of vars) t.ok(known.has(v), `${v} is a variable the service knows (it refuses unknown ones)`);
+  const baked = /ARG FC_IMAGE_MODELS="([^"]+)"/.exec(DOCKERFILE)?.[1];
+  t.equal(baked, 'Facenet Dlib opencv retinaface yunet', 'the image bakes the defaults');
+  t.match(README, /The image bakes Facenet, Dlib, opencv, retinaface and yunet/, 'and the README says which');
+  const bootstrap = readFileSync(resolve(REPO_ROOT, 'scripts/bootstrap.sh'), 'utf8');
+  t.equal(/DEFAULT_MODELS=\(([^)]+)\)/.exec(bootstrap)?.[1], baked, 'bootstrap.sh serve fetches the same list');
+});
+
+t.test('the prerequisites name what the build uses', async (t) => {
+  const rust = /ARG RUST_VERSION=(\d+\.\d+)/.exec(DOCKERFILE)?.[1];
+  t.ok(rust && README.includes(`| Rust ${rust} or newer`), `README: Rust ${rust} or newer, as the image builds with`);
+  t.ok(README.includes(`\`engines\` is \`${PKG.engines.node}\``), `README: engines ${PKG.engines.node}, as package.json says`);
+  for (const tool of ['build-essential', 'pkg-config', 'cmake', 'nasm', 'python3-venv', 'curl', 'jq']) {
+    t.match(readFileSync(resolve(REPO_ROOT, 'scripts/bootstrap.sh'), 'utf8'), new RegExp(`APT_PACKAGES=\\([^)]*\\b${tool}\\b`), `serve installs ${tool}`);
+  }
+});
+
+t.test('samples/: three small photos and their licence', async (t) => {
+  const dir = resolve(REPO_ROOT, 'samples');
+  t.same(readdirSync(dir).filter((f) => f.endsWith('.jpg')).sort(), ['img1.jpg', 'img2.jpg', 'img3.jpg']);
+  for (const f of ['img1.jpg', 'img2.jpg', 'img3.jpg']) {
+    const size = statSync(resolve(dir, f)).size;
+    t.ok(size >= 28_000 && size <= 36_999, `${f} is ${size} bytes: within the README's "28-36 KB each"`);
+    t.same([...readFileSync(resolve(dir, f)).subarray(0, 3)], [0xff, 0xd8, 0xff], `${f} is a JPEG`);
+  }
+  t.match(README, /28-36 KB each, from\s+face_recognition's examples under its MIT licence, `samples\/LICENSE`/);
+  const licence = readFileSync(resolve(dir, 'LICENSE'), 'utf8');
+  t.match(licence, /^\s*MIT License/);
+  t.match(licence, /Adam Geitgey/);
+  t.match(licence, /Permission is hereby granted, free of charge, to any person obtaining a copy/);
+});
+
+interface Timing {
+  measured: string;
+  machine: string;
+  command: string;
+  runs: Record<string, { load: string; steps: Array<{ step: string; seconds: number }>; readiness_seconds: number }>;
+}
+
+t.test("the README's timing table is the measured one", async (t) => {
+  const timing = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/bootstrap-timing.json'), 'utf8')) as Timing;
+  const cold = timing.runs['cold'];
+  const warm = timing.runs['warm'];
+  if (!t.ok(cold && warm, 'a cold and a warm run') || !cold || !warm) return;
+  for (const { step, seconds } of cold.steps) {
+    const w = warm.steps.find((s) => s.step === step);
+    const row = README.split('\n').find((l) => l.startsWith(`| ${step} |`));
+    if (!t.ok(row, `README has the row "${step}"`) || !row) continue;
+    const cells = row.split('|').map((c) => c.trim());
+    t.equal(cells[2], `${seconds} s`, `${step}: ${seconds} s with empty package caches`);
+    t.equal(cells[3], w ? `${w.seconds} s` : '—', `${step}: warm caches`);
+  }
+  const total = README.split('\n').find((l) => l.startsWith('| fresh clone to `/readiness` 200 |'));
+  t.ok(total?.includes(`| ${cold.readiness_seconds} s |`) && total.includes(`| ${warm.readiness_seconds} s |`), `the totals: ${cold.readiness_seconds} s and ${warm.readiness_seconds} s`);
+  const flat = README.replace(/\s+/g, ' ');
+  t.ok(flat.includes(cold.load) && flat.includes(warm.load), 'with the load averages they were measured at');
+});
