@@ -7,11 +7,9 @@
  * What the manifest's real carriers are, and the order they are tried in, is checked too.
  */
 import t from 'tap';
-import { createServer } from 'node:http';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { fetchWeight, FetchError } from '../src/models/fetch.js';
 import { openArchiveStore } from '../src/models/carriers/index.js';
 import { wheelTargetArgs } from '../src/models/carriers/pypi.js';
@@ -22,19 +20,13 @@ import { converterPython } from '../src/models/convert.js';
 import { aptEnvFor, buildDeb, serveAptRepo } from './helpers/apt-repo.js';
 import { buildNpmPackage, npmEnvFor, serveNpmRegistry } from './helpers/npm-registry.js';
 import { buildWheel, pipEnvFor, serveIndex, sha256 } from './helpers/pypi-index.js';
+// A free port is a closed one: nothing listens there.
+import { freePort } from './helpers/ports.js';
 
 const PYTHON = converterPython(process.env['FACECOMPUTE_PYTHON'] ?? '');
 const CASCADE = Buffer.from('<opencv_storage><cascade>a test cascade</cascade></opencv_storage>\n');
 const EYES = Buffer.from('<opencv_storage><cascade>test eyes</cascade></opencv_storage>\n');
 const DAT = Buffer.alloc(300_000, 7);
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /** A canonical file whose canonical URL is a closed local port, with the carriers given. */
 function weight(file: string, bytes: Buffer, carriers: Carrier[]): WeightFile {
@@ -57,7 +49,7 @@ t.test('debian: apt-get download from the configured repository; one .deb serves
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-deb-'));
   const store = await openArchiveStore(cacheDir);
   const failed: string[] = [];
-  const opts = { cacheDir, url: `http://127.0.0.1:${await closedPort()}/x`, attempts: 1, python: PYTHON, clientEnv: repo.env, store, onSourceFailed: (a: { source: string }) => failed.push(a.source) };
+  const opts = { cacheDir, url: `http://127.0.0.1:${await freePort()}/x`, attempts: 1, python: PYTHON, clientEnv: repo.env, store, onSourceFailed: (a: { source: string }) => failed.push(a.source) };
   const a = await fetchWeight(weight('cascade.xml', CASCADE, [debCarrier('cascade.xml')]), opts);
   const b = await fetchWeight(weight('eyes.xml', EYES, [debCarrier('eyes.xml')]), opts);
   await store.close();
@@ -170,7 +162,7 @@ t.test('npm: a mirror that rewrote the tarball and its integrity is refused by t
 
 t.test('every source failing gives one message listing each, in the order tried', async (t) => {
   const cacheDir = mkdtempSync(join(tmpdir(), 'fc-all-'));
-  const dead = `http://127.0.0.1:${await closedPort()}/`;
+  const dead = `http://127.0.0.1:${await freePort()}/`;
   const w = weight('w.dat', DAT, [
     { ecosystem: 'debian', package: 'fc-test-data', path: 'usr/share/w.dat' },
     { ecosystem: 'npm', package: 'fc-test-models', version: '0.0.1', archive_sha256: 'a'.repeat(64), path: 'package/w.dat' },
