@@ -1125,6 +1125,8 @@ export interface components {
             warmed_detectors: string[];
             error: string;
             warmed_at?: string;
+            /** @description true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); /capabilities says which and why (default_model_reason, default_detector_reason). */
+            degraded?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -1150,6 +1152,14 @@ export interface components {
             input_modes?: string[];
             /** @constant */
             version?: "v1";
+            /** @description Present when the configured default model cannot be served (a degraded start, FACECOMPUTE_ALLOW_DEGRADED_START=true): why, and which model is the effective default. */
+            default_model_reason?: string;
+            /** @description Present when the configured default detector cannot be served (a degraded start): why, and which detector is the effective default. `skip` never becomes the default; with no other detector installed, a request must name its detector_backend. */
+            default_detector_reason?: string;
+            /** @description Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed. */
+            unavailable?: {
+                [key: string]: string;
+            };
             /** @description Thresholds beyond DeepFace's fixed ones (which stay the default), measured on LFW View 1 DevTrain by tools/calibration/roc.ts: `models.<model>.<detector>.<metric>` holds the threshold at a false-accept rate of 1e-2 (`far_1e_2`) and 1e-3 (`far_1e_3`), the threshold with the best accuracy (`best_accuracy`), DeepFace's threshold on the same pairs (`deepface`), each with its FAR, TAR and accuracy there, and the AUC. Only served models (real weights) and detectors appear. To use one, pass its `threshold` per request. */
             calibration?: {
                 dataset?: string;
@@ -1208,6 +1218,8 @@ export interface components {
                         version?: string;
                         path?: string;
                         fingerprint?: string;
+                        /** @description The registry package that delivered the canonical file, byte for byte (e.g. `debian:opencv-data`), per the last `models fetch`. */
+                        fetched_from?: string;
                         note?: string;
                     }[];
                 };
