@@ -50,7 +50,9 @@ t.test("the README's container quickstart runs the image as the Dockerfile build
 });
 
 t.test('the prerequisites name what the build uses', async (t) => {
-  const rust = /ARG RUST_VERSION=(\d+\.\d+)/.exec(DOCKERFILE)?.[1];
+  const rust = /^FROM rust:(\d+\.\d+)/m.exec(DOCKERFILE)?.[1];
+  const node = /^FROM node:(\d+)\./m.exec(DOCKERFILE)?.[1];
+  t.ok(node && README.includes(`| Node.js ${node} LTS with npm`), `README: Node.js ${node} LTS, the image's`);
   t.ok(rust && README.includes(`| Rust ${rust} or newer`), `README: Rust ${rust} or newer, as the image builds with`);
   t.ok(README.includes(`\`engines\` is \`${PKG.engines.node}\``), `README: engines ${PKG.engines.node}, as package.json says`);
   for (const tool of ['build-essential', 'pkg-config', 'cmake', 'nasm', 'python3-venv', 'curl', 'jq']) {
