@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { loadCalibration, servedCalibration } from '../src/deepface/calibration.js';
 import { startFakeModelServer, startGateway, setFault, type Proc } from './helpers/procs.js';
 import { makeBombPng, makePng } from './helpers/images.js';
+import { requireService } from './helpers/services.js';
 
 const PNG = makePng(32, 24, 3);
 const PNG2 = makePng(32, 24, 9);
@@ -500,12 +501,8 @@ t.test('readiness with the model server down', async (t) => {
 });
 
 t.test('Redis limiter: readiness and shared 429 across two gateways', async (t) => {
-  const url = process.env['FACECOMPUTE_TEST_REDIS_URL'];
-  if (!url) {
-    if (process.env['CI'] === 'true' || process.env['CI'] === '1') t.fail('FACECOMPUTE_TEST_REDIS_URL is not set in CI');
-    else t.plan(0, 'skipped: FACECOMPUTE_TEST_REDIS_URL not set');
-    return;
-  }
+  const url = await requireService(t, 'Redis');
+  if (!url) return;
   const key = `redis-key-${Date.now()}`;
   const keys = JSON.stringify([{ key, accountId: `acct-redis-${Date.now()}`, kind: 'rest' }]);
   const env = { FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${ms.port}`, FACECOMPUTE_REDIS_URL: url, FACECOMPUTE_RATE_LIMIT_REQUESTS: '4', TEST_KEYS: keys };

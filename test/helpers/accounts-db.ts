@@ -1,7 +1,7 @@
 /**
  * Runs a suite against every accounts database: SQLite in a temporary directory, and PostgreSQL at
- * FACECOMPUTE_TEST_DATABASE_URL in a throwaway schema. Under CI a missing PostgreSQL is a failure,
- * never a silent skip (scripts/test-services.sh provides it).
+ * FACECOMPUTE_TEST_DATABASE_URL in a throwaway schema. A missing PostgreSQL fails the 'postgres'
+ * subtest, naming it and the command that starts it (test/helpers/services.ts), with CI set or not.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import type { Test } from 'tap';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createAccountsStore, type AccountsStore, type StoreOverrides } from '../../src/accounts/index.js';
 import type { BillingProvider } from '../../src/accounts/billing/index.js';
+import { requireService } from './services.js';
 
 export interface TestDb {
   name: 'sqlite' | 'postgres';
@@ -71,16 +72,9 @@ export function eachDatabase(t: Test, suite: (t: Test, db: TestDb) => Promise<vo
     t.teardown(() => db.cleanup());
     await suite(t, db);
   });
-  const url = process.env['FACECOMPUTE_TEST_DATABASE_URL'];
-  if (!url) {
-    if (process.env['CI'] === 'true') {
-      t.fail('FACECOMPUTE_TEST_DATABASE_URL is not set: source scripts/test-services.sh and run start_test_services');
-    } else {
-      t.test('postgres', { skip: 'FACECOMPUTE_TEST_DATABASE_URL is not set (required when CI=true)' }, async () => {});
-    }
-    return;
-  }
   t.test('postgres', async (t) => {
+    const url = await requireService(t, 'PostgreSQL');
+    if (!url) return;
     const db = postgresDb(url, env);
     t.teardown(() => db.cleanup());
     await suite(t, db);
