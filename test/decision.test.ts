@@ -10,6 +10,7 @@ import {
   type Metric,
 } from '../src/deepface/decision.js';
 import { ServiceError } from '../src/errors/index.js';
+import { DEEPFACE_CONFIDENCES, DEEPFACE_THRESHOLDS, deepfaceConfidence } from './helpers/deepface.js';
 
 const METRICS: Metric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
 
@@ -104,6 +105,22 @@ t.test('thresholds are the reference table', async (t) => {
   for (const bad of [() => findThreshold('Nope', 'cosine'), () => findThreshold('Facenet', 'manhattan' as Metric), () => findThreshold('__proto__', 'cosine')]) {
     t.throws(bad, ServiceError);
   }
+});
+
+t.test("every threshold and the confidence of the served models equal DeepFace 0.0.100's, stated as literals (test/helpers/deepface.ts)", async (t) => {
+  t.same(THRESHOLDS, DEEPFACE_THRESHOLDS, 'deepface/config/threshold.py, every model and metric');
+  let compared = 0;
+  for (const model of Object.keys(DEEPFACE_CONFIDENCES)) {
+    for (const metric of METRICS) {
+      const pretuned = DEEPFACE_THRESHOLDS[model]![metric];
+      for (let k = 1; k <= 40; k++) {
+        const d = (pretuned * k) / 20; // 0.05 to 2 times the threshold
+        t.equal(findConfidence(d, model, metric, d <= pretuned), deepfaceConfidence(d, model, metric, d <= pretuned), `${model}/${metric} at ${d}`);
+        compared++;
+      }
+    }
+  }
+  t.equal(compared, 3 * 4 * 40);
 });
 
 t.test('embedding dimensions per model', async (t) => {

@@ -8,7 +8,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { loadCalibration, servedCalibration } from '../src/deepface/calibration.js';
+import { readFileSync } from 'node:fs';
+import { DEEPFACE_THRESHOLDS, deepfaceConfidence, type DeepFaceMetric } from './helpers/deepface.js';
+import { REPO_ROOT } from './helpers/shared.js';
+import { distance } from '../src/deepface/distance.js';
 import { startFakeModelServer, startGateway, setFault, type Proc } from './helpers/procs.js';
 import { makeBombPng, makePng } from './helpers/images.js';
 import { requireService } from './helpers/services.js';
@@ -80,6 +83,8 @@ t.before(async () => {
     FACECOMPUTE_MAX_REQUEST_BYTES: String(3 << 20),
     FACECOMPUTE_MAX_IMAGE_BYTES: String(1 << 20),
     FACECOMPUTE_MAX_TARGETS: '1000',
+    // The tests below send a few hundred requests from one account; the rate limit has its own test.
+    FACECOMPUTE_RATE_LIMIT_REQUESTS: '10000',
     FACECOMPUTE_REMOTE_IMAGES: 'public',
     FACECOMPUTE_LOCAL_IMAGES_ROOT: localRoot,
     TEST_KEYS: JSON.stringify(KEYS),
@@ -117,10 +122,11 @@ t.test('public routes, headers, 404s', async (t) => {
   t.ok(c.json.limits.max_image_pixels > 0 && c.json.limits.max_request_bytes > 0 && c.json.limits.queue_capacity >= 0);
   t.same(c.json.input_modes, ['upload', 'base64', 'data_uri', 'url', 'file']);
   t.equal(c.json.version, 'v1');
-  // The calibration field passes the response schema whole (models/calibration/lfw-devtrain.json).
-  const cal = servedCalibration(loadCalibration(), ['Facenet', 'Facenet512', 'SFace'], ['opencv', 'retinaface', 'skip']);
-  t.ok(cal.models['Facenet']?.['opencv']?.['cosine'], 'the fake serves a calibrated model');
-  t.same(c.json.calibration, cal, '/capabilities.calibration');
+  // The calibration field passes the response schema whole: what the model server served, as it served it.
+  const served = ((await (await fetch(`http://127.0.0.1:${ms.port}/internal/capabilities`)).json()) as { calibration: any }).calibration;
+  const file = JSON.parse(readFileSync(`${REPO_ROOT}/models/calibration/lfw-devtrain.json`, 'utf8'));
+  t.equal(served.models.Facenet.opencv.cosine.far_1e_3.threshold, file.models.Facenet.opencv.cosine.far_1e_3.threshold, 'the fake serves the committed calibration');
+  t.same(c.json.calibration, served, '/capabilities.calibration');
   for (const [m, p] of [['GET', '/nope'], ['GET', '/verify'], ['POST', '/health'], ['DELETE', '/compare'], ['OPTIONS', '/verify'], ['HEAD', '/health'], ['GET', '/openapi.json'], ['GET', '/v1/verify']] as const) {
     const r = await req(m, p, undefined, { key: null });
     if (m === 'HEAD') t.equal(r.status, 404, 'HEAD 404');
@@ -208,7 +214,6 @@ t.test('input modes give identical embeddings', async (t) => {
   const viaUri = await emb(await req('POST', '/represent', { img: `data:image/png;base64,${B64}` }));
   const fd = new FormData();
   fd.append('img', blob(PNG), 'face.png');
-  fd.append('align', 'false');
   const viaUpload = await emb(await req('POST', '/represent', undefined, { raw: fd }));
   const viaUrl = await emb(await req('POST', '/represent', { img: 'http://images.example.com/face.png' }));
   const viaFile = await emb(await req('POST', '/represent', { img: 'file:face.png' }));
@@ -367,6 +372,80 @@ t.test('detector_fallback reaches the model server from JSON and multipart, on e
   t.match(badForm.json.detail, /detector_fallback/);
 });
 
+t.test('boolean options reach the model server in every form: align, l2_normalize, enforce_detection', async (t) => {
+  // The fake model server's conventions: align=false embeds other bytes, l2_normalize scales to unit
+  // length, enforce_detection=false answers a 7-pixel-wide image (no face) with the whole image.
+  // (test/e2e-rest.test.ts shows what each option changes on the real model server.)
+  const FALSE = [false, 'false', '0', 0];
+  const TRUE = [true, 'true', '1', 1];
+  const json = (extra: Record<string, unknown>, img = B64) => req('POST', '/represent', { img, ...extra });
+  const form = (extra: Record<string, string>, img = PNG) => {
+    const fd = new FormData();
+    fd.append('img', blob(img), 'a.png');
+    for (const [k, v] of Object.entries(extra)) fd.append(k, v);
+    return req('POST', '/represent', undefined, { raw: fd });
+  };
+  const emb = (r: Res): number[] => {
+    t.equal(r.status, 200, r.text.slice(0, 200));
+    return r.json?.results?.[0]?.embedding ?? [];
+  };
+  const dflt = emb(await json({}));
+  const unaligned = emb(await json({ align: false }));
+  t.notSame(unaligned, dflt, 'align=false changes the embedding');
+  for (const v of TRUE) t.same(emb(await json({ align: v })), dflt, `align ${JSON.stringify(v)}: aligned`);
+  for (const v of FALSE) t.same(emb(await json({ align: v })), unaligned, `align ${JSON.stringify(v)}: not aligned`);
+  for (const v of ['true', '1']) t.same(emb(await form({ align: v })), dflt, `multipart align ${v}: aligned`);
+  for (const v of ['false', '0']) t.same(emb(await form({ align: v })), unaligned, `multipart align ${v}: not aligned`);
+  const v1 = await req('POST', '/verify', { img1: B64, img2: dflt, align: 'false' });
+  t.equal(v1.status, 200, v1.text.slice(0, 200));
+  t.ok(v1.json.distance > 0, 'verify forwards align too: the unaligned face is not the aligned embedding');
+
+  const norm = (e: number[]) => Math.hypot(...e);
+  t.ok(norm(dflt) > 2, `the default embedding is not normalised (norm ${norm(dflt)})`);
+  const unit = dflt.map((x) => x / norm(dflt));
+  const close = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => Math.abs(x - b[i]!) < 1e-12);
+  for (const v of TRUE) t.ok(close(emb(await json({ l2_normalize: v })), unit), `l2_normalize ${JSON.stringify(v)}: the unit vector`);
+  for (const v of FALSE) t.same(emb(await json({ l2_normalize: v })), dflt, `l2_normalize ${JSON.stringify(v)}: the raw embedding`);
+  t.ok(close(emb(await form({ l2_normalize: '1' })), unit), 'multipart l2_normalize 1: the unit vector');
+  t.same(emb(await form({ l2_normalize: 'false' })), dflt, 'multipart l2_normalize false: the raw embedding');
+
+  const noFace = NOFACE.toString('base64');
+  isError(t, await json({}, noFace), 422, 'no_face_detected', 'enforce_detection by default');
+  for (const v of TRUE) isError(t, await json({ enforce_detection: v }, noFace), 422, 'no_face_detected', `enforce_detection ${JSON.stringify(v)}`);
+  for (const v of FALSE) {
+    const r = await json({ enforce_detection: v }, noFace);
+    t.equal(r.status, 200, `enforce_detection ${JSON.stringify(v)}: ${r.text.slice(0, 200)}`);
+    t.match(r.json?.results?.[0], { face_confidence: 0, facial_area: { x: 0, y: 0, w: 6, h: 6 } }, `enforce_detection ${JSON.stringify(v)}: the whole image`);
+  }
+  isError(t, await form({ enforce_detection: 'true' }, NOFACE), 422, 'no_face_detected', 'multipart enforce_detection true');
+  t.equal((await form({ enforce_detection: '0' }, NOFACE)).status, 200, 'multipart enforce_detection 0: the whole image');
+});
+
+t.test("DeepFace's thresholds and confidence, stated as literals, and the metric asked, for every model the model server serves", async (t) => {
+  for (const model_name of ['Facenet', 'Facenet512', 'SFace']) {
+    const rep = await req('POST', '/represent', { img: PNG2.toString('base64'), model_name });
+    t.equal(rep.status, 200, rep.text.slice(0, 200));
+    const other: number[] = rep.json.results[0].embedding;
+    const own: number[] = (await req('POST', '/represent', { img: B64, model_name })).json.results[0].embedding;
+    for (const metric of ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as DeepFaceMetric[]) {
+      const label = `${model_name}/${metric}`;
+      const threshold = DEEPFACE_THRESHOLDS[model_name]![metric];
+      // An image against an embedding: decided by the model server.
+      const v = await req('POST', '/verify', { img1: B64, img2: other, model_name, distance_metric: metric });
+      t.equal(v.status, 200, `${label}: ${v.text.slice(0, 200)}`);
+      t.equal(v.json.similarity_metric, metric, `${label}: the metric asked`);
+      t.ok(Math.abs(v.json.distance - distance(own, other, metric)) <= 1e-6, `${label}: the distance of the metric asked (${v.json.distance})`);
+      t.equal(v.json.threshold, threshold, `${label}: DeepFace's threshold`);
+      t.equal(v.json.confidence, deepfaceConfidence(v.json.distance, model_name, metric, v.json.distance <= threshold), `${label}: DeepFace's confidence`);
+      // Two embeddings: decided by the gateway, with its own tables.
+      const g = await req('POST', '/verify', { img1: own, img2: other, model_name, distance_metric: metric });
+      t.equal(g.json.threshold, threshold, `${label}: the gateway's threshold`);
+      t.equal(g.json.distance, v.json.distance, `${label}: the gateway's distance`);
+      t.equal(g.json.confidence, v.json.confidence, `${label}: the gateway's confidence`);
+    }
+  }
+});
+
 t.test('upstream faults', async (t) => {
   const body = { img1: B64, img2: B64 };
   const accountsUrl = `http://127.0.0.1:${gw.extra['ACCOUNTS']}`;
@@ -465,14 +544,15 @@ t.test('draining on SIGTERM', async (t) => {
   await new Promise((r) => setTimeout(r, 200));
   g.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 100));
-  const late = await req('POST', '/represent', { img: B64 }, { base: b }).catch((e: unknown) => e);
-  if (late instanceof Error) t.pass('new connections refused while draining');
-  else {
-    isError(t, late as Res, 503, 'gateway_draining');
-    t.match((late as Res).json.detail, /draining/);
-    t.equal((late as Res).headers.get('connection'), 'close');
-    t.ok((late as Res).headers.get('retry-after'));
-  }
+  // The listener stays open while a request is in flight (the gateway closes it once they are done),
+  // so a new request is answered, never refused: any fetch error here is a failure.
+  const late = await req('POST', '/represent', { img: B64 }, { base: b });
+  isError(t, late, 503, 'gateway_draining');
+  t.match(late.json.detail, /draining/);
+  t.equal(late.headers.get('connection'), 'close');
+  t.ok(late.headers.get('retry-after'));
+  const health = await req('GET', '/health', undefined, { base: b, key: null });
+  t.equal(health.status, 200, '/health keeps answering while draining');
   const r = await inflight;
   t.equal(r.status, 200, 'in-flight request finished');
   t.equal(await g.exited, 0, 'exit 0');

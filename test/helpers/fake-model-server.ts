@@ -6,31 +6,45 @@
  * and GET /__stats returns counters. Run: node --import tsx test/helpers/fake-model-server.ts
  * It prints "LISTENING <port>" on stdout. PORT env (default 0), HOST env (default 127.0.0.1);
  * INTERNAL_TOKEN env makes /internal/ answer 401 to requests without that x-facecompute-internal-token.
+ *
+ * Its decisions do not come from the product: DeepFace's thresholds and confidence are literal values
+ * (test/helpers/deepface.ts), each metric is computed as asked, and the calibration is read from the
+ * committed file. The options change the answer as they would on the real model server, by convention:
+ * align=false embeds other bytes (so a dropped or misread align changes the embedding), l2_normalize
+ * scales the embedding to unit length, enforce_detection=false turns no face into the whole image.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { decodeFrame, type ComputeHeader, type FacialArea } from '../../src/model-client/protocol.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { probeImage } from '../../src/native/image.js';
-import { EMBEDDING_DIMS as embeddingDims, findThreshold, findConfidence, roundDistance } from '../../src/deepface/decision.js';
-import type { Metric } from '../../src/native/compare.js';
-import { loadCalibration, servedCalibration } from '../../src/deepface/calibration.js';
+import { DEEPFACE_THRESHOLDS, deepfaceConfidence, type DeepFaceMetric } from './deepface.js';
+import { REPO_ROOT } from './shared.js';
 
 const MODELS = ['Facenet', 'Facenet512', 'SFace'];
+const DIMS: Record<string, number> = { Facenet: 128, Facenet512: 512, SFace: 128 };
+const METRICS: DeepFaceMetric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
 const DETECTORS = ['opencv', 'retinaface', 'skip'];
 let mode = 'none';
 let delayMs = 0;
 const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, unauthorized: 0, requestIds: [] as string[] };
 const token = process.env['INTERNAL_TOKEN'] ?? '';
 
-function embedding(bytes: Buffer, dims: number): number[] {
+function embedding(bytes: Buffer, dims: number, h: Pick<ComputeHeader, 'align'>): number[] {
   const out: number[] = [];
-  let h = createHash('sha256').update(bytes).digest();
+  let d = createHash('sha256').update(bytes).update(h.align === false ? 'unaligned' : '').digest();
   while (out.length < dims) {
-    for (let i = 0; i + 2 <= h.length && out.length < dims; i += 2) out.push((h.readUInt16LE(i) - 32768) / 32768);
-    h = createHash('sha256').update(h).digest();
+    for (let i = 0; i + 2 <= d.length && out.length < dims; i += 2) out.push((d.readUInt16LE(i) - 32768) / 32768);
+    d = createHash('sha256').update(d).digest();
   }
   return out;
 }
+
+const unit = (v: number[]) => {
+  const n = Math.hypot(...v);
+  return n > 0 ? v.map((x) => x / n) : v;
+};
 
 function area(bytes: Buffer, detector: string): FacialArea {
   const p = probeImage(bytes);
@@ -75,6 +89,11 @@ function fallbackOnly(bytes: Buffer, h: ComputeHeader): boolean {
 }
 
 function face(bytes: Buffer, h: ComputeHeader): { area: FacialArea; confidence: number } {
+  if (noFace(bytes) && h.detector_backend !== 'skip') {
+    // Only reached with enforce_detection=false: the whole image, as DeepFace.
+    const p = probeImage(bytes);
+    return { area: { x: 0, y: 0, w: p.width - 1, h: p.height - 1, left_eye: null, right_eye: null, detector: h.detector_backend }, confidence: 0 };
+  }
   if (!fallbackOnly(bytes, h)) return { area: area(bytes, h.detector_backend), confidence: 0.99 };
   if (h.detector_fallback === false) {
     const p = probeImage(bytes);
@@ -83,33 +102,58 @@ function face(bytes: Buffer, h: ComputeHeader): { area: FacialArea; confidence: 
   return { area: { x: 1, y: 1, w: 5, h: 5, left_eye: null, right_eye: null, detector: 'retinaface' }, confidence: 0.98 };
 }
 
-function distance(a: number[], b: number[]): number {
-  let dot = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) { dot += a[i]! * b[i]!; na += a[i]! ** 2; nb += b[i]! ** 2; }
-  return 1 - dot / (Math.sqrt(na) * Math.sqrt(nb));
+/** DeepFace's formulas (verification.py); a zero vector has cosine similarity 0, as on the real server. */
+function distance(a: number[], b: number[], metric: DeepFaceMetric): number {
+  let dot = 0, na = 0, nb = 0, sq = 0;
+  for (let i = 0; i < a.length; i++) { dot += a[i]! * b[i]!; na += a[i]! ** 2; nb += b[i]! ** 2; sq += (a[i]! - b[i]!) ** 2; }
+  const similarity = na === 0 || nb === 0 ? 0 : dot / (Math.sqrt(na) * Math.sqrt(nb));
+  switch (metric) {
+    case 'cosine': return 1 - similarity;
+    case 'angular': return Math.acos(Math.min(1, Math.max(-1, similarity))) / Math.PI;
+    case 'euclidean': return Math.sqrt(sq);
+    case 'euclidean_l2': {
+      const ea = Math.sqrt(na) + 1e-10, eb = Math.sqrt(nb) + 1e-10;
+      return Math.sqrt(a.reduce((s, x, i) => s + (x / ea - b[i]! / eb) ** 2, 0));
+    }
+  }
+}
+
+/** models/calibration/lfw-devtrain.json, as the real model server serves it: served models and detectors, no curves. */
+function calibration(): unknown {
+  const file = JSON.parse(readFileSync(join(REPO_ROOT, 'models/calibration/lfw-devtrain.json'), 'utf8')) as { dataset: string; pairs: unknown; note: string; models: Record<string, Record<string, Record<string, Record<string, unknown>>>> };
+  const models: Record<string, Record<string, Record<string, unknown>>> = {};
+  for (const m of MODELS) {
+    for (const d of DETECTORS) {
+      for (const [metric, c] of Object.entries(file.models[m]?.[d] ?? {})) {
+        const { curve: _curve, ...rest } = c;
+        ((models[m] ??= {})[d] ??= {})[metric] = rest;
+      }
+    }
+  }
+  return { dataset: file.dataset, pairs: file.pairs, note: file.note, models };
 }
 
 async function compute(h: ComputeHeader, images: Buffer[]): Promise<[number, unknown]> {
-  const dims = embeddingDims[h.model_name]!;
+  const dims = DIMS[h.model_name]!;
   for (const img of images) {
     try { probeImage(img); } catch { return [400, { error: 'invalid_image', detail: 'could not decode the image' }]; }
-    if (noFace(img) && h.detector_backend !== 'skip') return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image after the detector fallback' }];
+    if (noFace(img) && h.detector_backend !== 'skip' && h.enforce_detection) return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image after the detector fallback' }];
     if (fallbackOnly(img, h) && h.detector_fallback === false && h.enforce_detection) return [422, { error: 'no_face_detected', detail: 'Face could not be detected in the image (detector_fallback=false)' }];
   }
   if (h.op === 'represent') {
-    return [200, { results: h.images.map((i) => { const f = face(images[i]!, h); return [{ embedding: embedding(images[i]!, dims), facial_area: f.area, face_confidence: f.confidence }]; }), model: h.model_name, detector_backend: h.detector_backend }];
+    return [200, { results: h.images.map((i) => { const f = face(images[i]!, h); const e = embedding(images[i]!, dims, h); return [{ embedding: h.l2_normalize ? unit(e) : e, facial_area: f.area, face_confidence: f.confidence }]; }), model: h.model_name, detector_backend: h.detector_backend }];
   }
   if (h.op === 'embed') {
     const img = images[h.image]!;
     const f = face(img, h);
-    return [200, { embedding: embedding(img, dims), facial_area: f.area, face_confidence: f.confidence, model: h.model_name }];
+    return [200, { embedding: embedding(img, dims, h), facial_area: f.area, face_confidence: f.confidence, model: h.model_name }];
   }
-  const side = (r: { image: number } | { embedding: number[] }) => ('image' in r ? { e: embedding(images[r.image]!, dims), a: face(images[r.image]!, h).area } : { e: r.embedding, a: { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null } });
+  const side = (r: { image: number } | { embedding: number[] }) => ('image' in r ? { e: embedding(images[r.image]!, dims, h), a: face(images[r.image]!, h).area } : { e: r.embedding, a: { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null } });
   const a = side(h.img1), b = side(h.img2);
-  const d = roundDistance(h.distance_metric === 'cosine' ? distance(a.e, b.e) : distance(a.e, b.e));
-  const pre = findThreshold(h.model_name, h.distance_metric);
+  const d = Math.round(distance(a.e, b.e, h.distance_metric) * 1e6) / 1e6;
+  const pre = DEEPFACE_THRESHOLDS[h.model_name]![h.distance_metric];
   const thr = h.threshold || pre;
-  return [200, { verified: d <= thr, distance: d, threshold: thr, confidence: findConfidence(d, h.model_name, h.distance_metric, d <= pre), model: h.model_name, detector_backend: h.detector_backend, similarity_metric: h.distance_metric, facial_areas: { img1: a.a, img2: b.a }, time: 0.01 }];
+  return [200, { verified: d <= thr, distance: d, threshold: thr, confidence: deepfaceConfidence(d, h.model_name, h.distance_metric, d <= pre), model: h.model_name, detector_backend: h.detector_backend, similarity_metric: h.distance_metric, facial_areas: { img1: a.a, img2: b.a }, time: 0.01 }];
 }
 
 const server = createServer(async (req, res) => {
@@ -135,13 +179,12 @@ const server = createServer(async (req, res) => {
   }
   if (url === '/internal/capabilities') {
     stats.capabilities++;
-    const thresholds = Object.fromEntries(MODELS.map((m) => [m, Object.fromEntries((['cosine', 'euclidean', 'euclidean_l2', 'angular'] as Metric[]).map((x) => [x, findThreshold(m, x)]))]));
+    const thresholds = Object.fromEntries(MODELS.map((m) => [m, DEEPFACE_THRESHOLDS[m]]));
     return send(res, 200, {
       allowed_models: MODELS, default_model: 'Facenet', allowed_detectors: DETECTORS, default_detector: 'opencv',
       distance_metrics: ['cosine', 'euclidean', 'euclidean_l2', 'angular'], default_distance_metric: 'cosine',
-      embedding_dims: Object.fromEntries(MODELS.map((m) => [m, embeddingDims[m]])), thresholds, limits: { batch_max: 32 }, input_modes: [], version: 'v1',
-      // As the real model server: the committed calibration of what it serves.
-      calibration: servedCalibration(loadCalibration(), MODELS, DETECTORS),
+      embedding_dims: DIMS, thresholds, limits: { batch_max: 32 }, input_modes: [], version: 'v1',
+      calibration: calibration(),
     });
   }
   if (url.startsWith('/internal/') && req.method === 'POST') {
