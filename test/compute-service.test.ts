@@ -60,7 +60,11 @@ t.test('vector-only requests never call the model server (not even for capabilit
   const c = await plain(svc.compare({ source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.1), Array(128).fill(-0.1)], top_k: 1 }, ctx));
   t.same(c.results.map((r: { index: number }) => r.index), [0]);
   t.equal(c.source, null);
-  t.same(calls.filter((x) => x !== 'capabilities'), []);
+  const b64 = Buffer.from(new Float32Array(128).fill(0.1).buffer).toString('base64');
+  t.equal((await plain(svc.compare({ source: [{ embedding: Array(128).fill(0.1) }, { embedding: Array(128).fill(0.2) }], targets_b64: b64 }, ctx))).results.length, 2);
+  t.not(svc.planCompareStream({ source: { embedding: Array(128).fill(0.1) }, model_name: 'Facenet', distance_metric: 'cosine' }, 'r'), null);
+  await new Promise((r) => setImmediate(r));
+  t.same(calls, [], 'no call at all, not even a background capabilities fetch');
 });
 
 t.test('options, embeddings and limits are checked before the model server', async (t) => {

@@ -272,14 +272,15 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     });
   }
 
-  /** Capabilities for vector-only work: never waits on the model server. */
-  function capsNoHop(requestId: string): CapabilitiesResponse {
-    if (cached) {
-      if (Date.now() - cached.at >= ttl) fetchCaps(requestId).catch(() => undefined);
-      return cached.caps;
-    }
-    fetchCaps(requestId).catch(() => undefined);
-    return withGateway(fallbackCaps());
+  /**
+   * Capabilities for vector-only work: the last ones fetched, however old, else the configured
+   * allowlist. Never calls the model server, not even in the background: a vector-only request costs
+   * no model-server call, so a stranger's vector requests cannot load it, nor count failures against
+   * it while it is down (README, "a vector-only request never calls the model server"). Image
+   * requests and GET /capabilities refresh the cache.
+   */
+  function capsNoHop(): CapabilitiesResponse {
+    return cached ? cached.caps : withGateway(fallbackCaps());
   }
 
   function pipeline(b: CommonBody, c: CapabilitiesResponse): PipelineOptions {
@@ -348,7 +349,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const t0 = performance.now();
       noSpoofing(b.anti_spoofing);
       const bothVectors = Array.isArray(b.img1) && Array.isArray(b.img2);
-      const c = bothVectors ? capsNoHop(ctx.requestId) : await caps(ctx.requestId);
+      const c = bothVectors ? capsNoHop() : await caps(ctx.requestId);
       const p = pipeline(b, c);
       const metric = b.distance_metric ?? 'cosine';
       const dims = dimsOf(c, p.model_name);
@@ -408,7 +409,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
-    planCompareStream(f, requestId) {
+    planCompareStream(f) {
       const b = f as Partial<CompareBody>;
       if (b.source === undefined || b.model_name === undefined || b.distance_metric === undefined) return null;
       if (b.targets !== undefined || b.targets_b64 !== undefined) return null;
@@ -417,8 +418,8 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const sources = Array.isArray(b.source) ? (b.source as unknown[]) : [b.source];
       if (sources.length < 1 || sources.length > STREAM_MAX_SOURCES) return null;
       try {
-        const p = pipeline(b as CommonBody, capsNoHop(requestId));
-        const dims = dimsOf(capsNoHop(requestId), p.model_name);
+        const p = pipeline(b as CommonBody, capsNoHop());
+        const dims = dimsOf(capsNoHop(), p.model_name);
         const vectors = new Float32Array(sources.length * dims);
         for (const [i, src] of sources.entries()) {
           const s = src as SourceRef | null;
@@ -438,7 +439,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       if (sources.length > d.limits.max_sources) throw new ServiceError('too_many_targets', `source holds ${sources.length} entries; the limit is ${d.limits.max_sources}`);
       const imageSources = sources.filter((x) => x.img !== undefined).length;
       if (imageSources > d.limits.max_batch_images) throw new ServiceError('request_too_large', `source holds ${imageSources} images; at most ${d.limits.max_batch_images} image sources per request (send embeddings for the others)`);
-      const c = imageSources > 0 ? await caps(ctx.requestId) : capsNoHop(ctx.requestId);
+      const c = imageSources > 0 ? await caps(ctx.requestId) : capsNoHop();
       const p = pipeline(b, c);
       const metric = (b.distance_metric ?? 'cosine') as Metric;
       const dims = dimsOf(c, p.model_name);
