@@ -15,6 +15,7 @@ import { distance } from '../src/deepface/distance.js';
 import { deepfaceImage, REPO_ROOT, ROBUSTNESS_DIR, SHARED_DATA_DIR } from './helpers/shared.js';
 import { startRealModelServer, stackConfig, type RealModelServer } from './helpers/real-stack.js';
 import { makeUniformPng } from './helpers/images.js';
+import sharp from 'sharp';
 
 let ms: RealModelServer;
 let store: AccountsStore;
@@ -27,6 +28,15 @@ const bytes = (name: string) => readFileSync(deepfaceImage(name));
 
 async function post(path: string, body: unknown): Promise<{ status: number; body: any }> {
   const r = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: await r.json() };
+}
+
+/** A multipart request: the image as a file part, every other field as a text part. */
+async function postForm(path: string, image: Buffer, fields: Record<string, string>): Promise<{ status: number; body: any }> {
+  const fd = new FormData();
+  fd.append('img', new Blob([new Uint8Array(image)], { type: 'image/jpeg' }), 'img.jpg');
+  for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+  const r = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
   return { status: r.status, body: await r.json() };
 }
 
@@ -186,4 +196,89 @@ t.test('detector_fallback over HTTP: false is DeepFace (the whole image); the de
     t.equal(strict.status, 422, `${rel}: enforce_detection with no fallback: no_face_detected, as DeepFace`);
     t.equal(strict.body.error, 'no_face_detected');
   }
+});
+
+// Issue 23: every boolean field against the real model server, as JSON false, the string "false" and a
+// multipart "false" (the gateway's parsing of "0", 0 and "1" is in test/gateway.test.ts): false must
+// change what the option is for, and nothing else. Small images keep it to a few seconds.
+t.test('boolean options: false changes what each one is for, in every form (align, l2_normalize, enforce_detection, detector_fallback)', async (t) => {
+  const FALSES = [
+    ['JSON false', (path: string, img: Buffer, f: Record<string, unknown>, name: string) => post(path, { img: img.toString('base64'), ...f, [name]: false })],
+    ['"false"', (path: string, img: Buffer, f: Record<string, unknown>, name: string) => post(path, { img: img.toString('base64'), ...f, [name]: 'false' })],
+    ['multipart "false"', (path: string, img: Buffer, f: Record<string, unknown>, name: string) => postForm(path, img, { ...Object.fromEntries(Object.entries(f).map(([k, v]) => [k, String(v)])), [name]: 'false' })],
+  ] as const;
+  const first = (r: { status: number; body: any }, what: string) => {
+    t.equal(r.status, 200, `${what}: ${JSON.stringify(r.body).slice(0, 200)}`);
+    return r.body.results?.[0] ?? {};
+  };
+
+  // align: a face turned by 20 degrees. Aligned, its embedding stays near the upright face's; not
+  // aligned, the turn reaches the model (measured: cosine distance 0.015 against 0.18 on img1).
+  const upright = await sharp(bytes('img1.jpg')).resize({ width: 480 }).jpeg({ quality: 95 }).toBuffer();
+  const turned = await sharp(upright).rotate(20, { background: '#000000' }).jpeg({ quality: 95 }).toBuffer();
+  const e0 = first(await post('/represent', { img: upright.toString('base64') }), 'upright').embedding as number[];
+  const aligned = first(await post('/represent', { img: turned.toString('base64') }), 'turned, aligned').embedding as number[];
+  const dAligned = distance(e0, aligned, 'cosine');
+  let unaligned: number[] | null = null;
+  for (const [form, send] of FALSES) {
+    const e = first(await send('/represent', turned, {}, 'align'), `align ${form}`).embedding as number[];
+    if (!unaligned) {
+      unaligned = e;
+      const dOff = distance(e0, e, 'cosine');
+      t.ok(dOff > 4 * dAligned && dOff > 0.05, `align ${form}: the turn reaches the model (cosine ${dOff.toFixed(4)} from upright, aligned ${dAligned.toFixed(4)})`);
+    } else t.same(e, unaligned, `align ${form} = JSON false`);
+  }
+
+  // l2_normalize: false (and absent) is the model's raw output; true its unit vector.
+  const norm = (e: number[]) => Math.hypot(...e);
+  t.ok(Math.abs(norm(e0) - 1) > 0.1, `Facenet's raw embedding is not unit length (norm ${norm(e0).toFixed(3)})`);
+  const unit = first(await post('/represent', { img: upright.toString('base64'), l2_normalize: true }), 'l2_normalize true').embedding as number[];
+  t.ok(unit.every((x, i) => Math.abs(x - e0[i]! / norm(e0)) < 1e-6), 'l2_normalize true: the raw embedding over its norm');
+  for (const [form, send] of FALSES) t.same(first(await send('/represent', upright, {}, 'l2_normalize'), `l2_normalize ${form}`).embedding, e0, `l2_normalize ${form}: the raw embedding`);
+
+  // enforce_detection: no face is no_face_detected, unless false: then the whole image.
+  const white = readFileSync(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png'));
+  const strict = await post('/represent', { img: white.toString('base64') });
+  t.equal(strict.status, 422, 'enforce_detection by default: no face is an error');
+  t.equal(strict.body.error, 'no_face_detected');
+  for (const [form, send] of FALSES) {
+    t.match(first(await send('/represent', white, {}, 'enforce_detection'), `enforce_detection ${form}`), { face_confidence: 0, facial_area: { x: 0, y: 0, w: 149, h: 149 } }, `enforce_detection ${form}: the whole image`);
+  }
+
+  // detector_fallback: an LFW face opencv misses and retinaface finds (the test above lists it).
+  const lfw = readFileSync(join(SHARED_DATA_DIR, 'lfw-devtrain', 'Allan_Houston/Allan_Houston_0001.jpg'));
+  const fallback = first(await post('/represent', { img: lfw.toString('base64'), model_name: 'Dlib' }), 'detector_fallback by default');
+  t.match(fallback.facial_area, { x: 89, y: 77, w: 56, h: 82, detector: 'retinaface' }, 'by default the fallback finds the face');
+  for (const [form, send] of FALSES) {
+    const r = await send('/represent', lfw, { model_name: 'Dlib' }, 'detector_fallback');
+    t.equal(r.status, 422, `detector_fallback ${form}: no retry, so no face (${JSON.stringify(r.body).slice(0, 120)})`);
+    t.equal(r.body.error, 'no_face_detected');
+  }
+});
+
+// Issue 23: a zero embedding under cosine or angular was NaN in src/compute/distance.ts; the model server
+// sent it as null, the gateway took that for a broken answer (502) and the third one took this healthy
+// model server out of rotation. Bad input is the client's: it never counts against a replica.
+t.test("a client's bad input never takes the model server out of rotation: zero embeddings, no face, bad images", async (t) => {
+  const small = (await sharp(bytes('img1.jpg')).resize({ width: 320 }).jpeg({ quality: 90 }).toBuffer()).toString('base64');
+  const zero = Array(128).fill(0);
+  const errorsBefore = (await gw.metrics.upstreamErrors.get()).values.reduce((s, v) => s + v.value, 0);
+  for (let i = 0; i < 2; i++) {
+    for (const [metric, want] of [['cosine', 1], ['angular', 0.5]] as const) {
+      const v = await post('/verify', { img1: small, img2: zero, distance_metric: metric });
+      t.equal(v.status, 200, `${metric} #${i + 1}: ${JSON.stringify(v.body).slice(0, 200)}`);
+      t.match(v.body, { verified: false, distance: want, similarity_metric: metric }, `${metric}: a zero vector is as far as an orthogonal one, as in DeepFace's batch form and our /compare`);
+      t.ok(v.body.confidence >= 0 && v.body.confidence <= 49, `${metric}: a not-verified confidence`);
+    }
+  }
+  const white = readFileSync(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png')).toString('base64');
+  for (let i = 0; i < 4; i++) {
+    t.equal((await post('/represent', { img: white })).status, 422, `no face #${i + 1}`);
+    t.equal((await post('/verify', { img1: small, img2: Array(127).fill(0.1) })).status, 400, `wrong dimension #${i + 1}`);
+    t.equal((await post('/represent', { img: bytes('img5.jpg').subarray(0, 2000).toString('base64') })).status >= 400, true, `truncated JPEG #${i + 1}`);
+  }
+  const errorsAfter = (await gw.metrics.upstreamErrors.get()).values.reduce((s, v) => s + v.value, 0);
+  t.equal(errorsAfter, errorsBefore, 'none of them counted as a model-server error');
+  t.same(gw.upstream.replicas?.().map((r) => [r.state, r.reason]), [['up', '']], 'the replica stayed in rotation');
+  t.equal((await post('/represent', { img: small })).status, 200, 'and answers');
 });
