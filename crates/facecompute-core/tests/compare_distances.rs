@@ -1,8 +1,9 @@
-//! Every kernel this CPU supports, every metric, against the float64 reference.
+//! Every kernel, every metric, against the float64 reference: one test per kernel (`per_kernel!`),
+//! reported as ignored, with the reason, for a kernel this CPU lacks.
 
 mod compare_support;
 
-use compare_support::{assert_close, reference, Rng};
+use compare_support::{assert_close, per_kernel, reference, Rng};
 use facecompute_core::compare::{compare_one_to_many, compare_with, Kernel, Metric, Options};
 
 fn dims_under_test() -> Vec<usize> {
@@ -24,16 +25,13 @@ fn check_all(kernel: Kernel, query: &[f32], targets: &[f32], dims: usize, label:
     }
 }
 
-#[test]
-fn random_vectors_match_the_float64_reference_on_every_kernel() {
+fn random_vectors_match_the_float64_reference(kernel: Kernel) {
     let mut rng = Rng::new(7);
-    for kernel in Kernel::supported() {
-        for dims in dims_under_test() {
-            let n = 1 + rng.below(9);
-            let query = rng.vector(dims);
-            let targets: Vec<f32> = (0..n).flat_map(|_| rng.vector(dims)).collect();
-            check_all(kernel, &query, &targets, dims, "random");
-        }
+    for dims in dims_under_test() {
+        let n = 1 + rng.below(9);
+        let query = rng.vector(dims);
+        let targets: Vec<f32> = (0..n).flat_map(|_| rng.vector(dims)).collect();
+        check_all(kernel, &query, &targets, dims, "random");
     }
 }
 
@@ -59,19 +57,16 @@ fn adversarial_rows(rng: &mut Rng, query: &[f32]) -> Vec<Vec<f32>> {
     rows
 }
 
-#[test]
-fn adversarial_vectors_match_the_float64_reference_on_every_kernel() {
+fn adversarial_vectors_match_the_float64_reference(kernel: Kernel) {
     let mut rng = Rng::new(11);
-    for kernel in Kernel::supported() {
-        for dims in dims_under_test() {
-            let query = rng.vector(dims);
-            let targets: Vec<f32> = adversarial_rows(&mut rng, &query).concat();
-            check_all(kernel, &query, &targets, dims, "adversarial");
-            let zero_query = vec![0.0f32; dims];
-            check_all(kernel, &zero_query, &targets, dims, "zero query");
-            let huge_query: Vec<f32> = query.iter().map(|x| x * 1e30).collect();
-            check_all(kernel, &huge_query, &targets, dims, "huge query");
-        }
+    for dims in dims_under_test() {
+        let query = rng.vector(dims);
+        let targets: Vec<f32> = adversarial_rows(&mut rng, &query).concat();
+        check_all(kernel, &query, &targets, dims, "adversarial");
+        let zero_query = vec![0.0f32; dims];
+        check_all(kernel, &zero_query, &targets, dims, "zero query");
+        let huge_query: Vec<f32> = query.iter().map(|x| x * 1e30).collect();
+        check_all(kernel, &huge_query, &targets, dims, "huge query");
     }
 }
 
@@ -106,20 +101,32 @@ fn threads_change_nothing_but_speed() {
     }
 }
 
-#[test]
-fn kernels_agree_with_each_other_to_rounding() {
+fn agrees_with_the_scalar_kernel_to_rounding(kernel: Kernel) {
     let mut rng = Rng::new(5);
     let dims = 515;
     let query = rng.vector(dims);
     let targets: Vec<f32> = rng.vector(50 * dims);
     for metric in Metric::ALL {
         let scalar = compare_with(Options { kernel: Some(Kernel::Scalar), max_threads: 1 }, &query, &targets, dims, metric, None).unwrap();
-        for kernel in Kernel::supported() {
-            let got = compare_with(Options { kernel: Some(kernel), max_threads: 1 }, &query, &targets, dims, metric, None).unwrap();
-            for (a, b) in got.distances.iter().zip(&scalar.distances) {
-                assert!((a - b).abs() < 1e-12, "{kernel:?} {metric:?}: {a} vs {b}");
-            }
+        let got = compare_with(Options { kernel: Some(kernel), max_threads: 1 }, &query, &targets, dims, metric, None).unwrap();
+        for (a, b) in got.distances.iter().zip(&scalar.distances) {
+            assert!((a - b).abs() < 1e-12, "{kernel:?} {metric:?}: {a} vs {b}");
         }
+    }
+}
+
+per_kernel!(random_vectors_match_the_float64_reference, adversarial_vectors_match_the_float64_reference, agrees_with_the_scalar_kernel_to_rounding);
+
+/// The build-time record of this CPU's kernels (build.rs), which decides which kernel tests are
+/// ignored, must be this CPU's: tests built on one machine and run on another would otherwise skip a
+/// kernel the CPU has, or fail on one it lacks.
+#[test]
+fn the_kernel_tests_were_built_for_this_cpu() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let rebuild = "rebuild the tests on this machine (touch crates/facecompute-core/build.rs)";
+        assert_eq!(cfg!(facecompute_no_avx512), !Kernel::Avx512.is_supported(), "AVX-512 at build time vs now: {rebuild}");
+        assert_eq!(cfg!(facecompute_no_avx2), !Kernel::Avx2.is_supported(), "AVX2 and FMA at build time vs now: {rebuild}");
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod compare_support;
 
-use compare_support::Rng;
+use compare_support::{per_kernel, Rng};
 use facecompute_core::compare::{compare_many_to_many, compare_with, Comparison, Kernel, Metric, Options, RowStream};
 use facecompute_core::delimit::PartEnd;
 use facecompute_core::ErrorCode;
@@ -54,25 +54,22 @@ fn one_shot(kernel: Kernel, sources: &[f32], targets: &[f32], dims: usize, metri
     compare_many_to_many(options, sources, targets, dims, metric, k).unwrap()
 }
 
-#[test]
-fn every_chunking_gives_the_one_shot_answer() {
+fn every_chunking_gives_the_one_shot_answer(kernel: Kernel) {
     let mut rng = Rng::new(41);
-    for kernel in Kernel::supported() {
-        for &dims in &[1usize, 5, 128] {
-            let n = 300 + rng.below(200);
-            let targets: Vec<f32> = rng.vector(n * dims);
-            let row = dims * 4;
-            for sources_count in [1usize, 3] {
-                let sources: Vec<f32> = rng.vector(sources_count * dims);
-                for skew in [0usize, 1, 2, 3] {
-                    let (w, start) = wire(&bytes_of(&targets), skew);
-                    for pieces in [vec![1usize], vec![row - 1], vec![row + 1], vec![65536], vec![7, 4093, 1, row * 3]] {
-                        for metric in Metric::ALL {
-                            for k in [None, Some(1), Some(10), Some(n + 5)] {
-                                let want = one_shot(kernel, &sources, &targets, dims, metric, k);
-                                let got = stream(kernel, &sources, &w, start, dims, metric, k, k, &pieces).unwrap();
-                                assert_eq!(got, want, "{kernel:?} dims {dims} sources {sources_count} skew {skew} pieces {pieces:?} {metric:?} k {k:?}");
-                            }
+    for &dims in &[1usize, 5, 128] {
+        let n = 300 + rng.below(200);
+        let targets: Vec<f32> = rng.vector(n * dims);
+        let row = dims * 4;
+        for sources_count in [1usize, 3] {
+            let sources: Vec<f32> = rng.vector(sources_count * dims);
+            for skew in [0usize, 1, 2, 3] {
+                let (w, start) = wire(&bytes_of(&targets), skew);
+                for pieces in [vec![1usize], vec![row - 1], vec![row + 1], vec![65536], vec![7, 4093, 1, row * 3]] {
+                    for metric in Metric::ALL {
+                        for k in [None, Some(1), Some(10), Some(n + 5)] {
+                            let want = one_shot(kernel, &sources, &targets, dims, metric, k);
+                            let got = stream(kernel, &sources, &w, start, dims, metric, k, k, &pieces).unwrap();
+                            assert_eq!(got, want, "{kernel:?} dims {dims} sources {sources_count} skew {skew} pieces {pieces:?} {metric:?} k {k:?}");
                         }
                     }
                 }
@@ -80,6 +77,8 @@ fn every_chunking_gives_the_one_shot_answer() {
         }
     }
 }
+
+per_kernel!(every_chunking_gives_the_one_shot_answer);
 
 #[test]
 fn the_delimiter_split_at_every_offset_ends_the_part_exactly() {

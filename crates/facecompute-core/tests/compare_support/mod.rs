@@ -55,3 +55,48 @@ pub fn assert_close(got: f64, want: f64, what: &str) {
     let tolerance = 1e-6 * want.abs().max(1.0);
     assert!((got - want).abs() <= tolerance, "{what}: got {got}, want {want} (diff {})", (got - want).abs());
 }
+
+/// Runs a kernel's check. The test of a kernel this CPU lacks is ignored when the tests are built
+/// (`per_kernel!`), so arriving here without the kernel means they were built on another CPU: a
+/// failure, never a silent fallback to another kernel.
+pub fn on_kernel(kernel: facecompute_core::compare::Kernel, check: fn(facecompute_core::compare::Kernel)) {
+    assert!(
+        kernel.is_supported(),
+        "{kernel:?} is not on this CPU, so its tests cannot run here: they are ignored when built on such a CPU (run with --include-ignored?), or were built on another one (touch crates/facecompute-core/build.rs to rebuild them here)"
+    );
+    check(kernel);
+}
+
+/// One `#[test]` per kernel for each named check (a `fn(Kernel)` of the test file), named
+/// `check::avx512`, `check::avx2`, `check::neon`, `check::scalar` as the architecture has them. A kernel
+/// this CPU lacks is reported by cargo as ignored, with the reason: "skipped: this CPU has no AVX-512"
+/// (build.rs tells). Each check then compares that kernel's answers, never another's.
+macro_rules! per_kernel {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            use facecompute_core::compare::Kernel;
+            #[cfg(target_arch = "x86_64")]
+            #[test]
+            #[cfg_attr(facecompute_no_avx512, ignore = "skipped: this CPU has no AVX-512")]
+            fn avx512() {
+                crate::compare_support::on_kernel(Kernel::Avx512, super::$check);
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[test]
+            #[cfg_attr(facecompute_no_avx2, ignore = "skipped: this CPU has no AVX2 and FMA")]
+            fn avx2() {
+                crate::compare_support::on_kernel(Kernel::Avx2, super::$check);
+            }
+            #[cfg(target_arch = "aarch64")]
+            #[test]
+            fn neon() {
+                crate::compare_support::on_kernel(Kernel::Neon, super::$check);
+            }
+            #[test]
+            fn scalar() {
+                crate::compare_support::on_kernel(Kernel::Scalar, super::$check);
+            }
+        }
+    )*};
+}
+pub(crate) use per_kernel;
