@@ -13,6 +13,7 @@ import { startFakeModelServer, startGateway, setFault } from './helpers/procs.js
 import { makePng } from './helpers/images.js';
 
 const KEYS = [{ key: 'k', accountId: 'a', kind: 'rest' }];
+const stats = async (port: number) => (await (await fetch(`http://127.0.0.1:${port}/__stats`)).json()) as { compute: number };
 const BODY = JSON.stringify({ img: makePng(32, 24, 3).toString('base64') });
 
 /**
@@ -49,7 +50,7 @@ async function burst(base: string, n: number) {
 
 for (const admission of ['deadline', 'capacity'] as const) {
   t.test(`${admission} admission under a burst of 12`, async (t) => {
-    const { gw, base } = await rig(t, { serviceMs: 300, timeoutMs: 1000, admission });
+    const { ms, gw, base } = await rig(t, { serviceMs: 300, timeoutMs: 1000, admission });
     // Service-time history: three requests one after another.
     for (let i = 0; i < 3; i++) t.equal((await burst(base, 1))[0]!.status, 200, 'warm-up request');
 
@@ -62,8 +63,9 @@ for (const admission of ['deadline', 'capacity'] as const) {
     if (admission === 'deadline') {
       // Each request holds the one slot >= 300 ms: at most 1 running + 3 waiting fit in 1 s.
       t.ok(full.length >= 8, `refused at once: ${full.length} queue_full of 12 (${codes})`);
-      const okMin = Math.min(...rs.filter((r) => r.status === 200).map((r) => r.ms));
-      t.ok(full.every((r) => r.ms < okMin), 'every refusal came before the first success');
+      // Refused before any upstream work: the model server computed exactly the warm-ups and the
+      // successes, a count no load can change (timing the refusals would measure the machine).
+      t.equal((await stats(ms.port)).compute, 3 + rs.filter((r) => r.status === 200).length, 'no refused request reached the model server');
       // A capacity refusal is logged as one, not as a failure with a stack (cheap under overload).
       const logged = gw.lines.filter((l) => l.includes('"code":"queue_full"'));
       t.ok(logged.length >= 1, 'refusals are logged');
@@ -102,10 +104,11 @@ function headersOnly(port: number, path: string, key: string, contentLength: num
 
 t.test('an overloaded gateway refuses /verify and /represent from the headers, after the key', async (t) => {
   // One slot, 1.5 s per request, 1 s timeout: while a request runs, a newcomer could not start in time.
-  const { gw, base } = await rig(t, { serviceMs: 1500, timeoutMs: 1000 });
+  const { ms, gw, base } = await rig(t, { serviceMs: 1500, timeoutMs: 1000 });
   t.equal((await burst(base, 1))[0]!.status, 200, 'service-time history');
   const holding = burst(base, 1);
-  await sleep(300);
+  // Running once the model server has it (a count, not a guess at how long that takes).
+  for (let i = 0; i < 500 && (await stats(ms.port)).compute < 2; i++) await sleep(10);
   for (const path of ['/verify', '/represent']) {
     // The body is never sent: an answer at all proves that the refusal came from the headers.
     const r = await headersOnly(gw.port, path, 'k', 200_000);
@@ -138,9 +141,10 @@ for (const admission of ['deadline', 'capacity'] as const) {
     const timedOut = rs.filter((r) => r.error === 'queue_timeout');
     if (admission === 'deadline') {
       t.equal(timedOut.length, 0, `none left to time out: ${codes}`);
+      // Shed, not timed out: the code says which (queue_full, and no queue_timeout above), so no
+      // upper bound on their time is needed; the lower bound says they were admitted first.
       const shed = rs.filter((r) => r.error === 'queue_full' && r.ms >= 1000);
       t.ok(shed.length >= 1, `shed once the first slow answer showed they could not start in time: ${codes}`);
-      t.ok(shed.every((r) => r.ms < 2600), `before their timeout: ${shed.map((r) => Math.round(r.ms))} ms`);
     } else {
       t.ok(timedOut.length >= 1, `capacity admission leaves them to time out: ${codes}`);
     }

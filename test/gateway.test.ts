@@ -68,6 +68,17 @@ function isError(t: Tap.Test, r: Res, status: number, code: string, msg = code):
 
 declare global { namespace Tap { type Test = import('tap').Test } }
 
+const stats = async (port: number) => (await (await fetch(`http://127.0.0.1:${port}/__stats`)).json()) as { compute: number; held: number; requestIds: string[] };
+
+/** Polls `check` until it holds; at most 500 polls, 20 ms apart (a count, so no timing is asserted). */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`gave up waiting for ${what} after 500 polls`);
+}
+
 t.before(async () => {
   imgServer = createServer((rq, rs) => {
     if (rq.url === '/face.png') { rs.writeHead(200, { 'content-type': 'image/png' }); rs.end(PNG); }
@@ -195,9 +206,12 @@ t.test('limits', async (t) => {
   isError(t, await req('POST', '/represent', { img: big }), 413, 'image_too_large');
   const huge = 'A'.repeat(3 << 20);
   isError(t, await req('POST', '/represent', { img: huge }), 413, 'request_too_large');
+  // Refused by the gateway from the header: the model server never sees it (the gateway itself never
+  // decodes pixels). How fast is measured in bench/, not asserted here.
+  const computeBefore = (await stats(ms.port)).compute;
   const bomb = await req('POST', '/represent', { img: makeBombPng().toString('base64') });
+  t.equal((await stats(ms.port)).compute, computeBefore, 'the bomb never reached the model server');
   isError(t, bomb, 413, 'too_many_pixels', 'decompression bomb');
-  t.ok(bomb.ms < 500, `bomb refused fast (${bomb.ms.toFixed(1)} ms)`);
   const targets = Array.from({ length: 1001 }, () => Array(128).fill(0.5));
   isError(t, await req('POST', '/compare', { source: { embedding: Array(128).fill(0.1) }, targets }), 413, 'too_many_targets');
   const b64 = Buffer.alloc(1001 * 128 * 4).toString('base64');
@@ -456,7 +470,9 @@ t.test('upstream faults', async (t) => {
   await setFault(ms.port, 'stall');
   const st = await req('POST', '/verify', body, { key: 'rest-key-2' });
   isError(t, st, 504, 'upstream_timeout', 'stalled');
-  t.ok(st.ms < 4000);
+  // A lower bound cannot flake: the answer waited for the 1.5 s upstream timeout (the stalled model
+  // server never answers, so nothing else could end it); an upper bound would measure the machine.
+  t.ok(st.ms >= 1400, `cut by the upstream timeout (${st.ms.toFixed(0)} ms)`);
   await setFault(ms.port, 'oversize');
   isError(t, await req('POST', '/verify', body, { key: 'rest-key-2' }), 502, 'upstream_response_too_large');
   await setFault(ms.port, '5xx');
@@ -525,25 +541,24 @@ t.test('queue: queue_full and queue_timeout under concurrent load', async (t) =>
     t.ok(r.headers.get('retry-after'), 'Retry-After');
     t.same(Object.keys(r.json).sort(), ['detail', 'error']);
   }
-  const full = rs.filter((r) => r.json?.error === 'queue_full');
-  // Refused before any upstream work: faster than any success (each takes >= 700 ms upstream).
-  // (An absolute bound like 50 ms is measured by bench/gateway on a quiet machine, not asserted here.)
-  const okMin = Math.min(...rs.filter((r) => r.status === 200).map((r) => r.ms));
-  t.ok(full.every((r) => r.ms < okMin), `queue_full answered before any success (${full.map((r) => r.ms.toFixed(0))} vs ${okMin.toFixed(0)} ms)`);
+  // Refused before any upstream work: the model server computed exactly the successes, a count that
+  // no load can change. (How fast a refusal is, bench/gateway measures on a quiet machine.)
+  t.equal((await stats(slow.port)).compute, rs.filter((r) => r.status === 200).length, 'only the successes reached the model server');
 });
 
 t.test('draining on SIGTERM', async (t) => {
   const slow = await startFakeModelServer();
   t.teardown(() => slow.kill('SIGKILL'));
-  await setFault(slow.port, 'none', 800);
-  const g = await startGateway({ FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${slow.port}`, FACECOMPUTE_DRAIN_TIMEOUT_MS: '5000', TEST_KEYS: JSON.stringify(KEYS) });
+  // Event-driven, no sleeps: the in-flight request is held at the model server until released.
+  await setFault(slow.port, 'hold');
+  const g = await startGateway({ FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${slow.port}`, FACECOMPUTE_DRAIN_TIMEOUT_MS: '60000', TEST_KEYS: JSON.stringify(KEYS) });
   t.teardown(() => g.kill('SIGKILL'));
   const b = `http://127.0.0.1:${g.port}`;
   await req('GET', '/capabilities', undefined, { base: b, key: null });
   const inflight = req('POST', '/represent', { img: B64 }, { base: b });
-  await new Promise((r) => setTimeout(r, 200));
+  await until('the request to be at the model server', async () => (await stats(slow.port)).held === 1);
   g.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 100));
+  await until('the gateway to drain', async () => (await req('GET', '/readiness', undefined, { base: b, key: null })).json?.error === 'gateway_draining');
   // The listener stays open while a request is in flight (the gateway closes it once they are done),
   // so a new request is answered, never refused: any fetch error here is a failure.
   const late = await req('POST', '/represent', { img: B64 }, { base: b });
@@ -553,6 +568,7 @@ t.test('draining on SIGTERM', async (t) => {
   t.ok(late.headers.get('retry-after'));
   const health = await req('GET', '/health', undefined, { base: b, key: null });
   t.equal(health.status, 200, '/health keeps answering while draining');
+  await fetch(`http://127.0.0.1:${slow.port}/__release`, { method: 'POST' });
   const r = await inflight;
   t.equal(r.status, 200, 'in-flight request finished');
   t.equal(await g.exited, 0, 'exit 0');

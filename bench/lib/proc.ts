@@ -234,21 +234,22 @@ export function loadAverage(): number[] {
  * a `windowMs` window, or `timeoutMs` passed. A load run abandons its requests in flight when it
  * stops, but a server that cannot cancel them (gunicorn's sync workers run every queued request to
  * the end) keeps both cores busy for seconds afterwards; the next side measured on the same machine
- * would pay for that. Returns how long it waited and the CPU seconds the tree used meanwhile.
+ * would pay for that. Returns how long it waited, in how many windows, and the CPU seconds the tree
+ * used meanwhile.
  */
-export async function settle(root: number, o: { windowMs?: number; idleShare?: number; timeoutMs?: number } = {}): Promise<{ waitedMs: number; cpuS: number; quiet: boolean }> {
+export async function settle(root: number, o: { windowMs?: number; idleShare?: number; timeoutMs?: number } = {}): Promise<{ waitedMs: number; windows: number; cpuS: number; quiet: boolean }> {
   const windowMs = o.windowMs ?? 500;
   const idleShare = o.idleShare ?? 0.05;
   const timeoutMs = o.timeoutMs ?? 120_000;
   const t0 = performance.now();
   const c0 = treeCpuSeconds(root);
   let last = c0;
-  for (;;) {
+  for (let windows = 1; ; windows++) {
     await new Promise((r) => setTimeout(r, windowMs));
     const now = treeCpuSeconds(root);
     const quiet = now - last < (idleShare * windowMs) / 1000;
     const waitedMs = performance.now() - t0;
-    if (quiet || waitedMs >= timeoutMs) return { waitedMs, cpuS: now - c0, quiet };
+    if (quiet || waitedMs >= timeoutMs) return { waitedMs, windows, cpuS: now - c0, quiet };
     last = now;
   }
 }

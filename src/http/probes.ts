@@ -13,7 +13,7 @@ export interface ReadinessCheck {
 }
 
 /** Longer than a healthy round trip to PostgreSQL or Redis, shorter than a probe's 1 s default timeout. */
-const CHECK_DEADLINE_MS = 800;
+export const CHECK_DEADLINE_MS = 800;
 
 function withDeadline(p: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

@@ -2,8 +2,10 @@
  * Fake model server (a real process): implements src/model-client/protocol.ts with deterministic fake
  * embeddings derived from the image bytes (sha256-expanded), so the same image sent by upload, base64,
  * data URI or URL gives the same embedding. Faults are switched at run time with
- *   POST /__fault {"mode": "none|die|stall|oversize|warming|5xx|garbage|wrongshape|midbody", "delay_ms": n}
- * and GET /__stats returns counters. Run: node --import tsx test/helpers/fake-model-server.ts
+ *   POST /__fault {"mode": "none|die|stall|hold|oversize|warming|5xx|garbage|wrongshape|midbody", "delay_ms": n}
+ * and GET /__stats returns counters. `hold` keeps each compute request until POST /__release, which
+ * answers them all (`held` in the stats counts them): a test then knows a request is in flight at the
+ * model server, and for as long as it needs, without sleeping. Run: node --import tsx test/helpers/fake-model-server.ts
  * It prints "LISTENING <port>" on stdout. PORT env (default 0), HOST env (default 127.0.0.1);
  * INTERNAL_TOKEN env makes /internal/ answer 401 to requests without that x-facecompute-internal-token.
  *
@@ -30,6 +32,7 @@ let mode = 'none';
 let delayMs = 0;
 const stats = { compute: 0, readiness: 0, capabilities: 0, connections: 0, unauthorized: 0, requestIds: [] as string[] };
 const token = process.env['INTERNAL_TOKEN'] ?? '';
+const held: Array<() => void> = [];
 
 function embedding(bytes: Buffer, dims: number, h: Pick<ComputeHeader, 'align'>): number[] {
   const out: number[] = [];
@@ -164,7 +167,12 @@ const server = createServer(async (req, res) => {
     delayMs = b.delay_ms ?? 0;
     return send(res, 200, { mode, delayMs });
   }
-  if (url === '/__stats') return send(res, 200, stats);
+  if (url === '/__stats') return send(res, 200, { ...stats, held: held.length });
+  if (url === '/__release' && req.method === 'POST') {
+    const n = held.length;
+    for (const release of held.splice(0)) release();
+    return send(res, 200, { released: n });
+  }
   if (token && url.startsWith('/internal/') && req.headers['x-facecompute-internal-token'] !== token) {
     stats.unauthorized++;
     return send(res, 401, { error: 'unauthorized', detail: 'the internal token is required' });
@@ -191,6 +199,7 @@ const server = createServer(async (req, res) => {
     stats.compute++;
     const body = await readBody(req);
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    if (mode === 'hold') await new Promise<void>((r) => held.push(r));
     switch (mode) {
       case 'die': res.socket?.destroy(); return;
       case 'stall': return; // never answers

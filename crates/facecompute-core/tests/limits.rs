@@ -5,7 +5,6 @@ mod common;
 use common::*;
 use facecompute_core::image::{decode, probe, ChannelOrder, DecodeLimits, Format};
 use facecompute_core::ErrorCode;
-use std::time::Instant;
 
 fn png_header(width: u32, height: u32) -> Vec<u8> {
     let mut v = b"\x89PNG\r\n\x1a\n".to_vec();
@@ -36,15 +35,19 @@ fn crc32(data: &[u8]) -> u32 {
 }
 
 #[test]
-fn huge_png_header_fails_fast_with_too_many_pixels() {
+fn a_huge_png_is_refused_from_its_header_with_too_many_pixels() {
     let bytes = png_header(100_000, 100_000);
     assert!(bytes.len() < 8192);
     let info = probe(&bytes).unwrap();
     assert_eq!((info.format, info.width, info.height), (Format::Png, 100_000, 100_000));
-    let t = Instant::now();
     let err = decode(&bytes, DecodeLimits { max_bytes: 10 << 20, max_pixels: 40_000_000 }, ChannelOrder::Bgr).unwrap_err();
     assert_eq!(err.code, ErrorCode::TooManyPixels);
-    assert!(t.elapsed().as_millis() < 50, "took {:?}", t.elapsed());
+    // What follows that header is no image: at a size within the limit the same construction fails to
+    // decode. So TooManyPixels came from the header, before any pixel was decoded or its 30 GB
+    // allocated (a check after decoding would have failed otherwise). How fast is a bench's to measure,
+    // not a timed assertion's.
+    let small = decode(&png_header(64, 64), DecodeLimits { max_bytes: 10 << 20, max_pixels: 40_000_000 }, ChannelOrder::Bgr).unwrap_err();
+    assert_ne!(small.code, ErrorCode::TooManyPixels, "{small:?}");
 }
 
 #[test]
