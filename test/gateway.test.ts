@@ -207,7 +207,7 @@ t.test('limits', async (t) => {
   const huge = 'A'.repeat(3 << 20);
   isError(t, await req('POST', '/represent', { img: huge }), 413, 'request_too_large');
   // Refused by the gateway from the header: the model server never sees it (the gateway itself never
-  // decodes pixels). How fast is measured in bench/, not asserted here.
+  // decodes pixels). How fast belongs in a bench, never in a timed test.
   const computeBefore = (await stats(ms.port)).compute;
   const bomb = await req('POST', '/represent', { img: makeBombPng().toString('base64') });
   t.equal((await stats(ms.port)).compute, computeBefore, 'the bomb never reached the model server');
@@ -542,7 +542,7 @@ t.test('queue: queue_full and queue_timeout under concurrent load', async (t) =>
     t.same(Object.keys(r.json).sort(), ['detail', 'error']);
   }
   // Refused before any upstream work: the model server computed exactly the successes, a count that
-  // no load can change. (How fast a refusal is, bench/gateway measures on a quiet machine.)
+  // no load can change. (How fast a refusal is belongs in a bench, never in a timed test.)
   t.equal((await stats(slow.port)).compute, rs.filter((r) => r.status === 200).length, 'only the successes reached the model server');
 });
 

@@ -79,7 +79,7 @@ t.test('limits and bad input give stable codes; the pixel limit is checked from 
   t.equal(await code(decodeImage(pngHeader(100_000, 100_000), LIMITS)), 'too_many_pixels');
   // What follows that header is no image: at a size within the limit the same construction fails to
   // decode. So too_many_pixels came from the header, before any pixel was decoded or allocated
-  // (a check after decoding would have answered invalid_image). How fast is bench/decode's to measure.
+  // (a check after decoding would have answered invalid_image). How fast belongs in a bench.
   t.equal(await code(decodeImage(pngHeader(64, 64), LIMITS)), 'invalid_image', 'the bytes after the header are not decodable');
   const jpeg = readFileSync(deepfaceImage('img5.jpg'));
   t.equal(await code(decodeImage(jpeg, { ...LIMITS, maxBytes: 1000 })), 'image_too_large');

@@ -44,8 +44,8 @@ fn a_huge_png_is_refused_from_its_header_with_too_many_pixels() {
     assert_eq!(err.code, ErrorCode::TooManyPixels);
     // What follows that header is no image: at a size within the limit the same construction fails to
     // decode. So TooManyPixels came from the header, before any pixel was decoded or its 30 GB
-    // allocated (a check after decoding would have failed otherwise). How fast is a bench's to measure,
-    // not a timed assertion's.
+    // allocated (a check after decoding would have failed otherwise). How fast belongs in a bench, not
+    // in a timed assertion.
     let small = decode(&png_header(64, 64), DecodeLimits { max_bytes: 10 << 20, max_pixels: 40_000_000 }, ChannelOrder::Bgr).unwrap_err();
     assert_ne!(small.code, ErrorCode::TooManyPixels, "{small:?}");
 }
