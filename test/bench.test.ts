@@ -208,8 +208,10 @@ t.test('a perf report is grouped by what the time is spent on', async (t) => {
 
 t.test('settle waits while a process tree still burns CPU after a run, and not once it is idle', async (t) => {
   // A server that finishes abandoned requests after the client stopped (gunicorn's sync workers):
-  // a child busy for 1.5 s, then idle.
-  const busy = spawn(process.execPath, ['-e', 'const e = Date.now() + 1500; while (Date.now() < e); setInterval(() => {}, 1000);'], { stdio: 'ignore' });
+  // a child that burns 1.5 s of CPU, then idles. Counted in its own CPU time, not the wall clock's:
+  // on a loaded machine 1.5 s of wall clock may hold less than 0.5 s of CPU (seen: 0.47 s), while
+  // 1.5 s of CPU takes at least 1.5 s of wall clock whatever the load.
+  const busy = spawn(process.execPath, ['-e', 'const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; }; while (cpu() < 1.5e6); setInterval(() => {}, 1000);'], { stdio: 'ignore' });
   t.teardown(() => busy.kill('SIGKILL'));
   await new Promise((r) => setTimeout(r, 100));
   const s = await settle(busy.pid!, { windowMs: 250, timeoutMs: 10_000 });
