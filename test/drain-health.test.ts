@@ -4,7 +4,8 @@
  * FACECOMPUTE_DRAIN_TIMEOUT_MS; exit 0." The Kubernetes liveness probe is `/health` (README, Deploy):
  * a gateway that stopped answering it while draining would be killed before its requests finish.
  *
- * A real gateway process with a slow fake model server: a request in flight holds the drain open;
+ * A real gateway process with a fake model server that holds the request in flight until the test
+ * releases it (no sleeps, so no load can end it early): it holds the drain open;
  * while it runs, `/health` answers 200 (on new connections, again and again), `/readiness` and a new
  * compute request are refused with 503 gateway_draining; the request in flight finishes with 200 and
  * the process exits 0.
@@ -14,12 +15,12 @@ import { startFakeModelServer, startGateway, setFault } from './helpers/procs.js
 
 const KEYS = JSON.stringify([{ key: 'rest-key', accountId: 'acct', kind: 'rest' }]);
 const B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==';
-const DELAY_MS = 3000;
+const stats = async (port: number) => (await (await fetch(`http://127.0.0.1:${port}/__stats`)).json()) as { held: number };
 
 t.test('/health answers while the gateway drains', async (t) => {
   const slow = await startFakeModelServer();
   t.teardown(() => slow.kill('SIGKILL'));
-  await setFault(slow.port, 'none', DELAY_MS);
+  await setFault(slow.port, 'hold');
   const g = await startGateway({ FACECOMPUTE_MODEL_SERVER_URLS: `http://127.0.0.1:${slow.port}`, FACECOMPUTE_DRAIN_TIMEOUT_MS: '20000', TEST_KEYS: KEYS });
   t.teardown(() => g.kill('SIGKILL'));
   const base = `http://127.0.0.1:${g.port}`;
@@ -32,7 +33,8 @@ t.test('/health answers while the gateway drains', async (t) => {
     return { status: r.status, body: await r.text() };
   });
   // The request is in the gateway (waiting on the model server) once the model server has it.
-  await new Promise((r) => setTimeout(r, 500));
+  for (let i = 0; i < 500 && (await stats(slow.port)).held < 1; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal((await stats(slow.port)).held, 1, 'the model server holds the request');
   t.notOk(inflightDone, 'the request is still in flight');
   g.kill('SIGTERM');
   // Draining once /readiness says so (the signal is handled asynchronously).
@@ -61,6 +63,7 @@ t.test('/health answers while the gateway drains', async (t) => {
   t.equal(late.headers.get('connection'), 'close');
   t.ok(late.headers.get('retry-after'), 'Retry-After');
 
+  await fetch(`http://127.0.0.1:${slow.port}/__release`, { method: 'POST' });
   const done = await inflight;
   t.equal(done.status, 200, `the request in flight finished (${done.body.slice(0, 80)})`);
   t.equal(await g.exited, 0, 'exit 0');
