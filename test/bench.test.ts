@@ -207,29 +207,34 @@ t.test('a perf report is grouped by what the time is spent on', async (t) => {
 });
 
 t.test('settle waits while a process tree still burns CPU after a run, and not once it is idle', async (t) => {
+  // A driven clock and CPU counter: how much CPU a process gets on a loaded machine, and how long a
+  // window lasts, are the machine's business (a real child spinning 1.5 s got 0.47 s of CPU here, and
+  // a real hog looked quiet at load 20 on 2 cores). `burn` says what the tree uses in each window.
+  const driven = (burn: (window: number) => number) => {
+    let now = 0;
+    let cpu = 0;
+    let window = 0;
+    return { cpuSeconds: () => cpu, now: () => now, wait: async (ms: number) => { now += ms; cpu += burn(window++); } };
+  };
   // A server that finishes abandoned requests after the client stopped (gunicorn's sync workers):
-  // a child that burns 1.5 s of CPU, then idles. Counted in its own CPU time, not the wall clock's:
-  // on a loaded machine 1.5 s of wall clock may hold less than 0.5 s of CPU (seen: 0.47 s), while
-  // 1.5 s of CPU takes at least 1.5 s of wall clock whatever the load.
-  const busy = spawn(process.execPath, ['-e', 'const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; }; while (cpu() < 1.5e6); setInterval(() => {}, 1000);'], { stdio: 'ignore' });
-  t.teardown(() => busy.kill('SIGKILL'));
-  await new Promise((r) => setTimeout(r, 100));
-  const s = await settle(busy.pid!, { windowMs: 250, timeoutMs: 10_000 });
+  // 0.2 s of CPU in each of six 250 ms windows, then idle.
+  const s = await settle(1, { windowMs: 250, timeoutMs: 10_000 }, driven((w) => (w < 6 ? 0.2 : 0)));
   t.ok(s.quiet, 'quiet in the end');
-  t.ok(s.waitedMs >= 1000, `waited through the busy second and a half (${s.waitedMs.toFixed(0)} ms)`);
-  t.ok(s.cpuS >= 0.5, `counted the CPU it burnt meanwhile (${s.cpuS.toFixed(2)} s)`);
-  // Counted in windows, not milliseconds: how long a window takes is the machine's business.
-  const idle = await settle(busy.pid!, { windowMs: 250, timeoutMs: 10_000 });
-  t.ok(idle.quiet, 'an idle tree is quiet');
-  t.equal(idle.windows, 1, `an idle tree settles in one window (${idle.waitedMs.toFixed(0)} ms)`);
-  // A tree that never quiets ends at the timeout, saying so: after at most 800 / 200 = 4 windows
-  // (each window lasts at least 200 ms), and not before 800 ms (a lower bound cannot flake).
-  const hog = spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' });
-  t.teardown(() => hog.kill('SIGKILL'));
-  const capped = await settle(hog.pid!, { windowMs: 200, timeoutMs: 800 });
-  t.notOk(capped.quiet, 'still busy at the timeout');
-  t.ok(capped.waitedMs >= 800, `not before the timeout (${capped.waitedMs.toFixed(0)} ms)`);
-  t.ok(capped.windows <= 4, `stopped at the timeout: ${capped.windows} windows of 200 ms`);
+  t.same([s.windows, s.waitedMs], [7, 1750], 'waited through the six busy windows, then one quiet one');
+  t.ok(Math.abs(s.cpuS - 1.2) < 1e-9, `counted the CPU it burnt meanwhile (${s.cpuS} s)`);
+  // Just under 5% of a core in a window is quiet; just over is not.
+  t.same(await settle(1, { windowMs: 250 }, driven(() => 0.0124)), { waitedMs: 250, windows: 1, cpuS: 0.0124, quiet: true }, 'an idle tree settles in one window');
+  t.equal((await settle(1, { windowMs: 250 }, driven((w) => (w === 0 ? 0.0126 : 0)))).windows, 2, 'a window with more than 5% of a core is not quiet');
+  // A tree that never quiets ends at the timeout, saying so.
+  const capped = await settle(1, { windowMs: 200, timeoutMs: 800 }, driven(() => 0.2));
+  t.same([capped.quiet, capped.windows, capped.waitedMs], [false, 4, 800], 'stopped at the timeout, still busy');
+
+  // The machine's own readings: an idle real process settles, and its CPU is read from /proc.
+  const child = spawn(process.execPath, ['-e', 'const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; }; while (cpu() < 3e5); console.log("burnt"); setInterval(() => {}, 1000);'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  await new Promise((r) => child.stdout!.once('data', r));
+  t.ok(treeCpuSeconds(child.pid!) >= 0.25, `the 0.3 s of CPU it burnt are read, in 10 ms ticks (${treeCpuSeconds(child.pid!)} s)`);
+  t.ok((await settle(child.pid!, { windowMs: 100, timeoutMs: 60_000 })).quiet, 'an idle real process settles');
 });
 
 t.test("the adversary suite's memory watchdog kills a process whose peak RSS passes its limit, and only that one", async (t) => {

@@ -229,6 +229,15 @@ export function loadAverage(): number[] {
   }
 }
 
+/** What settle reads and waits on: the machine's by default, a driven clock and counter in tests. */
+export interface SettleDeps {
+  cpuSeconds(root: number): number;
+  wait(ms: number): Promise<void>;
+  now(): number;
+}
+
+const MACHINE: SettleDeps = { cpuSeconds: treeCpuSeconds, wait: (ms) => new Promise((r) => setTimeout(r, ms)), now: () => performance.now() };
+
 /**
  * Waits until the process tree under `root` has gone quiet: less than `idleShare` of one core over
  * a `windowMs` window, or `timeoutMs` passed. A load run abandons its requests in flight when it
@@ -237,18 +246,18 @@ export function loadAverage(): number[] {
  * would pay for that. Returns how long it waited, in how many windows, and the CPU seconds the tree
  * used meanwhile.
  */
-export async function settle(root: number, o: { windowMs?: number; idleShare?: number; timeoutMs?: number } = {}): Promise<{ waitedMs: number; windows: number; cpuS: number; quiet: boolean }> {
+export async function settle(root: number, o: { windowMs?: number; idleShare?: number; timeoutMs?: number } = {}, deps: SettleDeps = MACHINE): Promise<{ waitedMs: number; windows: number; cpuS: number; quiet: boolean }> {
   const windowMs = o.windowMs ?? 500;
   const idleShare = o.idleShare ?? 0.05;
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const t0 = performance.now();
-  const c0 = treeCpuSeconds(root);
+  const t0 = deps.now();
+  const c0 = deps.cpuSeconds(root);
   let last = c0;
   for (let windows = 1; ; windows++) {
-    await new Promise((r) => setTimeout(r, windowMs));
-    const now = treeCpuSeconds(root);
+    await deps.wait(windowMs);
+    const now = deps.cpuSeconds(root);
     const quiet = now - last < (idleShare * windowMs) / 1000;
-    const waitedMs = performance.now() - t0;
+    const waitedMs = deps.now() - t0;
     if (quiet || waitedMs >= timeoutMs) return { waitedMs, windows, cpuS: now - c0, quiet };
     last = now;
   }
