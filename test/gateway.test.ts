@@ -537,10 +537,10 @@ t.test('queue: queue_full and queue_timeout under concurrent load', async (t) =>
   t.ok(codes.includes(200), `some succeed: ${codes}`);
   t.ok(codes.includes('queue_full'), 'queue_full');
   t.ok(codes.includes('queue_timeout'), 'queue_timeout');
-  for (const r of rs.filter((x) => x.status === 503)) {
-    t.ok(r.headers.get('retry-after'), 'Retry-After');
-    t.same(Object.keys(r.json).sort(), ['detail', 'error']);
-  }
+  // One assertion each over all the 503s, however many there were: the test count stays the same.
+  const refused = rs.filter((x) => x.status === 503);
+  t.ok(refused.every((r) => r.headers.get('retry-after')), 'Retry-After on every 503');
+  t.ok(refused.every((r) => Object.keys(r.json).sort().join() === 'detail,error'), 'every 503 is {error, detail}');
   // Refused before any upstream work: the model server computed exactly the successes, a count that
   // no load can change. (How fast a refusal is belongs in a bench, never in a timed test.)
   t.equal((await stats(slow.port)).compute, rs.filter((r) => r.status === 200).length, 'only the successes reached the model server');
