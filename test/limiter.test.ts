@@ -66,7 +66,7 @@ for (const [name, backend] of backends) {
     });
 
     t.test('strikes: counted atomically in a window from the first, per key', async (t) => {
-      const strikes = make({ requests: 5, windowMs: 400, concurrent: 2, strikeWindowMs: 3_600_000 });
+      const strikes = b.make({ requests: 5, windowMs: 400, concurrent: 2, strikeWindowMs: 3_600_000 });
       t.teardown(() => strikes.close());
       const key = randomUUID();
       t.same(await strikes.strikes(key), { count: 0, resetMs: 0 }, 'none yet');
