@@ -1,5 +1,5 @@
 /**
- * src/compute/distance.ts (verify on the model server) and the native compare (verify of two embeddings
+ * src/deepface/distance.ts (verify on the model server) and the native compare (verify of two embeddings
  * and every /compare in the gateway) against DeepFace 0.0.100's own find_distance and verify, computed
  * by tools/reference/deepface_distances.py into test/fixtures/deepface/distances.json.
  *
@@ -11,9 +11,9 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { distance } from '../src/compute/distance.js';
-import { decide } from '../src/compute/decision.js';
-import { compareOneToMany, METRICS, type Metric } from '../src/core/compare.js';
+import { distance } from '../src/deepface/distance.js';
+import { decide } from '../src/deepface/decision.js';
+import { compareOneToMany, METRICS, type Metric } from '../src/native/compare.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
 type Num = number | 'nan' | 'inf' | '-inf';

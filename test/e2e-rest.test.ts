@@ -256,7 +256,7 @@ t.test('boolean options: false changes what each one is for, in every form (alig
   }
 });
 
-// Issue 23: a zero embedding under cosine or angular was NaN in src/compute/distance.ts; the model server
+// Issue 23: a zero embedding under cosine or angular was NaN in src/deepface/distance.ts; the model server
 // sent it as null, the gateway took that for a broken answer (502) and the third one took this healthy
 // model server out of rotation. Bad input is the client's: it never counts against a replica.
 t.test("a client's bad input never takes the model server out of rotation: zero embeddings, no face, bad images", async (t) => {

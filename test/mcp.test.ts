@@ -8,7 +8,7 @@ import { catalogNames } from '../src/models/manifest.js';
 import { DISTANCE_METRICS } from '../src/model-client/protocol.js';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
-import { distance } from '../src/compute/distance.js';
+import { distance } from '../src/deepface/distance.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createAccountsStore, type AccountsStore } from '../src/accounts/index.js';
