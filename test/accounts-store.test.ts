@@ -15,7 +15,7 @@ eachDatabase(t, async (t, tdb) => {
     const again = await tdb.open();
     const rows = await again.db.selectFrom('kysely_migration' as any).select('name' as any).orderBy('name' as any).execute();
     t.same(rows.map((r: any) => r.name), MIGRATION_NAMES);
-    t.same(MIGRATION_NAMES, ['0001_accounts_keys_usage_sessions', '0002_login_failures', '0003_login_throttle', '0004_verification_cards_attempts']);
+    t.same(MIGRATION_NAMES, ['0001_accounts_keys_usage_sessions', '0002_login_failures', '0003_login_throttle', '0004_verification_cards_attempts', '0005_usage_log']);
     await again.close();
   });
 

@@ -118,6 +118,43 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.dropTable('signup_events').execute();
       },
     },
+    // Issue 28: per-request usage for the console's Usage page. Two tables, so that the size is bounded
+    // by accounts, days and keys, not by traffic: daily counters (one row per account, UTC day, key,
+    // route, outcome and status class, added to by each batch) and each account's most recent
+    // requests (the page lists 100; older ones are deleted as new ones arrive). Both are trimmed to
+    // FACECOMPUTE_USAGE_RETENTION_DAYS. No request body, image or embedding is ever stored.
+    '0005_usage_log': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('usage_daily')
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('day', 'text', (c) => c.notNull())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('route', 'text', (c) => c.notNull())
+          .addColumn('outcome', 'text', (c) => c.notNull().check(sql`outcome in ('charged', 'refunded', 'not_charged')`))
+          .addColumn('status_class', 'text', (c) => c.notNull())
+          .addColumn('calls', 'integer', (c) => c.notNull().check(sql`calls >= 0`))
+          .addPrimaryKeyConstraint('usage_daily_pk', ['account_id', 'day', 'key_id', 'route', 'outcome', 'status_class'])
+          .execute();
+        await db.schema.createIndex('usage_daily_day').on('usage_daily').column('day').execute();
+        await db.schema
+          .createTable('usage_recent')
+          .addColumn('id', 'integer', serial)
+          .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+          .addColumn('key_id', 'text')
+          .addColumn('surface', 'text', (c) => c.notNull().check(sql`surface in ('rest', 'mcp')`))
+          .addColumn('route', 'text', (c) => c.notNull())
+          .addColumn('status', 'integer', (c) => c.notNull())
+          .addColumn('error', 'text')
+          .addColumn('outcome', 'text', (c) => c.notNull().check(sql`outcome in ('charged', 'refunded', 'not_charged')`))
+          .addColumn('duration_ms', 'real', (c) => c.notNull())
+          .addColumn('request_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('usage_recent_account').on('usage_recent').columns(['account_id', 'id']).execute();
+        await db.schema.createIndex('usage_recent_created').on('usage_recent').column('created_at').execute();
+      },
+    },
   };
 }
 

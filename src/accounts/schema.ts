@@ -71,6 +71,36 @@ export interface LoginThrottleTable {
   updated_at: string;
 }
 
+/** Usage outcome of one request: the free call kept, given back, or never taken. */
+export type UsageOutcome = 'charged' | 'refunded' | 'not_charged';
+
+/** Requests of one account, UTC day, key, route, outcome and status class ('2xx', '4xx', '5xx'). */
+export interface UsageDailyTable {
+  account_id: string;
+  day: string;
+  /** '' for a request without a key of its own (none today: every recorded request has one). */
+  key_id: string;
+  route: string;
+  outcome: UsageOutcome;
+  status_class: string;
+  calls: number;
+}
+
+/** One recent request of an account: what the Usage page lists. Never a body, image or embedding. */
+export interface UsageRecentTable {
+  id: Generated<number>;
+  account_id: string;
+  key_id: string | null;
+  surface: 'rest' | 'mcp';
+  route: string;
+  status: number;
+  error: string | null;
+  outcome: UsageOutcome;
+  duration_ms: number;
+  request_id: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -79,4 +109,6 @@ export interface Database {
   attempt_events: AttemptEventsTable;
   email_verifications: EmailVerificationsTable;
   login_throttle: LoginThrottleTable;
+  usage_daily: UsageDailyTable;
+  usage_recent: UsageRecentTable;
 }

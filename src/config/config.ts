@@ -147,6 +147,8 @@ export interface Config {
     publicConsoleUrl: string;
   };
   mcp: { allowedOrigins: string[]; maxBodyBytes: number; strictUrls: boolean };
+  /** Per-request usage records (src/accounts/usage/): retention in days (0: none) and the batch interval. */
+  usage: { retentionDays: number; flushMs: number };
   logLevel: string;
 }
 
@@ -301,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBodyBytes: v.FACECOMPUTE_MCP_MAX_BODY_BYTES,
       strictUrls: v.FACECOMPUTE_MCP_STRICT_URLS,
     },
+    usage: { retentionDays: v.FACECOMPUTE_USAGE_RETENTION_DAYS, flushMs: v.FACECOMPUTE_USAGE_FLUSH_MS },
     logLevel: v.FACECOMPUTE_LOG_LEVEL,
     production: v.FACECOMPUTE_PRODUCTION,
   };
