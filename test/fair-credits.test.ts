@@ -5,6 +5,10 @@
  * (the model server died with the request's frame: presumed the input's doing, issue 24). Each class
  * is checked on REST and on MCP, against the real accounts store on SQLite and PostgreSQL, with the
  * fake model server (a real process) for the upstream outcomes.
+ *
+ * Each call's usage record (issue 28, src/accounts/usage/) is checked beside it: one record per call
+ * with a key, its status, error code and x-request-id, and 'charged' exactly when the allowance moved,
+ * so the Usage page's charged counts equal the calls consumed.
  */
 import t, { type Test } from 'tap';
 import { verifyEmailOf } from './helpers/verify-email.js';
@@ -20,6 +24,8 @@ import { createLogger } from '../src/logging/logger.js';
 import { eachDatabase } from './helpers/accounts-db.js';
 import { setFault, startFakeModelServer, type Proc } from './helpers/procs.js';
 import { makePng } from './helpers/images.js';
+import { UsageRecorder } from '../src/accounts/usage/recorder.js';
+import { usageReport, type UsageReport } from '../src/accounts/usage/report.js';
 
 const PNG = makePng(32, 24, 3).toString('base64');
 const NOFACE = makePng(7, 7, 1).toString('base64'); // the fake model server finds no face in 7-px-wide images
@@ -52,6 +58,9 @@ interface Stack {
   close(): Promise<void>;
 }
 
+/** The usage recorder of the database under test, shared by its stacks (as `serve` shares one). */
+let usage: UsageRecorder;
+
 async function stack(store: AccountsStore, env: Record<string, string> = {}): Promise<Stack> {
   const config = loadConfig({
     FACECOMPUTE_LOG_LEVEL: 'silent',
@@ -68,9 +77,9 @@ async function stack(store: AccountsStore, env: Record<string, string> = {}): Pr
     lookup: async () => [{ address: PUBLIC_IP, family: 4 as const }],
     testDial: () => ({ host: '127.0.0.1', port: imgPort }),
   };
-  const gw: Gateway = await buildGateway({ config, accounts: store, logger, remoteFetch });
+  const gw: Gateway = await buildGateway({ config, accounts: store, logger, remoteFetch, usage });
   await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  const mcp = await createMcp({ config, accounts: store, logger, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, remoteFetch });
+  const mcp = await createMcp({ config, accounts: store, logger, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, remoteFetch, usage });
   await mcp.app.listen({ host: '127.0.0.1', port: 0 });
   return {
     store,
@@ -93,7 +102,14 @@ async function account(store: AccountsStore, n: number) {
 
 const used = async (store: AccountsStore, id: string) => (await store.getAccount(id)).free_calls.used;
 
-async function post(base: string, path: string, key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; code: string | undefined }> {
+interface Answer {
+  status: number;
+  code: string | undefined;
+  /** REST only: the answer's x-request-id. */
+  requestId?: string;
+}
+
+async function post(base: string, path: string, key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
   const h: Record<string, string> = { ...headers };
   if (key) h['authorization'] = `Bearer ${key}`;
   let payload: string | undefined;
@@ -104,7 +120,23 @@ async function post(base: string, path: string, key: string | null, body: unknow
   }
   const r = await fetch(base + path, { method: 'POST', headers: h, body: payload });
   const j = (await r.json().catch(() => ({}))) as { error?: string };
-  return { status: r.status, code: j.error };
+  return { status: r.status, code: j.error, requestId: r.headers.get('x-request-id') ?? '' };
+}
+
+/**
+ * The account's usage once at least `total` requests are recorded (a record is made when the response
+ * closes, after the caller has its answer, and written in batches), or after 5 s. With `total` already
+ * reached it still waits a moment, so that a record that should not exist has had time to appear.
+ */
+async function settledUsage(store: AccountsStore, id: string, total: number): Promise<UsageReport> {
+  const deadline = Date.now() + 5000;
+  await new Promise((r) => setTimeout(r, 30));
+  for (;;) {
+    await usage.flush();
+    const r = await usageReport(store.db, id);
+    if (r.totals.total >= total || Date.now() > deadline) return r;
+    await new Promise((res) => setTimeout(res, 20));
+  }
 }
 
 async function mcpClient(url: string, key: string): Promise<Client> {
@@ -113,20 +145,43 @@ async function mcpClient(url: string, key: string): Promise<Client> {
   return c;
 }
 
-/** One outcome class: the answer's code (or 200) and whether it consumed a call. */
-async function charged(t: Test, store: AccountsStore, id: string, label: string, call: () => Promise<{ status: number; code: string | undefined }>, expect: { status: number; code?: string; consumes: 0 | 1 }): Promise<void> {
+/**
+ * One outcome class: the answer's code (or 200) and whether it consumed a call; and its usage record.
+ * `recorded: false`: refused before its key was authenticated (no key, a key of the other kind, no
+ * such route, a declared body over the limit), so there is no account to record it for.
+ */
+async function charged(t: Test, store: AccountsStore, id: string, label: string, call: () => Promise<Answer>, expect: { status: number; code?: string; consumes: 0 | 1; recorded?: false }): Promise<void> {
   const before = await used(store, id);
+  const u0 = (await settledUsage(store, id, 0)).totals;
   const r = await call();
   t.equal(r.status, expect.status, `${label}: status`);
   if (expect.code) t.equal(r.code, expect.code, `${label}: code`);
   t.equal((await used(store, id)) - before, expect.consumes, `${label}: ${expect.consumes ? 'consumes one call' : 'consumes nothing'}`);
+
+  const want = expect.recorded === false ? 0 : 1;
+  const u1 = await settledUsage(store, id, u0.total + want);
+  t.equal(u1.totals.total - u0.total, want, `${label}: ${want ? 'one usage record' : 'no usage record'}`);
+  t.equal(u1.totals.charged - u0.charged, expect.consumes, `${label}: usage says charged exactly when a call was consumed`);
+  if (!want) return;
+  const last = u1.recent[0]!;
+  t.equal(last.error, expect.code ?? null, `${label}: usage error code`);
+  t.equal(last.outcome === 'charged', expect.consumes === 1, `${label}: usage outcome ${last.outcome}`);
+  if (r.requestId !== undefined) {
+    t.equal(last.status, r.status, `${label}: usage status`);
+    t.equal(last.request_id, r.requestId, `${label}: usage request id is the answer's x-request-id`);
+    t.equal(last.surface, 'rest');
+  } else {
+    t.equal(last.surface, 'mcp');
+  }
 }
 
 eachDatabase(t, async (t, tdb) => {
   const store = await tdb.open();
+  usage = new UsageRecorder(store.db, { retentionDays: 31, flushMs: 60_000 });
   const s = await stack(store);
   t.teardown(async () => {
     await s.close();
+    await usage.close();
     await store.close();
   });
 
@@ -153,10 +208,10 @@ eachDatabase(t, async (t, tdb) => {
     await c(v({ img1: 'file:face.png', img2: PNG }), { status: 400, code: 'input_mode_disabled', consumes: 0 }, 'input mode off');
     await c(v({ img1: 'http://127.0.0.1/face.png', img2: PNG }), { status: 400, code: 'url_not_allowed', consumes: 0 }, 'SSRF refusal');
     await c(() => post(s.gateway, '/verify', a.rest, 'abc', { 'content-type': 'multipart/form-data' }), { status: 400, code: 'invalid_request', consumes: 0 }, 'malformed multipart');
-    await c(v({ img1: PNG, img2: PNG }, a.mcp), { status: 401, code: 'invalid_api_key', consumes: 0 }, 'an MCP key on REST');
-    await c(v({ img1: PNG, img2: PNG }, a.rest, '/verify/extra'), { status: 404, code: 'not_found', consumes: 0 }, 'no such route');
+    await c(v({ img1: PNG, img2: PNG }, a.mcp), { status: 401, code: 'invalid_api_key', consumes: 0, recorded: false }, 'an MCP key on REST');
+    await c(v({ img1: PNG, img2: PNG }, a.rest, '/verify/extra'), { status: 404, code: 'not_found', consumes: 0, recorded: false }, 'no such route');
     await c(v({ img: Buffer.concat([Buffer.from(PNG, 'base64'), Buffer.alloc(70 << 10)]).toString('base64') }, a.rest, '/represent'), { status: 413, code: 'image_too_large', consumes: 0 }, 'image too large');
-    await c(v({ img: 'A'.repeat(1 << 20) }, a.rest, '/represent'), { status: 413, code: 'request_too_large', consumes: 0 }, 'request too large');
+    await c(v({ img: 'A'.repeat(1 << 20) }, a.rest, '/represent'), { status: 413, code: 'request_too_large', consumes: 0, recorded: false }, 'request too large');
     await c(v({ source: { embedding: E128 }, targets: Array(11).fill(E128) }, a.rest, '/compare'), { status: 413, code: 'too_many_targets', consumes: 0 }, 'too many targets');
     await c(v({ img: 'https://images.example.com/missing.png' }, a.rest, '/represent'), { status: 422, code: 'url_fetch_failed', consumes: 0 }, 'remote image not found');
 
@@ -206,6 +261,8 @@ eachDatabase(t, async (t, tdb) => {
     t.equal(await gone, 'aborted');
     await new Promise((r) => setTimeout(r, 1500));
     t.equal(await used(store, a.id), before, 'the caller got no answer: the call is given back');
+    const gu = await settledUsage(store, a.id, 0);
+    t.match(gu.recent[0], { route: '/represent', status: 499, error: 'client_closed', outcome: 'refunded' }, 'usage: recorded as closed by the client, refunded');
 
     const ac2 = new AbortController();
     const early = fetch(`${s.gateway}/represent`, { method: 'POST', signal: ac2.signal, headers: { authorization: `Bearer ${a.rest}`, 'content-type': 'application/json' }, body: JSON.stringify({ img: 'http://images.example.com/slow.png' }) }).catch(() => 'aborted');
@@ -226,6 +283,8 @@ eachDatabase(t, async (t, tdb) => {
     t.equal(rs.slice(0, 20).filter((r) => r.code === 'insufficient_credits').length, 15);
     t.ok(rs.slice(20).every((r) => r.code === 'model_not_allowed'), 'invalid calls are refused as invalid, never 402');
     t.equal(await used(store, a.id), 50);
+    const u = await settledUsage(store, a.id, 40);
+    t.same(u.totals, { charged: 5, refunded: 0, refused: 35, free: 0, total: 40 }, 'usage: 5 charged, 15 out of credits and 20 invalid refused');
   });
 
   t.test('MCP: each class of tool result', async (t) => {

@@ -104,12 +104,13 @@ export async function run(_args: string[]): Promise<number> {
   // Imported only now: loading the gateway, MCP and accounts modules is the longest part of a start
   // (about 0.2 s bundled, 0.45 s unbundled), and the model-server child, whose warmup decides
   // readiness, loads its models meanwhile.
-  const [{ createAccountsStore }, { buildGateway }, { startMetricsServer }, { buildConsole }, { createMcp }] = await Promise.all([
+  const [{ createAccountsStore }, { buildGateway }, { startMetricsServer }, { buildConsole }, { createMcp }, { createUsageRecorder }] = await Promise.all([
     import('../accounts/index.js'),
     import('../gateway/app.js'),
     import('../gateway/metrics.js'),
     import('../console/app.js'),
     import('../mcp/main.js'),
+    import('../accounts/usage/recorder.js'),
   ]);
 
   // Closers of what has started, run in reverse order when start-up fails or the process stops.
@@ -124,10 +125,14 @@ export async function run(_args: string[]): Promise<number> {
   try {
     const store = await createAccountsStore(config, { log: logger.child({ surface: 'console' }) });
     closers.push(() => store.close());
-    gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }), ...(supervisor ? { supervision: supervisor } : {}) });
+    // One usage recorder for REST and MCP; closed after both (closers run in reverse), so that the
+    // records of their last requests are written before the store closes.
+    const usage = createUsageRecorder(store, { ...config.usage, log: logger.child({ component: 'usage' }) });
+    if (usage) closers.push(() => usage.close());
+    gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }), ...(supervisor ? { supervision: supervisor } : {}), ...(usage ? { usage } : {}) });
     const gateway = gw;
     closers.push(() => gatewayClosed ?? gateway.close(0));
-    const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, bodyBudget: gw.bodyBudget, logger: logger.child({ surface: 'mcp' }) });
+    const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, bodyBudget: gw.bodyBudget, usage, logger: logger.child({ surface: 'mcp' }) });
     closers.push(() => mcp.app.close());
     const consoleApp = await buildConsole({ config, store, logger: logger.child({ surface: 'console' }) });
     closers.push(() => consoleApp.close());

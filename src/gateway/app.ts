@@ -31,6 +31,8 @@ import type { TargetStream } from '../native/compare-stream.js';
 import { compareJson } from '../service/compare-result.js';
 import { useJsonBodyParser } from '../http/json-body.js';
 import { BodyBudget } from '../http/body-budget.js';
+import type { UsageSink } from '../accounts/usage/recorder.js';
+import { recordUsage } from './usage.js';
 
 export const VERSION: string = PACKAGE_VERSION;
 
@@ -48,6 +50,8 @@ export interface GatewayDeps {
   supervision?: UpstreamSupervision;
   /** Request bodies held at once in this process; `serve` shares it with the MCP endpoint. */
   bodyBudget?: BodyBudget;
+  /** Where each authenticated request's usage goes once answered (src/accounts/usage/recorder.ts). */
+  usage?: UsageSink;
 }
 
 export interface Gateway {
@@ -86,6 +90,8 @@ interface RequestState {
   /** A free call is reserved; `settled` once the answer decided whether it stays consumed. */
   consumed: boolean;
   settled: boolean;
+  /** The reserved call was given back. */
+  refunded: boolean;
   /** The error code of the answer, when it is an error. */
   error: ErrorCode | null;
   finished: boolean;
@@ -247,7 +253,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     fc.settled = true;
     // status null: the caller went away before any answer was sent.
     if (status !== null && consumesCall(status, fc.error)) return;
-    await accounts.refund(req.auth.accountId).catch((err: unknown) => req.log.error({ err }, 'refund failed'));
+    await accounts.refund(req.auth.accountId).then(
+      () => {
+        fc.refunded = true;
+      },
+      (err: unknown) => req.log.error({ err }, 'refund failed'),
+    );
   }
 
   /**
@@ -259,7 +270,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     const fc = req.fc;
     if (!fc || fc.finished) return;
     fc.finished = true;
-    await settle(req, reply.raw.writableFinished ? reply.statusCode : null);
+    const status = reply.raw.writableFinished ? reply.statusCode : null;
+    await settle(req, status);
+    recordUsage(deps.usage, { auth: req.auth, route: req.routeOptions.url ?? 'unmatched', status, error: fc.error, consumed: fc.consumed, refunded: fc.refunded, t0: fc.t0, requestId: req.id });
     if (fc.slot !== null && req.auth) await limiter.release(req.auth.accountId, fc.slot).catch(() => undefined);
     if (fc.counted) {
       inFlight = Math.max(0, inFlight - 1);
@@ -269,7 +282,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   // Request context: draining, metrics (ids and the version header: registerContractHeaders).
   app.addHook('onRequest', async (req, reply) => {
-    req.fc = { t0: performance.now(), counted: false, slot: null, consumed: false, settled: false, error: null, finished: false };
+    req.fc = { t0: performance.now(), counted: false, slot: null, consumed: false, settled: false, refunded: false, error: null, finished: false };
     reply.raw.once('close', () => void finish(req, reply));
     if (draining && req.url !== '/health') {
       throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });

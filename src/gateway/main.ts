@@ -11,6 +11,7 @@ import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { startMetricsServer } from './metrics.js';
 import { listenSurface } from '../cli/listen.js';
 import { applyHeapGrowth } from './heap.js';
+import { createUsageRecorder } from '../accounts/usage/recorder.js';
 
 export { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 
@@ -25,8 +26,13 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
   const config = opts.config ?? loadConfig();
   assertStartupConfig(config, 'gateway');
   const logger = opts.logger ?? createLogger('gateway', config.logLevel);
-  const accounts = opts.accounts ?? (await createAccountsStore(config));
-  const gw = await buildGateway({ ...opts, config, logger, accounts });
+  const store = opts.accounts ? null : await createAccountsStore(config);
+  const accounts = opts.accounts ?? store!;
+  // Usage records go to the accounts database this process opened; a caller that passes its own
+  // accounts passes its own sink too (`usage`), or records nothing.
+  const recorder = !opts.usage && store ? createUsageRecorder(store, { ...config.usage, log: logger }) : null;
+  const usage = opts.usage ?? recorder ?? undefined;
+  const gw = await buildGateway({ ...opts, config, logger, accounts, ...(usage ? { usage } : {}) });
   let port: number;
   let metricsServer: Server | null = null;
   try {
@@ -36,6 +42,7 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
     // All or nothing: close what started, then src/cli/main.ts exits with EXIT_LISTEN_FAILED.
     logger.fatal({ err }, 'start-up failed; stopping');
     await gw.close(0).catch(() => undefined);
+    await recorder?.close();
     if (!opts.accounts) await accounts.close().catch(() => undefined);
     throw err;
   }
@@ -58,6 +65,8 @@ export async function runGateway(opts: RunOptions = {}): Promise<number> {
         .catch((err: unknown) => logger.error({ err }, 'error while closing'))
         .finally(async () => {
           metricsServer?.close();
+          // After the drain: the last answered requests' records are written before the store closes.
+          await recorder?.close();
           await accounts.close().catch(() => undefined);
           clearTimeout(hard);
           logger.info('drained; bye');

@@ -15,6 +15,7 @@ import type { RemoteFetchOptions } from '../service/inputs/remote-fetch.js';
 import { buildMcp } from './server.js';
 import { BodyBudget } from '../http/body-budget.js';
 import { listenSurface } from '../cli/listen.js';
+import { createUsageRecorder, type UsageRecorder, type UsageSink } from '../accounts/usage/recorder.js';
 
 export interface McpRunOptions {
   config?: Config;
@@ -26,6 +27,8 @@ export interface McpRunOptions {
   remoteFetch?: Partial<RemoteFetchOptions>;
   /** Shared with the gateway when both run in one process (`facecompute serve`). */
   bodyBudget?: BodyBudget;
+  /** Where tool calls' usage goes; null records none. Unset: a recorder on the store opened here, if any. */
+  usage?: UsageSink | null;
 }
 
 /**
@@ -43,7 +46,10 @@ export async function createMcp(opts: McpRunOptions = {}) {
   const config = opts.config ?? loadConfig();
   assertStartupConfig(config, 'mcp');
   const logger = opts.logger ?? createLogger('mcp', config.logLevel);
-  const accounts = opts.accounts ?? (await createAccountsStore(config));
+  const store = opts.accounts ? null : await createAccountsStore(config);
+  const accounts = opts.accounts ?? store!;
+  const recorder: UsageRecorder | null = opts.usage === undefined && store ? createUsageRecorder(store, { ...config.usage, log: logger }) : null;
+  const usage = opts.usage ?? recorder;
   const limiter = opts.limiter ?? (await createConfiguredLimiter(config));
   const upstream = opts.upstream ?? createConfiguredUpstream(config, undefined, logger.child({ component: 'upstream' }));
   const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs, config.capacity.admission, undefined, config.capacity.queueHeadroom);
@@ -65,8 +71,9 @@ export async function createMcp(opts: McpRunOptions = {}) {
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,
     version: VERSION,
+    ...(usage ? { usage } : {}),
   });
-  return { app, accounts, limiter, upstream, config, logger };
+  return { app, accounts, limiter, upstream, config, logger, recorder };
 }
 
 export async function run(_args: string[]): Promise<number> {
@@ -76,6 +83,7 @@ export async function run(_args: string[]): Promise<number> {
   } catch (err) {
     mcp.logger.fatal({ err }, 'start-up failed; stopping');
     await mcp.app.close().catch(() => undefined);
+    await mcp.recorder?.close();
     await mcp.accounts.close().catch(() => undefined);
     await mcp.limiter.close().catch(() => undefined);
     await mcp.upstream.close().catch(() => undefined);
@@ -87,6 +95,7 @@ export async function run(_args: string[]): Promise<number> {
     process.once('SIGINT', () => done());
   });
   await mcp.app.close();
+  await mcp.recorder?.close();
   await mcp.accounts.close();
   await mcp.limiter.close();
   return 0;

@@ -7,6 +7,7 @@ import { ServiceError } from '../errors/index.js';
 import type { AccountsPort } from '../accounts/api.js';
 import { consumesCall } from '../accounts/charging.js';
 import type { Limiter } from '../service/limits/limiter.js';
+import type { UsageOutcome } from '../accounts/schema.js';
 
 export interface MeteringDeps {
   accounts: AccountsPort;
@@ -15,9 +16,10 @@ export interface MeteringDeps {
 
 /**
  * `work` receives `reserve`, which it calls right before its compute starts (ComputeContext.reserve):
- * a call refused by the checks before that never touches the allowance.
+ * a call refused by the checks before that never touches the allowance. `settled` learns what the call
+ * cost in the end (the usage record).
  */
-export async function metered<T>(deps: MeteringDeps, accountId: string, work: (reserve: () => Promise<void>) => Promise<T>): Promise<T> {
+export async function metered<T>(deps: MeteringDeps, accountId: string, work: (reserve: () => Promise<void>) => Promise<T>, settled?: (outcome: UsageOutcome) => void): Promise<T> {
   const win = await deps.limiter.hit(accountId);
   if (!win.allowed) {
     const seconds = Math.max(1, Math.ceil(win.resetMs / 1000));
@@ -28,6 +30,7 @@ export async function metered<T>(deps: MeteringDeps, accountId: string, work: (r
     throw new ServiceError('rate_limited', `at most ${slot.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
   }
   let reserved = false;
+  let refunded = false;
   const reserve = async () => {
     if (reserved) return;
     await deps.accounts.consume(accountId);
@@ -37,9 +40,17 @@ export async function metered<T>(deps: MeteringDeps, accountId: string, work: (r
     return await work(reserve);
   } catch (err) {
     const e = err instanceof ServiceError ? err : null;
-    if (reserved && !consumesCall(e?.status ?? 500, e?.code)) await deps.accounts.refund(accountId).catch(() => undefined);
+    if (reserved && !consumesCall(e?.status ?? 500, e?.code)) {
+      await deps.accounts.refund(accountId).then(
+        () => {
+          refunded = true;
+        },
+        () => undefined,
+      );
+    }
     throw err;
   } finally {
+    settled?.(!reserved ? 'not_charged' : refunded ? 'refunded' : 'charged');
     await deps.limiter.release(accountId, slot.slot).catch(() => undefined);
   }
 }

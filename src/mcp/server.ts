@@ -25,6 +25,8 @@ import { parseArguments } from './arguments.js';
 import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
+import type { UsageSink } from '../accounts/usage/recorder.js';
+import type { UsageOutcome } from '../accounts/schema.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -44,6 +46,8 @@ export interface McpDeps {
   /** Browser origins allowed to call; requests without Origin (agents, CLIs) are allowed. */
   allowedOrigins: string[];
   version: string;
+  /** Where each tool call's usage goes once answered (src/accounts/usage/recorder.ts). */
+  usage?: UsageSink;
 }
 
 declare module 'fastify' {
@@ -74,14 +78,47 @@ function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'
  */
 function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): Server {
   const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: { tools: {} } });
-  const run = async (tool: ToolName, work: (ctx: ComputeContext) => Promise<unknown>) => {
+  /**
+   * The usage record of one tool call (only of a listed tool: the route column never holds a name a
+   * caller made up). Its status is the REST status of the same answer (200, or the error's), so that
+   * the Usage page counts a refused MCP call as it counts a refused REST one.
+   */
+  const record = (tool: ToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) => {
+    deps.usage?.record({
+      accountId: key.accountId,
+      keyId: key.keyId,
+      surface: 'mcp',
+      route: tool,
+      status: err ? err.status : 200,
+      error: err ? err.code : null,
+      outcome,
+      durationMs: performance.now() - t0,
+      requestId,
+      at: Date.now(),
+    });
+  };
+  const run = async (tool: ToolName, t0: number, work: (ctx: ComputeContext) => Promise<unknown>) => {
+    // Refused before metering (the rate limit): nothing was charged.
+    let outcome: UsageOutcome = 'not_charged';
     try {
       const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
-      const result = (await (tool === 'get_capabilities' ? work(ctx) : metered(deps, key.accountId, (reserve) => work({ ...ctx, reserve })))) as Record<string, unknown>;
+      const result = (await (tool === 'get_capabilities'
+        ? work(ctx)
+        : metered(
+            deps,
+            key.accountId,
+            (reserve) => work({ ...ctx, reserve }),
+            (o) => {
+              outcome = o;
+            },
+          ))) as Record<string, unknown>;
+      record(tool, t0, null, outcome);
       return { content: [{ type: 'text' as const, text: summarize(tool, result) }], structuredContent: result };
     } catch (err) {
       if (!isServiceError(err) || err.status >= 500) deps.logger.error({ err, requestId, tool }, 'mcp tool failed');
-      return toolError(err);
+      const answer = toolError(err);
+      record(tool, t0, fromNative(err), outcome);
+      return answer;
     }
   };
   const compute: Record<ToolName, (args: never, ctx: ComputeContext) => Promise<unknown>> = {
@@ -95,13 +132,15 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     const name = request.params.name;
     if (!Object.prototype.hasOwnProperty.call(TOOL_INPUTS, name)) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
     const tool = name as ToolName;
+    const t0 = performance.now();
     let args: unknown;
     try {
       args = parseArguments(tool, request.params.arguments ?? {}, deps.arrayLimits);
     } catch (err) {
+      record(tool, t0, fromNative(err), 'not_charged');
       return toolError(err);
     }
-    return run(tool, (ctx) => compute[tool](args as never, ctx));
+    return run(tool, t0, (ctx) => compute[tool](args as never, ctx));
   });
   return server;
 }
