@@ -16,6 +16,7 @@ import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
 import { launchChromium } from './helpers/browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
+import { UsageRecorder } from '../src/accounts/usage/recorder.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
 mkdirSync(SHOTS, { recursive: true });
@@ -56,11 +57,30 @@ t.teardown(async () => {
 const long = await store.signup(LONG_EMAIL, PASSWORD);
 const longId = long.account.id;
 await verifyEmailOf(store, longId);
-await store.createKey(longId, 'rest', LONG_NAME);
+const longKey = await store.createKey(longId, 'rest', LONG_NAME);
 const revoked = await store.createKey(longId, 'rest', `${LONG_NAME.slice(0, 60)} old`);
 await store.revokeKey(longId, 'rest', revoked.id);
 await store.createKey(longId, 'rest', 'laptop');
-await store.createKey(longId, 'mcp', LONG_NAME);
+const longMcp = await store.createKey(longId, 'mcp', LONG_NAME);
+// A full Usage page: 30 days of calls on every key, MCP tools, errors, and the 100 recent requests.
+const recorder = new UsageRecorder(store.db, { retentionDays: 31, flushMs: 60_000 });
+for (let i = 0; i < 240; i++) {
+  const mcp = i % 5 === 0;
+  const failed = i % 7 === 0;
+  recorder.record({
+    accountId: longId,
+    keyId: mcp ? longMcp.id : i % 3 === 0 ? revoked.id : longKey.id,
+    surface: mcp ? 'mcp' : 'rest',
+    route: mcp ? 'verify_faces' : ['/verify', '/represent', '/compare'][i % 3]!,
+    status: failed ? 400 : 200,
+    error: failed ? 'embedding_dimension_mismatch' : null,
+    outcome: failed ? 'not_charged' : i % 11 === 0 ? 'refunded' : 'charged',
+    durationMs: 1234.5 + i,
+    requestId: crypto.randomUUID(),
+    at: Date.now() - (239 - i) * 3 * 3600_000,
+  });
+}
+await recorder.close();
 const carded = await store.signup(`card.${LONG_EMAIL.slice(5)}`, PASSWORD);
 await verifyEmailOf(store, carded.account.id);
 await store.saveCard(carded.account.id, 'pm_card_visa');
@@ -192,6 +212,8 @@ const scenarios: Scenario[] = [
     },
   },
   { name: 'mcp-empty', session: 'anonymous', open: (p) => go(p, '/mcp') },
+  { name: 'usage-long', session: 'long', open: (p) => go(p, '/usage') },
+  { name: 'usage-empty', session: 'anonymous', open: (p) => go(p, '/usage') },
 ];
 
 async function go(page: Page, path: string, status = 200): Promise<void> {

@@ -86,3 +86,59 @@ export const keyListAnswer = {
     },
   },
 } as const;
+
+const usageCounts = {
+  charged: { type: 'integer' },
+  refunded: { type: 'integer' },
+  refused: { type: 'integer' },
+  free: { type: 'integer' },
+  total: { type: 'integer' },
+} as const;
+const countsRequired = ['charged', 'refunded', 'refused', 'free', 'total'] as const;
+
+/** GET /api/usage (issue 28; beyond contract §7's table): src/accounts/usage/report.ts's UsageReport, and the account. */
+export const usageAnswer = {
+  type: 'object',
+  required: ['account', 'usage'],
+  properties: {
+    account: accountSchema,
+    usage: {
+      type: 'object',
+      required: ['from', 'to', 'days', 'totals', 'by_key', 'by_route', 'recent'],
+      properties: {
+        from: { type: 'string' },
+        to: { type: 'string' },
+        days: { type: 'array', items: { type: 'object', required: ['day', ...countsRequired], properties: { day: { type: 'string' }, ...usageCounts } } },
+        totals: { type: 'object', required: countsRequired, properties: usageCounts },
+        by_key: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['key_id', 'name', 'prefix', 'kind', 'revoked', ...countsRequired],
+            properties: { key_id: { type: 'string' }, name: nullableString, prefix: nullableString, kind: { type: ['string', 'null'] }, revoked: { type: 'boolean' }, ...usageCounts },
+          },
+        },
+        by_route: { type: 'array', items: { type: 'object', required: ['route', ...countsRequired], properties: { route: { type: 'string' }, ...usageCounts } } },
+        recent: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['at', 'key_id', 'key_name', 'surface', 'route', 'status', 'error', 'outcome', 'duration_ms', 'request_id'],
+            properties: {
+              at: { type: 'string' },
+              key_id: nullableString,
+              key_name: nullableString,
+              surface: { type: 'string' },
+              route: { type: 'string' },
+              status: { type: 'integer' },
+              error: nullableString,
+              outcome: { type: 'string' },
+              duration_ms: { type: 'number' },
+              request_id: { type: 'string' },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,4 +1,4 @@
-/** The console's JSON API under /api/, exactly contract §7's table. */
+/** The console's JSON API under /api/: contract §7's table, and GET /api/usage (issue 28). */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsStore, KeyKind } from '../../accounts/index.js';
 import {
@@ -11,8 +11,10 @@ import {
   keyListAnswer,
   keyNameBody,
   sessionAnswer,
+  usageAnswer,
   verifyEmailBody,
 } from '../schemas.js';
+import { usageReport } from '../../accounts/usage/report.js';
 
 interface Credentials {
   email: string;
@@ -79,6 +81,14 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
 
   app.get('/api/account', { ...signedIn, schema: { response: { 200: accountAnswer } } }, async (req) => {
     return { account: await store.getAccount(account(req)) };
+  });
+
+  // The account's usage over the last 30 days (src/accounts/usage/report.ts), with the account for its
+  // remaining allowance. Only the signed-in account's rows are ever read.
+  app.get('/api/usage', { ...signedIn, schema: { response: { 200: usageAnswer } } }, async (req, reply) => {
+    const [acc, usage] = await Promise.all([store.getAccount(account(req)), usageReport(store.db, account(req))]);
+    void reply.header('cache-control', 'no-store');
+    return { account: acc, usage };
   });
 
   const kinds: Array<[string, KeyKind]> = [

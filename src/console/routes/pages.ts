@@ -13,6 +13,8 @@ import type { Html } from '../views/html.js';
 import { accountPage, keysPage, mcpPage, signinPage, signupPage, verifyPage, type Notice } from '../views/pages.js';
 import type { Flash } from '../plugins/flash.js';
 import { KEY_PREFIX } from '../../accounts/secrets.js';
+import { usageReport } from '../../accounts/usage/report.js';
+import { usagePage } from '../views/usage.js';
 
 export interface PagesOptions {
   store: AccountsStore;
@@ -117,6 +119,14 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
   app.get('/account', async (req, reply) => {
     const id = await pageAccount(req, reply);
     return id === null ? reply : renderAccount(req, reply, id, app.takeFlash(req, reply)?.notice);
+  });
+
+  app.get('/usage', async (req, reply) => {
+    const id = await pageAccount(req, reply);
+    if (id === null) return reply;
+    const [account, report] = await Promise.all([store.getAccount(id), usageReport(store.db, id)]);
+    reply.header('cache-control', 'no-store');
+    return send(req, reply, 'Usage', '/usage', true, () => usagePage(account, report, opts.freeCalls));
   });
 
   /** After a form succeeded: its notice for the page, and a redirect to it. */

@@ -49,7 +49,7 @@ export function layout(o: LayoutOptions): Html {
     o.signedIn === null
       ? html`${navLink('/', 'Console', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
       : o.signedIn
-        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
+        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/usage', 'Usage', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
         : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/skill.md', 'Docs', o.current)}`;
   // Outside the navigation landmark: it is an action, and on a phone it shares the brand's row.
   const signOut = o.signedIn

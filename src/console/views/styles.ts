@@ -60,6 +60,24 @@ progress::-moz-progress-bar { background:var(--accent); border-radius:999px; }
 .sr-only { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
 .or { margin:1.25rem 0 .5rem; color:var(--muted); }
+/* Usage page: the 30-day chart (inline SVG) and its legend. */
+figure.chart { margin:.5rem 0 0; }
+figure.chart svg { display:block; width:100%; height:160px; background:#f9fafb; border-radius:6px; }
+.chart-axis { display:flex; justify-content:space-between; font-size:.8rem; color:var(--muted); margin-top:.25rem; }
+.legend { font-size:.85rem; color:var(--muted); margin-top:.5rem; display:flex; flex-wrap:wrap; gap:.25rem .75rem; align-items:center; }
+.swatch { display:inline-block; width:.8rem; height:.8rem; border-radius:2px; vertical-align:middle; margin-right:.25rem; }
+.bar-charged { fill:var(--accent); background:var(--accent); }
+.bar-refunded { fill:#f79009; background:#f79009; }
+.bar-refused { fill:#d92d20; background:#d92d20; }
+.bar-free { fill:#98a2b3; background:#98a2b3; }
+table.stack td code { overflow-wrap:anywhere; }
+table.recent { font-size:.875rem; }
+/* Error codes wrap only after their underscores (<wbr>). */
+table.stack td.words code { overflow-wrap:normal; }
+/* Side by side, routes and error codes stay whole; the key name and the request id wrap instead. */
+@media (min-width: 601px) {
+  table.recent td.nowrap code { white-space:nowrap; overflow-wrap:normal; }
+}
 @media (max-width: 600px) {
   header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
   /* Brand and Sign out share the first row; the navigation takes the second, whole. */
@@ -70,11 +88,12 @@ details summary { cursor:pointer; font-weight:600; margin:.5rem 0; }
   .secret { flex-direction:column; }
   .secret pre { font-size:.8rem; }
   /* Key tables: one block per key, each value on its own labelled line. */
-  table.keys thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
-  table.keys, table.keys tbody, table.keys tr { display:block; width:100%; }
-  table.keys tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
-  table.keys td { display:flex; flex-wrap:wrap; align-items:baseline; gap:.1rem .75rem; border:0; padding:.2rem 0; white-space:normal; }
-  table.keys td::before { content:attr(data-label); content:attr(data-label) / ""; flex:0 0 5.5rem; color:var(--muted); font-size:.85rem; font-weight:600; }
-  table.keys td.name > span { flex:1 1 0; min-width:0; font-weight:600; }
+  /* The Usage page's tables (table.stack) the same way. */
+  table.keys thead, table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  table.keys, table.keys tbody, table.keys tr, table.stack, table.stack tbody, table.stack tr { display:block; width:100%; }
+  table.keys tr, table.stack tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
+  table.keys td, table.stack td { display:flex; flex-wrap:wrap; align-items:baseline; gap:.1rem .75rem; border:0; padding:.2rem 0; white-space:normal; }
+  table.keys td::before, table.stack td::before { content:attr(data-label); content:attr(data-label) / ""; flex:0 0 5.5rem; color:var(--muted); font-size:.85rem; font-weight:600; }
+  table.keys td.name > span, table.stack td.name > span { flex:1 1 0; min-width:0; font-weight:600; }
 }
 `;
