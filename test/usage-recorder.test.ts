@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { eachDatabase } from './helpers/accounts-db.js';
-import { BATCH_SIZE, MAX_BUFFERED, RECENT_PER_ACCOUNT, UsageRecorder, createUsageRecorder, type UsageEvent } from '../src/accounts/usage/recorder.js';
+import { BATCH_SIZE, MAX_BUFFERED, RECENT_PER_ACCOUNT, WRITE_CHUNK, UsageRecorder, createUsageRecorder, type UsageEvent } from '../src/accounts/usage/recorder.js';
 import { usageReport } from '../src/accounts/usage/report.js';
 
 const DAY = 86_400_000;
@@ -120,6 +120,42 @@ eachDatabase(t, async (t, tdb) => {
     while (rec.written < BATCH_SIZE && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     t.equal(rec.written, BATCH_SIZE);
     t.equal((await usageReport(store.db, a.id, { now: clock })).totals.total, BATCH_SIZE);
+    await rec.close();
+  });
+
+  t.test(`a flush writes ${WRITE_CHUNK} records per transaction and lets I/O run between them`, async (t) => {
+    const a = await account();
+    let transactions = 0;
+    let immediates = 0;
+    const db = new Proxy(store.db, {
+      get(target, prop) {
+        if (prop === 'transaction') transactions++;
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const rec = new UsageRecorder(db, { retentionDays: 31, flushMs: 60_000, now });
+    for (let i = 0; i < WRITE_CHUNK * 2 + 50; i++) rec.record(event(a));
+    // Macrotasks (what answers requests) during the flush: with SQLite's synchronous driver they run
+    // only where the flush yields, so one that sees part of the records written ran between two
+    // transactions. (With PostgreSQL they also run during each transaction's I/O.)
+    const seen: number[] = [];
+    let flushing = true;
+    const tick = () => {
+      immediates++;
+      seen.push(rec.written);
+      if (flushing) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await rec.flush();
+    flushing = false;
+    t.equal(transactions, 5, `3 writes of at most ${WRITE_CHUNK}, then one trim of the account and the first flush's prune`);
+    t.ok(immediates > 0);
+    t.ok(
+      seen.some((n) => n > 0 && n < WRITE_CHUNK * 2 + 50),
+      `I/O ran between transactions (written when macrotasks ran: ${[...new Set(seen)].join(', ')})`,
+    );
+    t.equal((await usageReport(store.db, a.id, { now: clock })).totals.total, WRITE_CHUNK * 2 + 50);
     await rec.close();
   });
 

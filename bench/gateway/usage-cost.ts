@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { createAccountsStore } from '../../src/accounts/index.js';
@@ -55,7 +56,7 @@ await store.close();
  * The recorder alone, in this process: CPU of record() (on the request path) and of the batched
  * writes (off it), per request, for 20,000 requests of 50 accounts on the same SQLite database.
  */
-async function recorderAlone(): Promise<{ record_us: number; write_us: number }> {
+async function recorderAlone(): Promise<{ record_us: number; write_us: number; longest_write_ms: number }> {
   const { UsageRecorder } = await import('../../src/accounts/usage/recorder.js');
   const st = await createAccountsStore(loadConfig(env));
   const ids: string[] = [];
@@ -64,6 +65,7 @@ async function recorderAlone(): Promise<{ record_us: number; write_us: number }>
   const N = 20_000;
   const routes = ['/verify', '/represent', '/compare'];
   let recordCpu = 0;
+  let longest = 0;
   const c0 = process.cpuUsage();
   for (let i = 0; i < N; i++) {
     const a = process.cpuUsage();
@@ -71,12 +73,19 @@ async function recorderAlone(): Promise<{ record_us: number; write_us: number }>
     const b = process.cpuUsage(a);
     recordCpu += b.user + b.system;
     // Let the early writes (every 500) run, as they would between requests.
-    if (i % 500 === 499) await rec.flush();
+    if (i % 500 === 499) {
+      // The longest the event loop is held: one transaction (the flush yields between them).
+      const h = monitorEventLoopDelay({ resolution: 1 });
+      h.enable();
+      await rec.flush();
+      h.disable();
+      longest = Math.max(longest, h.max / 1e6);
+    }
   }
   await rec.close();
   const all = process.cpuUsage(c0);
   await st.close();
-  return { record_us: Math.round((recordCpu / N) * 100) / 100, write_us: Math.round(((all.user + all.system - recordCpu) / N) * 10) / 10 };
+  return { record_us: Math.round((recordCpu / N) * 100) / 100, write_us: Math.round(((all.user + all.system - recordCpu) / N) * 10) / 10, longest_write_ms: Math.round(longest * 10) / 10 };
 }
 const alone = await recorderAlone();
 console.log(JSON.stringify({ recorder_alone_cpu_us_per_request: alone }));

@@ -1,9 +1,9 @@
 /**
  * Per-request usage, written off the request path. `record()` only appends to an in-memory buffer (a
- * few hundred nanoseconds); a timer writes the buffer in one transaction every FACECOMPUTE_USAGE_FLUSH_MS
- * (1 s), or as soon as BATCH_SIZE records wait. A write adds the batch to the daily counters (summed in
- * memory first, one upsert per distinct row) and inserts the batch's recent requests, then keeps only
- * the newest RECENT_PER_ACCOUNT of each account in the batch. Once an hour rows older than the retention
+ * few microseconds); a timer writes the buffer every FACECOMPUTE_USAGE_FLUSH_MS (1 s), or as soon as
+ * BATCH_SIZE records wait, in transactions of WRITE_CHUNK records. A write adds them to the daily counters (summed in
+ * memory first, one upsert per distinct row) and inserts the recent requests; then the flush keeps only
+ * the newest RECENT_PER_ACCOUNT of each account it wrote to. Once an hour rows older than the retention
  * are deleted. So the tables grow with accounts, keys and days, never with traffic.
  *
  * What a crash loses: the records still in the buffer, at most FACECOMPUTE_USAGE_FLUSH_MS of answered
@@ -53,6 +53,14 @@ export interface UsageRecorderOptions {
 export const RECENT_PER_ACCOUNT = 100;
 /** A write starts early once this many records wait. */
 export const BATCH_SIZE = 500;
+/**
+ * Records per transaction. better-sqlite3 runs each statement on the JS thread, so a write holds the
+ * event loop: about 40 us of CPU per record (bench/gateway/usage-cost.ts), about 4 ms for 100. Larger
+ * transactions stalled every request behind them (500 records: 68 ms median on a loaded 2-core machine).
+ */
+export const WRITE_CHUNK = 100;
+/** Accounts trimmed per transaction. */
+const TRIM_CHUNK = 50;
 /** Records held while the database cannot be written; past it new records are dropped (and counted). */
 export const MAX_BUFFERED = 10_000;
 const PRUNE_EVERY_MS = 3600_000;
@@ -117,25 +125,72 @@ export class UsageRecorder implements UsageSink {
   async flush(): Promise<void> {
     while (this.writing) await this.writing;
     if (this.buffer.length === 0) return;
-    const batch = this.buffer;
-    this.buffer = [];
-    this.writing = this.write(batch)
-      .then(() => {
+    this.writing = this.drain().finally(() => {
+      this.writing = null;
+    });
+    await this.writing;
+    if (this.buffer.length > 0 && !this.closed) this.schedule(this.buffer.length >= BATCH_SIZE ? 0 : this.opts.flushMs);
+  }
+
+  /**
+   * Writes the buffer WRITE_CHUNK records per transaction, yielding to I/O between transactions, so
+   * that requests are answered between them. Stops at the first failure, the failed chunk back in front.
+   */
+  private async drain(): Promise<void> {
+    const touched = new Set<string>();
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, WRITE_CHUNK);
+      try {
+        await this.write(batch);
         this.written += batch.length;
-      })
-      .catch((err: unknown) => {
-        // Nothing of the batch was written (one transaction): put it back in front, within the bound.
+        for (const e of batch) touched.add(e.accountId);
+      } catch (err) {
+        // Nothing of the chunk was written (one transaction): put it back in front, within the bound.
         const room = Math.max(0, MAX_BUFFERED - this.buffer.length);
         this.dropped += Math.max(0, batch.length - room);
         this.buffer = batch.slice(0, room).concat(this.buffer);
         this.opts.log?.warn({ err, pending: this.buffer.length, dropped: this.dropped }, 'usage records not written; retrying');
         if (!this.closed) this.schedule(this.opts.flushMs);
-      })
-      .finally(() => {
-        this.writing = null;
-      });
-    await this.writing;
-    if (this.buffer.length > 0 && !this.closed) this.schedule(this.buffer.length >= BATCH_SIZE ? 0 : this.opts.flushMs);
+        return;
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    await this.trim([...touched].sort());
+  }
+
+  /**
+   * Keeps the newest RECENT_PER_ACCOUNT requests of each account written to, once per flush (not per
+   * chunk: a trim is one index walk of about 100 entries per account, the larger part of a write's
+   * cost), TRIM_CHUNK accounts per transaction; and deletes what is older than the retention, hourly.
+   * A failure is logged and left: the account is trimmed again on its next write, the prune next time.
+   */
+  private async trim(accounts: string[]): Promise<void> {
+    const prune = this.now() - this.lastPrune >= PRUNE_EVERY_MS;
+    try {
+      for (let i = 0; i < accounts.length; i += TRIM_CHUNK) {
+        await this.db.transaction().execute(async (tx) => {
+          for (const account of accounts.slice(i, i + TRIM_CHUNK)) {
+            // The index (account_id, id) serves both sides.
+            await tx
+              .deleteFrom('usage_recent')
+              .where('account_id', '=', account)
+              .where('id', '<', (eb) =>
+                eb
+                  .selectFrom((sub) => sub.selectFrom('usage_recent').select('id').where('account_id', '=', account).orderBy('id', 'desc').limit(RECENT_PER_ACCOUNT).as('newest'))
+                  .select((s) => s.fn.min<number>('newest.id').as('m')),
+              )
+              .execute();
+          }
+        });
+        await new Promise((r) => setImmediate(r));
+      }
+      if (prune) {
+        await this.db.transaction().execute((tx) => this.pruneIn(tx));
+        this.lastPrune = this.now();
+      }
+    } catch (err) {
+      this.opts.log?.warn({ err }, 'usage records not trimmed; trimmed on the next write');
+    }
   }
 
   /** Writes what is left and stops. */
@@ -168,8 +223,6 @@ export class UsageRecorder implements UsageSink {
       request_id: e.requestId,
       created_at: new Date(e.at).toISOString(),
     }));
-    const accounts = [...new Set(batch.map((e) => e.accountId))].sort();
-    const prune = this.now() - this.lastPrune >= PRUNE_EVERY_MS;
     await this.db.transaction().execute(async (tx) => {
       // At most a few hundred rows per statement: SQLite binds at most 32,766 parameters.
       for (let i = 0; i < dailyRows.length; i += 200) {
@@ -182,21 +235,7 @@ export class UsageRecorder implements UsageSink {
           .execute();
       }
       for (let i = 0; i < recentRows.length; i += 200) await tx.insertInto('usage_recent').values(recentRows.slice(i, i + 200)).execute();
-      for (const account of accounts) {
-        // The account's newest RECENT_PER_ACCOUNT stay; the index (account_id, id) serves both sides.
-        await tx
-          .deleteFrom('usage_recent')
-          .where('account_id', '=', account)
-          .where('id', '<', (eb) =>
-            eb
-              .selectFrom((sub) => sub.selectFrom('usage_recent').select('id').where('account_id', '=', account).orderBy('id', 'desc').limit(RECENT_PER_ACCOUNT).as('newest'))
-              .select((s) => s.fn.min<number>('newest.id').as('m')),
-          )
-          .execute();
-      }
-      if (prune) await this.pruneIn(tx);
     });
-    if (prune) this.lastPrune = this.now();
   }
 
   private async pruneIn(tx: Kysely<Database>): Promise<void> {
