@@ -14,7 +14,7 @@ export declare class CompareStream {
    * `sources`: K×dims (1 ≤ K < 4); `top_k` if known; rows past `max_rows` are counted, not
    * scored; `delimiter`: CRLF--boundary, which ends the part.
    */
-  constructor(sources: Float32Array, dims: number, metric: string, topK: number | undefined | null, maxRows: number, delimiter: Uint8Array)
+  constructor(sources: Float32Array, dims: number, metric: DistanceMetric, topK: number | undefined | null, maxRows: number, delimiter: Uint8Array)
   /**
    * Scores the rows of the next chunk; returns the index in `chunk` just past the delimiter when
    * the part ends in it, else -1.
@@ -40,12 +40,12 @@ export declare class HaarDetector {
   /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
   static load(faceXml: string, eyeXml: string): HaarDetector
   /** Faces of the image, on the libuv pool. */
-  detect(image: HaarImage): Promise<HaarFace[]>
+  detect(image: NativeImage): Promise<HaarFace[]>
   /**
    * `detect` with the face cascade's raw windows before grouping and the group each face
    * averages: a debugging view (`facecompute debug haar-windows`), on the libuv pool.
    */
-  trace(image: HaarImage): Promise<HaarTrace>
+  trace(image: NativeImage): Promise<HaarTrace>
 }
 
 /**
@@ -57,19 +57,19 @@ export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
- * Bench only: the many-to-many kernel on one thread (the calling one), so its FLOP rate can be
- * set against the single-core peak.
+ * The many-to-many kernel on one thread (the calling one), so its FLOP rate can be set against the
+ * single-core peak.
  */
-export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK: number): BenchTime
+export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK: number): BenchTime
 
 /**
- * Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
- * calling thread (the yardstick of the many-to-many kernel in bench/compare).
+ * This core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the calling thread (the
+ * yardstick of the many-to-many kernel in bench/compare).
  */
 export declare function benchPeakF32Gflops(seconds: number): number
 
 /**
- * Bench only: the sum of every float, read with the comparison's kernel and thread split (the
+ * The sum of every float, read with the comparison's kernel and thread split (the
  * memory-bandwidth yardstick of bench/compare).
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
@@ -83,7 +83,10 @@ export interface BenchTime {
   cpuSeconds: number
 }
 
-/** Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses. */
+/** The order of a 3-channel image's channels. */
+export type ChannelOrder = 'bgr' | 'rgb'
+
+/** Which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {
   kernel: string
   threads: number
@@ -93,19 +96,19 @@ export interface CompareEngine {
  * Many sources (K×dims) against many targets (N×dims), on the libuv pool: the blocked GEMM screen
  * with exact f64 refinement when `top_k` is given (core::compare::many), else every distance.
  */
-export declare function compareManyToMany(sources: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<ManyOutput>
+export declare function compareManyToMany(sources: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<ManyOutput>
 
 /** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
-export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
 
 /**
  * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
  * decode, validation and comparison run on the libuv pool.
  */
-export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: string, topK?: number | undefined | null): Promise<CompareOutput>
+export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
 
 /** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
-export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: string, topK?: number | undefined | null): CompareOutput
+export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): CompareOutput
 
 export interface CompareOutput {
   indices: Uint32Array
@@ -133,7 +136,7 @@ export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise
 export interface DecodeOptions {
   maxBytes: number
   maxPixels: number
-  order: 'bgr' | 'rgb'
+  order: ChannelOrder
 }
 
 /** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
@@ -152,6 +155,9 @@ export interface DetectionInput {
   confidence: number
 }
 
+/** DeepFace's four distance metrics (contract §3). */
+export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular'
+
 export interface ExtractedFaceOutput {
   face: NativeImage
   area: FacialAreaOutput
@@ -169,17 +175,7 @@ export interface ExtractFacesOptions {
   originalHeight: number
 }
 
-export interface FaceImage {
-  width: number
-  height: number
-  channels: number
-  /** BGR (or grey) uint8, rows top to bottom, channels interleaved. */
-  data: Buffer
-  /** A black border included in width and height but not in data (see padded.rs). */
-  pad?: Padding
-}
-
-export declare function facesToTensor(faces: Array<NativeImage>, specIn: TensorSpecInput): Promise<Float32Array>
+export declare function facesToTensor(faces: Array<NativeImage>, spec: TensorSpecInput): Promise<Float32Array>
 
 export interface FacialAreaOutput {
   x: number
@@ -201,16 +197,6 @@ export interface HaarFace {
   confidence: number
   leftEye?: Array<number>
   rightEye?: Array<number>
-}
-
-/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR (1: grey, 4: BGRA). */
-export interface HaarImage {
-  width: number
-  height: number
-  channels: number
-  data: Buffer
-  /** A black border included in width and height but not in data (see padded.rs). */
-  pad?: Padding
 }
 
 /** `HaarDetector.trace`'s answer: the faces and the raw windows. */
@@ -248,15 +234,27 @@ export interface HaarWindow {
   group: number
 }
 
+/** The image formats decoded (contract §4), as the header names them. */
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
+
 export interface ImageProbe {
-  format: 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'
+  format: ImageFormat
   width: number
   height: number
 }
 
+/** OpenCV's interpolations that DeepFace uses. */
+export type Interpolation = 'linear' | 'cubic' | 'area'
+
 export declare function l2Normalize(vector: Float32Array): Float32Array
 
 export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+/**
+ * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then
+ * divide (DeepFace's `represent` with the detector `skip`).
+ */
+export type Letterbox = 'float' | 'uint8'
 
 /**
  * One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`
@@ -285,6 +283,12 @@ export interface NativeFace {
   rawLandmarks: Array<number>
 }
 
+/**
+ * 8-bit pixels, rows top to bottom, channels interleaved (3 are BGR unless said otherwise). With
+ * `pad`, `data` holds only the inner (width − left − right) × (height − top − bottom) pixels and the
+ * export builds the bordered image itself, off the JS thread (see padded.rs). The one pixel buffer
+ * of the binding: decode returns it, and every pixel, detector and extraction export takes it.
+ */
 export interface NativeImage {
   width: number
   height: number
@@ -298,6 +302,9 @@ export interface NativeTensor {
   data: Float32Array
   dims: Array<number>
 }
+
+/** DeepFace's input normalizations (contract §3), applied to a face tensor. */
+export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
 
 export interface Padding {
   top: number
@@ -315,10 +322,13 @@ export interface PreparedInput {
   resized: boolean
 }
 
+/** How a model's input is scaled before normalization (models/manifest.json `preprocess`). */
+export type Preprocess = 'deepface_float' | 'uint8_truncate'
+
 /** Reads the header only: format and stored size. Enforces no limit. */
 export declare function probeImage(bytes: Buffer): ImageProbe
 
-export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: 'linear' | 'cubic' | 'area'): Promise<NativeImage>
+export declare function resizeImage(img: NativeImage, width: number, height: number, interpolation: Interpolation): Promise<NativeImage>
 
 export interface ResnetLevelInput {
   stride: number
@@ -337,22 +347,25 @@ export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, 
  * Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
  * scales the long side to that many pixels; without it, serengil's 1024/1980 rule (DeepFace's).
  */
-export declare function retinafacePrepare(image: FaceImage, variantName: string, longSide?: number | undefined | null): Promise<PreparedInput>
+export declare function retinafacePrepare(image: NativeImage, variant: RetinafaceVariant, longSide?: number | undefined | null): Promise<PreparedInput>
+
+/** The RetinaFace networks served. */
+export type RetinafaceVariant = 'mobilenet' | 'resnet50'
 
 export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
+/** A model input's layout. */
+export type TensorLayout = 'nchw' | 'nhwc'
 
 export interface TensorSpecInput {
   width: number
   height: number
-  layout: 'nchw' | 'nhwc'
-  channelOrder: 'bgr' | 'rgb'
-  preprocess: 'deepface_float' | 'uint8_truncate'
-  normalization: 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'
-  /**
-   * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox, then divide
-   * (DeepFace's `represent` with the detector `skip`).
-   */
-  letterbox?: 'float' | 'uint8'
+  layout: TensorLayout
+  channelOrder: ChannelOrder
+  preprocess: Preprocess
+  normalization: Normalization
+  /** `float` when absent. */
+  letterbox?: Letterbox
 }
 
 export declare function toGray(img: NativeImage): Promise<NativeImage>
@@ -367,4 +380,4 @@ export declare function validateVectors(data: Float32Array, dims: number): numbe
 export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<NativeFace>>
 
 /** DeepFace's >640 resize, then OpenCV's zero padding to multiples of 32; NCHW raw BGR. */
-export declare function yunetPrepare(image: FaceImage): Promise<PreparedInput>
+export declare function yunetPrepare(image: NativeImage): Promise<PreparedInput>

@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, extractFaces, facesToTensor, l2Normalize, letterbox, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, rotateImage, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, DistanceMetric, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
@@ -781,6 +781,7 @@ export { benchCompareEngine }
 export { benchManySingleThread }
 export { benchPeakF32Gflops }
 export { benchReadSum }
+export { ChannelOrder }
 export { compareManyToMany }
 export { compareOneToMany }
 export { compareOneToManyB64 }
@@ -791,16 +792,24 @@ export { coreVersion }
 export { cropPadded }
 export { decodeImage }
 export { decodeVectorsB64 }
+export { DistanceMetric }
 export { extractFaces }
 export { facesToTensor }
+export { ImageFormat }
+export { Interpolation }
 export { l2Normalize }
 export { letterbox }
+export { Letterbox }
+export { Normalization }
+export { Preprocess }
 export { probeImage }
 export { resizeImage }
 export { retinafaceDecodeMobilenet }
 export { retinafaceDecodeResnet }
 export { retinafacePrepare }
+export { RetinafaceVariant }
 export { rotateImage }
+export { TensorLayout }
 export { toGray }
 export { validateVectors }
 export { yunetDecode }

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { OpenCvDetector, type BgrImage } from '../src/native/detect.js';
+import { OpenCvDetector, type NativeImage } from '../src/native/detect.js';
 import { ServiceError } from '../src/errors/index.js';
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 
@@ -23,7 +23,7 @@ const fixture = JSON.parse(readFileSync(resolve(REPO_ROOT, 'test/fixtures/opencv
 };
 
 /** Binary PGM (P5, 8-bit) as cv2.imread(IMREAD_COLOR) gives it: grey replicated to BGR. */
-function readPgm(buf: Buffer): BgrImage {
+function readPgm(buf: Buffer): NativeImage {
   const header = /^P5\s+(?:#.*\s+)*(\d+)\s+(\d+)\s+(\d+)\s/.exec(buf.subarray(0, 256).toString('latin1'));
   if (!header || header[3] !== '255') throw new Error('not an 8-bit P5 PGM');
   const [width, height] = [Number(header[1]), Number(header[2])];
@@ -34,7 +34,7 @@ function readPgm(buf: Buffer): BgrImage {
 }
 
 /** Uncompressed 24/32-bit BMP as cv2.imread(IMREAD_COLOR) gives it: BGR, alpha dropped. */
-function readBmp(buf: Buffer): BgrImage {
+function readBmp(buf: Buffer): NativeImage {
   const offset = buf.readUInt32LE(10);
   const width = buf.readInt32LE(18);
   const rawHeight = buf.readInt32LE(22);
@@ -55,7 +55,7 @@ function readBmp(buf: Buffer): BgrImage {
 }
 
 /** DeepFace's align=True border: int(0.5*H) top and bottom, int(0.5*W) left and right, black. */
-function addBorder(img: BgrImage): BgrImage {
+function addBorder(img: NativeImage): NativeImage {
   const bw = Math.floor(img.width / 2);
   const bh = Math.floor(img.height / 2);
   const width = img.width + 2 * bw;
@@ -136,7 +136,7 @@ t.test('no face on a blank image; grey and BGRA inputs are accepted', async (t) 
 });
 
 t.test('bad images are invalid_image ServiceErrors', async (t) => {
-  const cases: BgrImage[] = [
+  const cases: NativeImage[] = [
     { width: 10, height: 10, channels: 3, data: Buffer.alloc(299) },
     { width: 10, height: 10, channels: 2, data: Buffer.alloc(200) },
     { width: 0, height: 10, channels: 3, data: Buffer.alloc(0) },

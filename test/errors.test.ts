@@ -21,11 +21,16 @@ t.test('ServiceError renders the ErrorResponse body', async (t) => {
 });
 
 t.test('native errors keep their code; unknown ones become internal_error', async (t) => {
-  t.same(fromNative(new Error('too_many_pixels|100000x100000 exceeds 40000000')).toBody(), {
+  // The binding's errors carry the stable code as `code` and the detail as the message (guard.rs).
+  t.same(fromNative(Object.assign(new Error('100000x100000 exceeds 40000000'), { code: 'too_many_pixels' })).toBody(), {
     error: 'too_many_pixels',
     detail: '100000x100000 exceeds 40000000',
   });
   const odd = fromNative(new Error('segfault at /usr/lib/x.so'));
   t.equal(odd.code, 'internal_error');
   t.notMatch(odd.detail, /usr/);
+  // napi's own argument errors carry a napi status as `code`: a bug on our side, never shown.
+  const napiErr = fromNative(Object.assign(new Error('value `"x"` does not match any variant of enum `DistanceMetric`'), { code: 'InvalidArg' }));
+  t.equal(napiErr.code, 'internal_error');
+  t.notMatch(napiErr.detail, /DistanceMetric/);
 });

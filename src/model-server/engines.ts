@@ -3,11 +3,10 @@
  * against these ports only, so it can be tested with fakes; adapters.ts binds them to the addon.
  */
 import type { ModelInput } from '../models/manifest.js';
-import type { Normalization } from '../model-client/protocol.js';
-import type { ExtractOptions, ExtractedFace, NativeImage, Point } from '../native/image.js';
+import type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec } from '../native/image.js';
 
 // The pixel types are the native wrapper's own; the pipeline's ports only add what it needs on top.
-export type { ExtractOptions, ExtractedFace, NativeImage, Point };
+export type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec };
 
 
 /** A detector's output, in the coordinates of the image it was given. */
@@ -22,20 +21,6 @@ export interface Detection {
   nose?: Point | null;
   mouthLeft?: Point | null;
   mouthRight?: Point | null;
-}
-
-export interface TensorSpec {
-  width: number;
-  height: number;
-  layout: ModelInput['layout'];
-  channelOrder: ModelInput['channel_order'];
-  preprocess: ModelInput['preprocess'];
-  normalization: Normalization;
-  /**
-   * `float` (the default): each face divided by 255, then letterboxed; `uint8`: the uint8 image
-   * letterboxed, then divided, as DeepFace's `represent` does with the detector `skip`.
-   */
-  letterbox?: 'float' | 'uint8';
 }
 
 export interface ImageOps {

@@ -15,10 +15,13 @@
  */
 import { fromNative, ServiceError } from '../errors/index.js';
 import { native } from './addon.js';
+import { DISTANCE_METRICS } from './closed-sets.js';
+import type { DistanceMetric } from '../../index.js';
 
-export type Metric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular';
+/** DeepFace's distance metrics: the binding's `DistanceMetric` (crates/facecompute-node/src/types.rs). */
+export type Metric = DistanceMetric;
 
-export const METRICS: readonly Metric[] = ['cosine', 'euclidean', 'euclidean_l2', 'angular'];
+export const METRICS: readonly Metric[] = DISTANCE_METRICS;
 
 export interface Comparison {
   indices: Uint32Array;

@@ -8,9 +8,7 @@ import { native } from './addon.js';
 import { fromNative } from '../errors/index.js';
 import type { NativeImage, Point } from './image.js';
 
-/** 8-bit interleaved pixels, rows top to bottom; 3 channels are BGR as DeepFace keeps them. */
-export type BgrImage = NativeImage;
-export type { Point };
+export type { NativeImage, Point };
 
 /** One face in the coordinates of the image given to `detect`. */
 export interface HaarDetection {
@@ -84,10 +82,10 @@ export class OpenCvDetector {
    * DeepFace's OpenCv.detect_faces on `img` as given: pass the bordered image when align=True
    * (deepface-reference §5.1), and subtract the border from the results.
    */
-  async detect(img: BgrImage): Promise<HaarDetection[]> {
+  async detect(img: NativeImage): Promise<HaarDetection[]> {
     let faces;
     try {
-      faces = await this.inner.detect({ width: img.width, height: img.height, channels: img.channels, data: img.data, ...(img.pad ? { pad: img.pad } : {}) });
+      faces = await this.inner.detect(img);
     } catch (err) {
       throw fromNative(err);
     }
@@ -99,10 +97,10 @@ export class OpenCvDetector {
    * the rounded mean of its group, so a box a pixel off OpenCV's is explained by the windows that
    * differ from OpenCV's own, detectMultiScale3 with minNeighbors=0).
    */
-  async trace(img: BgrImage): Promise<HaarTrace> {
+  async trace(img: NativeImage): Promise<HaarTrace> {
     let t;
     try {
-      t = await this.inner.trace({ width: img.width, height: img.height, channels: img.channels, data: img.data, ...(img.pad ? { pad: img.pad } : {}) });
+      t = await this.inner.trace(img);
     } catch (err) {
       throw fromNative(err);
     }

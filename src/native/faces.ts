@@ -3,11 +3,11 @@
  * (crates/facecompute-node/src/faces.rs). Every native failure becomes a ServiceError here.
  */
 import { native } from './addon.js';
+import { RETINAFACE_VARIANTS, member } from './closed-sets.js';
 import { fromNative } from '../errors/native-error.js';
-import type { FaceImage, NativeFace, NativeTensor, PreparedInput, ResnetLevelInput } from '../../index.js';
+import type { NativeFace, NativeImage, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant } from '../../index.js';
 
-export type { FaceImage, NativeFace, NativeTensor, PreparedInput, ResnetLevelInput };
-export type RetinafaceVariant = 'mobilenet' | 'resnet50';
+export type { NativeFace, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant };
 
 async function call<T>(f: () => Promise<T>): Promise<T> {
   try {
@@ -18,8 +18,8 @@ async function call<T>(f: () => Promise<T>): Promise<T> {
 }
 
 /** `longSide` scales the long side to that many pixels; without it, serengil's (DeepFace's) 1024/1980 rule. */
-export function retinafacePrepare(image: FaceImage, variant: RetinafaceVariant, longSide?: number): Promise<PreparedInput> {
-  return call(() => native.retinafacePrepare(image, variant, longSide));
+export function retinafacePrepare(image: NativeImage, variant: RetinafaceVariant, longSide?: number): Promise<PreparedInput> {
+  return call(() => native.retinafacePrepare(image, member(RETINAFACE_VARIANTS, variant, 'retinaface variant'), longSide));
 }
 
 export function retinafaceDecodeMobilenet(
@@ -46,7 +46,7 @@ export function retinafaceDecodeResnet(
   return call(() => native.retinafaceDecodeResnet(levels, width, height, scale, threshold, nms));
 }
 
-export function yunetPrepare(image: FaceImage): Promise<PreparedInput> {
+export function yunetPrepare(image: NativeImage): Promise<PreparedInput> {
   return call(() => native.yunetPrepare(image));
 }
 

@@ -5,45 +5,17 @@
  */
 import { fromNative } from '../errors/index.js';
 import { native } from './addon.js';
+import { CHANNEL_ORDERS, INTERPOLATIONS, LETTERBOXES, NORMALIZATIONS, PREPROCESSES, TENSOR_LAYOUTS, member } from './closed-sets.js';
 
-export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'bmp';
-export type ChannelOrder = 'bgr' | 'rgb';
-export type Interpolation = 'linear' | 'cubic' | 'area';
-export type Normalization = 'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace';
+import type { ChannelOrder, DecodeOptions, ExtractFacesOptions, ImageFormat, ImageProbe, Interpolation, NativeImage, Normalization, Padding, TensorSpecInput } from '../../index.js';
+
+// The binding's own types (generated into index.d.ts from crates/facecompute-node/src/types.rs and
+// image.rs): one pixel buffer, NativeImage, and the closed sets as string unions.
+export type { ChannelOrder, DecodeOptions, ImageFormat, ImageProbe, Interpolation, NativeImage, Normalization, Padding };
+/** A model input's size, layout and preprocessing (`letterbox` is `float` when absent). */
+export type TensorSpec = TensorSpecInput;
+export type ExtractOptions = ExtractFacesOptions;
 export type Point = [number, number];
-
-/** A black border that an image's width and height include but its data does not. */
-export interface Padding {
-  top: number;
-  bottom: number;
-  left: number;
-  right: number;
-}
-
-/**
- * 8-bit pixels, rows top to bottom, channels interleaved (1 or 3; 3 is BGR unless said otherwise).
- * With `pad`, `data` holds only the inner (width − left − right) × (height − top − bottom) pixels and
- * the native calls build the bordered image themselves (crates/facecompute-node/src/padded.rs).
- */
-export interface NativeImage {
-  width: number;
-  height: number;
-  channels: number;
-  data: Buffer;
-  pad?: Padding;
-}
-
-export interface ImageProbe {
-  format: ImageFormat;
-  width: number;
-  height: number;
-}
-
-export interface DecodeOptions {
-  maxBytes: number;
-  maxPixels: number;
-  order: ChannelOrder;
-}
 
 export interface Detection {
   x: number;
@@ -56,15 +28,6 @@ export interface Detection {
   mouthLeft?: Point | null;
   mouthRight?: Point | null;
   confidence: number;
-}
-
-export interface ExtractOptions {
-  align: boolean;
-  expandPercentage: number;
-  borderTop: number;
-  borderLeft: number;
-  originalWidth: number;
-  originalHeight: number;
 }
 
 export interface FacialArea {
@@ -85,17 +48,6 @@ export interface ExtractedFace {
   confidence: number;
 }
 
-export interface TensorSpec {
-  width: number;
-  height: number;
-  layout: 'nchw' | 'nhwc';
-  channelOrder: ChannelOrder;
-  preprocess: 'deepface_float' | 'uint8_truncate';
-  normalization: Normalization;
-  /** `float` (default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then divide (represent with `skip`). */
-  letterbox?: 'float' | 'uint8';
-}
-
 async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -107,7 +59,7 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
 /** Format and stored size from the header alone (sync, enforces no limit). */
 export function probeImage(bytes: Buffer): ImageProbe {
   try {
-    return native.probeImage(bytes) as ImageProbe;
+    return native.probeImage(bytes);
   } catch (err) {
     throw fromNative(err);
   }
@@ -115,11 +67,14 @@ export function probeImage(bytes: Buffer): ImageProbe {
 
 /** Decodes like cv2.imdecode(IMREAD_COLOR) after checking the byte and pixel limits. */
 export function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage> {
-  return call(() => native.decodeImage(bytes, opts));
+  return call(() => {
+    member(CHANNEL_ORDERS, opts.order, 'channel order');
+    return native.decodeImage(bytes, opts);
+  });
 }
 
 export function resizeImage(img: NativeImage, width: number, height: number, interpolation: Interpolation): Promise<NativeImage> {
-  return call(() => native.resizeImage(img, width, height, interpolation));
+  return call(() => native.resizeImage(img, width, height, member(INTERPOLATIONS, interpolation, 'interpolation')));
 }
 
 /** DeepFace's resize_image on uint8 pixels: aspect-preserving resize and centred black padding. */
@@ -197,5 +152,12 @@ export function extractFaces(img: NativeImage, detections: Detection[], opts: Ex
 
 /** Letterboxes every face to the model input and applies its preprocessing, as one batch. */
 export function facesToTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array> {
-  return call(() => native.facesToTensor(faces, spec));
+  return call(() => {
+    member(TENSOR_LAYOUTS, spec.layout, 'layout');
+    member(CHANNEL_ORDERS, spec.channelOrder, 'channel order');
+    member(PREPROCESSES, spec.preprocess, 'preprocess');
+    member(NORMALIZATIONS, spec.normalization, 'normalization');
+    if (spec.letterbox !== undefined) member(LETTERBOXES, spec.letterbox, 'letterbox');
+    return native.facesToTensor(faces, spec);
+  });
 }

@@ -4,10 +4,11 @@
 
 use crate::guard;
 use crate::task::Job;
+use crate::types::DistanceMetric;
 use facecompute_core::compare::{self, Comparison, Metric, Options};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::{AsyncTask, Buffer, Float32Array, Float64Array, Uint32Array};
-use napi::{Env, JsString, Task};
+use napi::JsString;
 use napi_derive::napi;
 
 #[napi(object)]
@@ -28,11 +29,6 @@ fn parse_k(top_k: Option<u32>) -> Option<usize> {
     top_k.map(|k| k as usize)
 }
 
-pub enum Targets {
-    Floats(Float32Array),
-    Base64(Vec<u8>),
-}
-
 /// Copies a base64 string out of V8. Base64 is ASCII, and for an ASCII string (UTF-8 length equal
 /// to the character count) the Latin-1 copy is a plain memcpy of V8's one-byte storage, several times
 /// faster than UTF-8 encoding. Otherwise the string is copied as UTF-8: a Latin-1 copy would truncate
@@ -46,91 +42,51 @@ fn base64_bytes(text: JsString) -> napi::Result<Vec<u8>> {
     }
 }
 
-pub struct CompareTask {
-    query: Float32Array,
-    targets: Targets,
-    dims: usize,
-    metric: Metric,
-    top_k: Option<usize>,
-}
-
-impl CompareTask {
-    fn run(&self) -> Result<Comparison, CoreError> {
-        match &self.targets {
-            Targets::Floats(t) => compare::compare_one_to_many(&self.query, t, self.dims, self.metric, self.top_k),
-            Targets::Base64(s) => compare::compare_one_to_many_b64(Options::default(), &self.query, s, self.dims, self.metric, self.top_k),
-        }
-    }
-}
-
-impl Task for CompareTask {
-    type Output = Comparison;
-    type JsValue = CompareOutput;
-
-    fn compute(&mut self) -> napi::Result<Comparison> {
-        guard::catch(|| self.run())
-    }
-
-    fn resolve(&mut self, _env: Env, output: Comparison) -> napi::Result<CompareOutput> {
-        Ok(output.into())
-    }
-}
-
-fn new_task(query: Float32Array, targets: Targets, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<CompareTask> {
-    guard::catch(|| Ok(CompareTask { query, targets, dims: dims as usize, metric: Metric::parse(&metric)?, top_k: parse_k(top_k) }))
+fn comparison_js(c: Comparison) -> napi::Result<CompareOutput> {
+    Ok(c.into())
 }
 
 /// Distances from `query` to each `dims`-long row of `targets`, on the libuv pool.
 #[napi(ts_return_type = "Promise<CompareOutput>")]
-pub fn compare_one_to_many(query: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<CompareTask>> {
-    Ok(AsyncTask::new(new_task(query, Targets::Floats(targets), dims, metric, top_k)?))
+pub fn compare_one_to_many(query: Float32Array, targets: Float32Array, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> AsyncTask<Job<Comparison, CompareOutput>> {
+    let k = parse_k(top_k);
+    AsyncTask::new(Job::new(move || compare::compare_one_to_many(&query, &targets, dims as usize, metric.into(), k), comparison_js))
 }
 
 /// Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work.
 #[napi]
-pub fn compare_one_to_many_sync(query: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<CompareOutput> {
-    let task = new_task(query, Targets::Floats(targets), dims, metric, top_k)?;
-    guard::catch(|| task.run()).map(CompareOutput::from)
+pub fn compare_one_to_many_sync(query: Float32Array, targets: Float32Array, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> guard::Result<CompareOutput> {
+    guard::catch(|| compare::compare_one_to_many(&query, &targets, dims as usize, metric.into(), parse_k(top_k))).map(CompareOutput::from)
 }
 
 /// `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
 /// decode, validation and comparison run on the libuv pool.
 #[napi(ts_return_type = "Promise<CompareOutput>")]
-pub fn compare_one_to_many_b64(query: Float32Array, targets_b64: JsString, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<CompareTask>> {
+pub fn compare_one_to_many_b64(query: Float32Array, targets_b64: JsString, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> napi::Result<AsyncTask<Job<Comparison, CompareOutput>>> {
     let bytes = base64_bytes(targets_b64)?;
-    Ok(AsyncTask::new(new_task(query, Targets::Base64(bytes), dims, metric, top_k)?))
+    let k = parse_k(top_k);
+    Ok(AsyncTask::new(Job::new(
+        move || compare::compare_one_to_many_b64(Options::default(), &query, &bytes, dims as usize, metric.into(), k),
+        comparison_js,
+    )))
 }
 
 /// Decodes and validates base64 little-endian f32 vectors (N×dims, row-major).
 #[napi]
-pub fn decode_vectors_b64(b64: JsString, dims: u32) -> napi::Result<Float32Array> {
-    let bytes = base64_bytes(b64)?;
+pub fn decode_vectors_b64(b64: JsString, dims: u32) -> guard::Result<Float32Array> {
+    let bytes = base64_bytes(b64).map_err(|e| guard::to_napi(CoreError::new(facecompute_core::ErrorCode::InternalError, format!("the base64 string could not be read: {}", e.reason))))?;
     guard::catch(|| compare::decode_vectors_b64(&bytes, dims as usize)).map(Float32Array::new)
 }
 
 /// Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many.
 #[napi]
-pub fn validate_vectors(data: Float32Array, dims: u32) -> napi::Result<u32> {
+pub fn validate_vectors(data: Float32Array, dims: u32) -> guard::Result<u32> {
     guard::catch(|| compare::validate_vectors(&data, dims as usize)).map(|n| n as u32)
 }
 
 #[napi]
-pub fn l2_normalize(vector: Float32Array) -> napi::Result<Float32Array> {
+pub fn l2_normalize(vector: Float32Array) -> guard::Result<Float32Array> {
     guard::catch(|| compare::l2_normalize(&vector)).map(Float32Array::new)
-}
-
-/// Bench only: the sum of every float, read with the comparison's kernel and thread split (the
-/// memory-bandwidth yardstick of bench/compare).
-#[napi]
-pub fn bench_read_sum(data: Float32Array, dims: u32) -> napi::Result<f64> {
-    guard::catch(|| Ok(compare::read_bandwidth_sum(&data, dims as usize)))
-}
-
-/// Bench only: which kernel and how many threads a comparison of `rows` × `dims` uses.
-#[napi(object)]
-pub struct CompareEngine {
-    pub kernel: String,
-    pub threads: u32,
 }
 
 /// One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`
@@ -160,17 +116,17 @@ pub(crate) fn flatten(per_source: Vec<Comparison>, count: usize) -> ManyOutput {
 /// Many sources (K×dims) against many targets (N×dims), on the libuv pool: the blocked GEMM screen
 /// with exact f64 refinement when `top_k` is given (core::compare::many), else every distance.
 #[napi(ts_return_type = "Promise<ManyOutput>")]
-pub fn compare_many_to_many(sources: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: Option<u32>) -> napi::Result<AsyncTask<Job<ManyOutputData, ManyOutput>>> {
-    let metric = guard::catch(|| Metric::parse(&metric))?;
+pub fn compare_many_to_many(sources: Float32Array, targets: Float32Array, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> AsyncTask<Job<ManyOutputData, ManyOutput>> {
+    let metric: Metric = metric.into();
     let dims = dims as usize;
     let k = parse_k(top_k);
-    Ok(AsyncTask::new(Job::new(
+    AsyncTask::new(Job::new(
         move || {
             let count = targets.len().checked_div(dims).unwrap_or(0);
             compare::compare_many_to_many(Options::default(), &sources, &targets, dims, metric, k).map(|r| ManyOutputData(r, count))
         },
         |d| Ok(flatten(d.0, d.1)),
-    )))
+    ))
 }
 
 pub struct ManyOutputData(Vec<Comparison>, usize);
@@ -179,15 +135,15 @@ pub struct ManyOutputData(Vec<Comparison>, usize);
 /// DeepFace's rounding and confidence, written off the JS thread. `confidence`: the model's seven
 /// calibration coefficients (w, b, normalizer, max_true, min_true, max_false, min_false), or none.
 #[napi(ts_return_type = "Promise<Buffer>")]
-pub fn compare_results_json(indices: Uint32Array, distances: Float64Array, offsets: Option<Uint32Array>, threshold: f64, pretuned: f64, confidence: Option<Float64Array>) -> napi::Result<AsyncTask<Job<Vec<u8>, Buffer>>> {
+pub fn compare_results_json(indices: Uint32Array, distances: Float64Array, offsets: Option<Uint32Array>, threshold: f64, pretuned: f64, confidence: Option<Float64Array>) -> AsyncTask<Job<Vec<u8>, Buffer>> {
     let confidence = match confidence.as_deref() {
-        None => None,
-        Some(&[w, b, normalizer, max_true, min_true, max_false, min_false]) => Some(compare::Confidence { w, b, normalizer, max_true, min_true, max_false, min_false }),
-        Some(_) => return Err(guard::to_napi(CoreError::invalid_request("confidence needs 7 coefficients"))),
+        None => Ok(None),
+        Some(&[w, b, normalizer, max_true, min_true, max_false, min_false]) => Ok(Some(compare::Confidence { w, b, normalizer, max_true, min_true, max_false, min_false })),
+        Some(_) => Err(CoreError::invalid_request("confidence needs 7 coefficients")),
     };
-    let decide = compare::Decide { threshold, pretuned, confidence };
-    Ok(AsyncTask::new(Job::new(
+    AsyncTask::new(Job::new(
         move || {
+            let decide = compare::Decide { threshold, pretuned, confidence: confidence? };
             if indices.len() != distances.len() {
                 return Err(CoreError::invalid_request("indices and distances differ in length"));
             }
@@ -202,48 +158,5 @@ pub fn compare_results_json(indices: Uint32Array, distances: Float64Array, offse
             Ok(out)
         },
         |bytes| Ok(Buffer::from(bytes)),
-    )))
-}
-
-/// Bench only: this core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the
-/// calling thread (the yardstick of the many-to-many kernel in bench/compare).
-#[napi]
-pub fn bench_peak_f32_gflops(seconds: f64) -> f64 {
-    compare::peak_f32_gflops(seconds.clamp(0.01, 5.0))
-}
-
-#[napi(object)]
-pub struct BenchTime {
-    pub wall_seconds: f64,
-    /// CPU time of the calling thread (Linux: /proc/thread-self/schedstat); equal to the wall time
-    /// elsewhere. On a shared machine it leaves out the time the thread waited for its core.
-    pub cpu_seconds: f64,
-}
-
-fn thread_cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(ns / 1e9)
-}
-
-/// Bench only: the many-to-many kernel on one thread (the calling one), so its FLOP rate can be
-/// set against the single-core peak.
-#[napi]
-pub fn bench_many_single_thread(sources: Float32Array, targets: Float32Array, dims: u32, metric: String, top_k: u32) -> napi::Result<BenchTime> {
-    let metric = guard::catch(|| Metric::parse(&metric))?;
-    guard::catch(|| {
-        let (t, cpu) = (std::time::Instant::now(), thread_cpu_seconds());
-        compare::compare_many_to_many(Options { kernel: None, max_threads: 1 }, &sources, &targets, dims as usize, metric, Some(top_k as usize))?;
-        let wall_seconds = t.elapsed().as_secs_f64();
-        let cpu_seconds = match (cpu, thread_cpu_seconds()) {
-            (Some(a), Some(b)) => b - a,
-            _ => wall_seconds,
-        };
-        Ok(BenchTime { wall_seconds, cpu_seconds })
-    })
-}
-
-#[napi]
-pub fn bench_compare_engine(rows: u32, dims: u32) -> CompareEngine {
-    CompareEngine { kernel: compare::Kernel::best().as_str().to_string(), threads: compare::threads_for(rows as usize, dims.max(1) as usize) as u32 }
+    ))
 }

@@ -3,29 +3,18 @@
 //! worker thread (never on the JS thread); outputs are handed to JS without a copy.
 
 use crate::guard;
-use crate::padded::{core_image, Padding};
 use crate::task::Job;
+use crate::types::{ChannelOrder, ImageFormat, Interpolation, Letterbox, NativeImage, Normalization, Preprocess, TensorLayout};
 use facecompute_core::align::{self, Detection, ExtractOptions, ExtractedFace};
-use facecompute_core::image::{self as core_image, ChannelOrder, DecodeLimits};
-use facecompute_core::pixels::{self, Image, Interpolation, Layout, Letterbox, Normalization, Preprocess, TensorSpec};
+use facecompute_core::image::{self as core_image, DecodeLimits};
+use facecompute_core::pixels::{self, Image, TensorSpec};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::{AsyncTask, Buffer, Float32Array};
 use napi_derive::napi;
 
 #[napi(object)]
-pub struct NativeImage {
-    pub width: u32,
-    pub height: u32,
-    pub channels: u32,
-    pub data: Buffer,
-    /// A black border included in width and height but not in data (see padded.rs).
-    pub pad: Option<Padding>,
-}
-
-#[napi(object)]
 pub struct ImageProbe {
-    #[napi(ts_type = "'jpeg' | 'png' | 'webp' | 'gif' | 'bmp'")]
-    pub format: String,
+    pub format: ImageFormat,
     pub width: u32,
     pub height: u32,
 }
@@ -34,8 +23,7 @@ pub struct ImageProbe {
 pub struct DecodeOptions {
     pub max_bytes: f64,
     pub max_pixels: f64,
-    #[napi(ts_type = "'bgr' | 'rgb'")]
-    pub order: String,
+    pub order: ChannelOrder,
 }
 
 #[napi(object)]
@@ -96,45 +84,28 @@ pub struct ExtractedFaceOutput {
 pub struct TensorSpecInput {
     pub width: u32,
     pub height: u32,
-    #[napi(ts_type = "'nchw' | 'nhwc'")]
-    pub layout: String,
-    #[napi(ts_type = "'bgr' | 'rgb'")]
-    pub channel_order: String,
-    #[napi(ts_type = "'deepface_float' | 'uint8_truncate'")]
-    pub preprocess: String,
-    #[napi(ts_type = "'base' | 'raw' | 'Facenet' | 'Facenet2018' | 'VGGFace' | 'VGGFace2' | 'ArcFace'")]
-    pub normalization: String,
-    /// `float` (the default): divide by 255, then letterbox; `uint8`: letterbox, then divide
-    /// (DeepFace's `represent` with the detector `skip`).
-    #[napi(ts_type = "'float' | 'uint8'")]
-    pub letterbox: Option<String>,
+    pub layout: TensorLayout,
+    pub channel_order: ChannelOrder,
+    pub preprocess: Preprocess,
+    pub normalization: Normalization,
+    /// `float` when absent.
+    pub letterbox: Option<Letterbox>,
 }
 
 fn bad(detail: impl Into<String>) -> CoreError {
     CoreError::invalid_request(detail)
 }
 
+/// The pixel exports' reading of an image: 1 or 3 channels, a buffer that fills it.
 fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
     if img.channels != 1 && img.channels != 3 {
         return Err(bad("image must have 1 or 3 channels"));
     }
-    core_image(img.width, img.height, img.channels, &img.data, img.pad.as_ref(), || bad("image data length does not match width × height × channels"))
-}
-
-fn to_js(img: Image) -> NativeImage {
-    NativeImage { width: img.width, height: img.height, channels: img.channels, data: img.data.into(), pad: None }
+    img.to_core(|| bad("image data length does not match width × height × channels"))
 }
 
 fn image_js(img: Image) -> napi::Result<NativeImage> {
-    Ok(to_js(img))
-}
-
-fn order(s: &str) -> Result<ChannelOrder, CoreError> {
-    match s {
-        "bgr" => Ok(ChannelOrder::Bgr),
-        "rgb" => Ok(ChannelOrder::Rgb),
-        _ => Err(bad(format!("channel order must be 'bgr' or 'rgb', not '{s}'"))),
-    }
+    Ok(NativeImage::from_core(img))
 }
 
 /// A non-negative integer limit given as a JS number (it may exceed 2^32).
@@ -164,28 +135,20 @@ fn point(v: &Option<Vec<f64>>, what: &str) -> Result<Option<(f64, f64)>, CoreErr
 
 /// Reads the header only: format and stored size. Enforces no limit.
 #[napi]
-pub fn probe_image(bytes: Buffer) -> napi::Result<ImageProbe> {
+pub fn probe_image(bytes: Buffer) -> guard::Result<ImageProbe> {
     guard::catch(|| {
         let info = core_image::probe(&bytes)?;
-        Ok(ImageProbe { format: info.format.as_str().to_string(), width: info.width, height: info.height })
+        Ok(ImageProbe { format: info.format.into(), width: info.width, height: info.height })
     })
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn decode_image(bytes: Buffer, opts: DecodeOptions) -> AsyncTask<Job<Image, NativeImage>> {
-    let args = (|| -> Result<_, CoreError> {
-        Ok((
-            DecodeLimits { max_bytes: limit(opts.max_bytes, "maxBytes")?.min(usize::MAX as u64) as usize, max_pixels: limit(opts.max_pixels, "maxPixels")? },
-            order(&opts.order)?,
-        ))
+    let limits = (|| -> Result<_, CoreError> {
+        Ok(DecodeLimits { max_bytes: limit(opts.max_bytes, "maxBytes")?.min(usize::MAX as u64) as usize, max_pixels: limit(opts.max_pixels, "maxPixels")? })
     })();
-    AsyncTask::new(Job::new(
-        move || {
-            let (limits, order) = args?;
-            core_image::decode(&bytes, limits, order)
-        },
-        image_js,
-    ))
+    let order = opts.order.into();
+    AsyncTask::new(Job::new(move || core_image::decode(&bytes, limits?, order), image_js))
 }
 
 fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
@@ -193,21 +156,8 @@ fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn resize_image(
-    img: NativeImage,
-    width: u32,
-    height: u32,
-    #[napi(ts_arg_type = "'linear' | 'cubic' | 'area'")] interpolation: String,
-) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| {
-        let interp = match interpolation.as_str() {
-            "linear" => Interpolation::Linear,
-            "cubic" => Interpolation::Cubic,
-            "area" => Interpolation::Area,
-            other => return Err(bad(format!("interpolation must be linear, cubic or area, not '{other}'"))),
-        };
-        pixels::resize(&i, width, height, interp)
-    })
+pub fn resize_image(img: NativeImage, width: u32, height: u32, interpolation: Interpolation) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(img, move |i| pixels::resize(&i, width, height, interpolation.into()))
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
@@ -261,7 +211,7 @@ fn faces_js(faces: Vec<ExtractedFace>) -> napi::Result<Vec<ExtractedFaceOutput>>
                 mouth_left: area_point(f.area.mouth_left),
                 mouth_right: area_point(f.area.mouth_right),
             },
-            face: to_js(f.face),
+            face: NativeImage::from_core(f.face),
             confidence: f.confidence,
         })
         .collect())
@@ -310,38 +260,21 @@ pub fn extract_faces(
     ))
 }
 
-fn spec(s: &TensorSpecInput) -> Result<TensorSpec, CoreError> {
-    Ok(TensorSpec {
-        width: s.width,
-        height: s.height,
-        layout: match s.layout.as_str() {
-            "nchw" => Layout::Nchw,
-            "nhwc" => Layout::Nhwc,
-            o => return Err(bad(format!("layout must be nchw or nhwc, not '{o}'"))),
-        },
-        channel_order: order(&s.channel_order)?,
-        preprocess: match s.preprocess.as_str() {
-            "deepface_float" => Preprocess::DeepfaceFloat,
-            "uint8_truncate" => Preprocess::Uint8Truncate,
-            o => return Err(bad(format!("preprocess must be deepface_float or uint8_truncate, not '{o}'"))),
-        },
-        normalization: Normalization::parse(&s.normalization)
-            .ok_or_else(|| bad(format!("unknown normalization '{}'", s.normalization)))?,
-        letterbox: match s.letterbox.as_deref() {
-            None | Some("float") => Letterbox::Float,
-            Some("uint8") => Letterbox::Uint8,
-            Some(o) => return Err(bad(format!("letterbox must be float or uint8, not '{o}'"))),
-        },
-    })
-}
-
 #[napi(ts_return_type = "Promise<Float32Array>")]
-pub fn faces_to_tensor(faces: Vec<NativeImage>, spec_in: TensorSpecInput) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
-    let spec = spec(&spec_in);
+pub fn faces_to_tensor(faces: Vec<NativeImage>, spec: TensorSpecInput) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
+    let spec = TensorSpec {
+        width: spec.width,
+        height: spec.height,
+        layout: spec.layout.into(),
+        channel_order: spec.channel_order.into(),
+        preprocess: spec.preprocess.into(),
+        normalization: spec.normalization.into(),
+        letterbox: spec.letterbox.map_or(pixels::Letterbox::Float, Into::into),
+    };
     AsyncTask::new(Job::new(
         move || {
             let faces = faces.iter().map(to_core).collect::<Result<Vec<_>, _>>()?;
-            pixels::faces_to_tensor(&faces, &spec?)
+            pixels::faces_to_tensor(&faces, &spec)
         },
         |v| Ok(Float32Array::new(v)),
     ))

@@ -5,7 +5,8 @@
 
 use crate::compare::{flatten, ManyOutput};
 use crate::guard;
-use facecompute_core::compare::{Metric, RowStream};
+use crate::types::DistanceMetric;
+use facecompute_core::compare::RowStream;
 use facecompute_core::delimit::PartEnd;
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::{Float32Array, Uint8ArraySlice};
@@ -23,10 +24,9 @@ impl CompareStream {
     /// `sources`: K×dims (1 ≤ K < 4); `top_k` if known; rows past `max_rows` are counted, not
     /// scored; `delimiter`: CRLF--boundary, which ends the part.
     #[napi(constructor)]
-    pub fn new(sources: Float32Array, dims: u32, metric: String, top_k: Option<u32>, max_rows: u32, delimiter: Uint8ArraySlice) -> napi::Result<Self> {
+    pub fn new(sources: Float32Array, dims: u32, metric: DistanceMetric, top_k: Option<u32>, max_rows: u32, delimiter: Uint8ArraySlice) -> guard::Result<Self> {
         guard::catch(|| {
-            let metric = Metric::parse(&metric)?;
-            let rows = RowStream::new(None, &sources, dims as usize, metric, top_k.map(|k| k as usize), max_rows as usize)?;
+            let rows = RowStream::new(None, &sources, dims as usize, metric.into(), top_k.map(|k| k as usize), max_rows as usize)?;
             Ok(CompareStream { rows: Some(rows), end: PartEnd::new(&delimiter)?, ended: false })
         })
     }
@@ -34,7 +34,7 @@ impl CompareStream {
     /// Scores the rows of the next chunk; returns the index in `chunk` just past the delimiter when
     /// the part ends in it, else -1.
     #[napi]
-    pub fn feed(&mut self, chunk: Uint8ArraySlice) -> napi::Result<i64> {
+    pub fn feed(&mut self, chunk: Uint8ArraySlice) -> guard::Result<i64> {
         guard::catch(|| {
             let rows = match (&mut self.rows, self.ended) {
                 (Some(rows), false) => rows,
@@ -56,7 +56,7 @@ impl CompareStream {
     /// Errors: a part that has not ended, a truncated row, rows over the limit, then the first
     /// non-finite row (invalid_embedding naming it).
     #[napi]
-    pub fn finish(&mut self, top_k: Option<u32>) -> napi::Result<ManyOutput> {
+    pub fn finish(&mut self, top_k: Option<u32>) -> guard::Result<ManyOutput> {
         guard::catch(|| {
             if !self.ended {
                 return Err(CoreError::invalid_request("the streamed part has not ended"));

@@ -1,5 +1,6 @@
-//! One generic AsyncTask: a core closure run on the libuv pool under `guard::catch`, and a
-//! conversion of its result to a JS value on the main thread.
+//! The binding's one task idiom: a core closure run on the libuv pool under `guard::catch_core`, and
+//! a conversion of its result to a JS value on the JS thread. Every asynchronous export returns
+//! `AsyncTask<Job<…>>`; there is no other `impl Task`.
 
 use crate::guard;
 use facecompute_core::CoreError;
@@ -20,15 +21,23 @@ impl<T: Send + 'static, J> Job<T, J> {
 }
 
 impl<T: Send + 'static, J: ToNapiValue + TypeName> Task for Job<T, J> {
-    type Output = T;
+    /// The core's error travels to the JS thread as a value: only there can it become a JS error
+    /// whose `code` is the stable code (guard::js_error).
+    type Output = Result<T, CoreError>;
     type JsValue = J;
 
-    fn compute(&mut self) -> napi::Result<T> {
-        let work = self.work.take().ok_or_else(|| napi::Error::from_reason("internal_error|task ran twice"))?;
-        guard::catch(work)
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let work = self.work.take();
+        Ok(guard::catch_core(move || match work {
+            Some(work) => work(),
+            None => Err(CoreError::new(facecompute_core::ErrorCode::InternalError, "task ran twice")),
+        }))
     }
 
-    fn resolve(&mut self, _env: Env, output: T) -> napi::Result<J> {
-        (self.to_js)(output)
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<J> {
+        match output {
+            Ok(v) => (self.to_js)(v),
+            Err(e) => Err(guard::js_error(&env, e)),
+        }
     }
 }

@@ -17,7 +17,7 @@ use task::Job;
 
 /// A panic inside a synchronous export's body, on the JS thread.
 #[napi]
-pub fn panic_sync(message: String) -> napi::Result<u32> {
+pub fn panic_sync(message: String) -> guard::Result<u32> {
     guard::catch(|| -> Result<u32, CoreError> { panic!("{message}") })
 }
 

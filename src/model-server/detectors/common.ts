@@ -7,9 +7,7 @@ import { sessionOptions, type OrtSettings } from '../models/ort-options.js';
 import type { NativeFace, NativeTensor } from '../../native/faces.js';
 import type { NativeImage, Point } from '../../native/image.js';
 
-/** BGR uint8, interleaved: the native wrapper's image type. */
-export type BgrImage = NativeImage;
-export type { Point };
+export type { NativeImage, Point };
 
 /** Eyes, nose and mouth corners are the person's (DeepFace's): leftEye is on the image's right. */
 export interface DetectedFace {

@@ -10,7 +10,7 @@
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { retinafaceDecodeMobilenet, retinafacePrepare, type NativeFace } from '../../native/faces.js';
-import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
+import { createSession, fromNativeFace, toNative, type NativeImage, type DetectedFace } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 
 export const RETINAFACE_THRESHOLD = 0.9;
@@ -44,7 +44,7 @@ export class RetinaFaceDetector {
   }
 
   /** Unrounded boxes and landmarks too (tests and benchmarks compare them with references). */
-  async detectRaw(img: BgrImage): Promise<NativeFace[]> {
+  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
     const prep = await retinafacePrepare(img, 'mobilenet', this.longSide);
     const [, , h, w] = prep.dims as [number, number, number, number];
     const input: TensorData = { type: 'float32', data: prep.tensor, dims: prep.dims };
@@ -57,7 +57,7 @@ export class RetinaFaceDetector {
     return retinafaceDecodeMobilenet(toNative(get('loc')), toNative(get('conf')), toNative(get('landms')), w, h, prep.scale, this.threshold, this.nms);
   }
 
-  async detect(img: BgrImage): Promise<DetectedFace[]> {
+  async detect(img: NativeImage): Promise<DetectedFace[]> {
     return (await this.detectRaw(img)).map(fromNativeFace);
   }
 

@@ -6,7 +6,7 @@
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { yunetDecode, yunetPrepare, type NativeFace } from '../../native/faces.js';
-import { createSession, fromNativeFace, toNative, type BgrImage, type DetectedFace } from './common.js';
+import { createSession, fromNativeFace, toNative, type NativeImage, type DetectedFace } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 
 /** DeepFace reads env `yunet_score_threshold`, default 0.9. */
@@ -37,7 +37,7 @@ export class YunetDetector {
     return new YunetDetector(session, opts.scoreThreshold ?? YUNET_SCORE_THRESHOLD, opts.nms ?? YUNET_NMS, opts.topK ?? YUNET_TOP_K);
   }
 
-  async detectRaw(img: BgrImage): Promise<NativeFace[]> {
+  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
     const prep = await yunetPrepare(img);
     const input: TensorData = { type: 'float32', data: prep.tensor, dims: prep.dims };
     const out = await this.session.run({ [this.session.inputNames[0] ?? 'input']: input });
@@ -49,7 +49,7 @@ export class YunetDetector {
     return yunetDecode(outputs, img.width, img.height, this.scoreThreshold, this.nms, this.topK);
   }
 
-  async detect(img: BgrImage): Promise<DetectedFace[]> {
+  async detect(img: NativeImage): Promise<DetectedFace[]> {
     return (await this.detectRaw(img)).map(fromNativeFace);
   }
 

@@ -1,0 +1,66 @@
+//! Bench-only exports (cargo feature `bench`): yardsticks of bench/compare, read against the
+//! comparison kernels. The service never calls them (test/architecture.test.ts checks src/); a
+//! build without the feature (`cargo build -p facecompute-node --no-default-features`) leaves them
+//! out of the addon and of index.d.ts.
+
+use crate::guard;
+use crate::types::DistanceMetric;
+use facecompute_core::compare::{self, Options};
+use napi::bindgen_prelude::Float32Array;
+use napi_derive::napi;
+
+/// The sum of every float, read with the comparison's kernel and thread split (the
+/// memory-bandwidth yardstick of bench/compare).
+#[napi]
+pub fn bench_read_sum(data: Float32Array, dims: u32) -> guard::Result<f64> {
+    guard::catch(|| Ok(compare::read_bandwidth_sum(&data, dims as usize)))
+}
+
+/// Which kernel and how many threads a comparison of `rows` × `dims` uses.
+#[napi(object)]
+pub struct CompareEngine {
+    pub kernel: String,
+    pub threads: u32,
+}
+
+#[napi]
+pub fn bench_compare_engine(rows: u32, dims: u32) -> CompareEngine {
+    CompareEngine { kernel: compare::Kernel::best().as_str().to_string(), threads: compare::threads_for(rows as usize, dims.max(1) as usize) as u32 }
+}
+
+/// This core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the calling thread (the
+/// yardstick of the many-to-many kernel in bench/compare).
+#[napi]
+pub fn bench_peak_f32_gflops(seconds: f64) -> f64 {
+    compare::peak_f32_gflops(seconds.clamp(0.01, 5.0))
+}
+
+#[napi(object)]
+pub struct BenchTime {
+    pub wall_seconds: f64,
+    /// CPU time of the calling thread (Linux: /proc/thread-self/schedstat); equal to the wall time
+    /// elsewhere. On a shared machine it leaves out the time the thread waited for its core.
+    pub cpu_seconds: f64,
+}
+
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
+
+/// The many-to-many kernel on one thread (the calling one), so its FLOP rate can be set against the
+/// single-core peak.
+#[napi]
+pub fn bench_many_single_thread(sources: Float32Array, targets: Float32Array, dims: u32, metric: DistanceMetric, top_k: u32) -> guard::Result<BenchTime> {
+    guard::catch(|| {
+        let (t, cpu) = (std::time::Instant::now(), thread_cpu_seconds());
+        compare::compare_many_to_many(Options { kernel: None, max_threads: 1 }, &sources, &targets, dims as usize, metric.into(), Some(top_k as usize))?;
+        let wall_seconds = t.elapsed().as_secs_f64();
+        let cpu_seconds = match (cpu, thread_cpu_seconds()) {
+            (Some(a), Some(b)) => b - a,
+            _ => wall_seconds,
+        };
+        Ok(BenchTime { wall_seconds, cpu_seconds })
+    })
+}
