@@ -1,8 +1,8 @@
-/** Writes openapi.json at the repository root from src/vocabulary/openapi.ts. Run: node --import tsx scripts/gen-openapi.ts */
+/** Writes openapi.json at the repository root from src/http/openapi.ts. Run: node --import tsx scripts/gen-openapi.ts */
 import { writeFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildOpenApi } from '../src/vocabulary/openapi.js';
+import { buildOpenApi } from '../src/http/openapi.js';
 import { VERSION } from '../src/gateway/app.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
 import { freePort } from './helpers/ports.js';
-import { EXIT_LISTEN_FAILED } from '../src/cli/listen.js';
+import { EXIT_LISTEN_FAILED } from '../src/http/listen.js';
 
 const EXIT_BOUND_MS = 120_000;
 

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EXIT_LISTEN_FAILED, isListenError } from './listen.js';
+import { EXIT_LISTEN_FAILED, isListenError } from '../http/listen.js';
 
 const USAGE = `usage: facecompute <command>
 

@@ -8,7 +8,7 @@
  * point at running ones.
  *
  * Start-up is all or nothing: a listener that cannot bind, here or in the child, stops the command
- * with EXIT_LISTEN_FAILED after what had started is closed (src/cli/listen.ts).
+ * with EXIT_LISTEN_FAILED after what had started is closed (src/http/listen.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { PACKAGE_ROOT } from '../package-root.js';
 import { assertStartupConfig, loadConfig, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { INTERNAL_PATHS, INTERNAL_TOKEN_HEADER } from '../model-client/protocol.js';
-import { EXIT_LISTEN_FAILED, listenSurface } from './listen.js';
+import { EXIT_LISTEN_FAILED, listenSurface } from '../http/listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 import { applyHeapGrowth } from '../gateway/heap.js';
 import { assertDefaultsServable, planServing } from '../model-server/serving-plan.js';

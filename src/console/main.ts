@@ -3,7 +3,7 @@ import { assertStartupConfig, loadConfig } from '../config/index.js';
 import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildConsole } from './app.js';
-import { listenSurface } from '../cli/listen.js';
+import { listenSurface } from '../http/listen.js';
 
 export { buildConsole, type ConsoleDeps } from './app.js';
 

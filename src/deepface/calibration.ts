@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../package-root.js';
-import type { DistanceMetric } from '../model-client/protocol.js';
+import type { DistanceMetric } from '../vocabulary/closed-sets.js';
 
 export interface OperatingPoint {
   threshold: number;

@@ -2,7 +2,7 @@
  * DeepFace's distance formulas (reference §4.1) in float64, for the few pairs a verify compares.
  * One-against-many comparisons use the native SIMD kernels instead (src/native/compare.ts).
  */
-import { DISTANCE_METRICS, type DistanceMetric } from '../model-client/protocol.js';
+import { DISTANCE_METRICS, type DistanceMetric } from '../vocabulary/closed-sets.js';
 
 export { DISTANCE_METRICS };
 

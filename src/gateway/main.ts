@@ -9,7 +9,7 @@ import { createLogger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import { buildGateway, type Gateway, type GatewayDeps } from './app.js';
 import { startMetricsServer } from './metrics.js';
-import { listenSurface } from '../cli/listen.js';
+import { listenSurface } from '../http/listen.js';
 import { applyHeapGrowth } from './heap.js';
 import { createUsageRecorder } from '../accounts/usage/recorder.js';
 

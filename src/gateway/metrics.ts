@@ -2,7 +2,7 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { QueueStats } from '../service/queue.js';
-import { listenHttp } from '../cli/listen.js';
+import { listenHttp } from '../http/listen.js';
 import { ServiceError } from '../errors/index.js';
 import { contractHeaders, requestIdFrom } from '../http/contract-headers.js';
 import type { ReplicaSnapshot } from '../model-client/replicas.js';

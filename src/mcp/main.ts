@@ -14,7 +14,7 @@ import type { Upstream } from '../model-client/client.js';
 import type { RemoteFetchOptions } from '../service/inputs/remote-fetch.js';
 import { buildMcp } from './server.js';
 import { BodyBudget } from '../http/body-budget.js';
-import { listenSurface } from '../cli/listen.js';
+import { listenSurface } from '../http/listen.js';
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from '../accounts/usage/recorder.js';
 
 export interface McpRunOptions {

@@ -3,7 +3,7 @@
  * onto the REST body of the same compute. Results are the REST results, unchanged.
  */
 import { z } from 'zod';
-import { DISTANCE_METRICS } from '../model-client/protocol.js';
+import { DISTANCE_METRICS } from '../vocabulary/closed-sets.js';
 import { catalogNames } from '../models/manifest.js';
 import { MAX_EMBEDDING_LENGTH, isEmbedding } from './bounded-arrays.js';
 

@@ -7,6 +7,7 @@
  * Responses are JSON: a result, or an ErrorBody with the contract's status and code.
  */
 import type { ErrorBody } from '../errors/index.js';
+import type { DistanceMetric, Normalization } from '../vocabulary/closed-sets.js';
 import type { CapabilitiesCalibration } from '../deepface/calibration.js';
 
 export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
@@ -23,11 +24,9 @@ export const INTERNAL_PATHS = {
   embed: '/internal/embed',
 } as const;
 
-/** The closed sets of the contract (§3), listed once: schemas, tools and checks derive from these. */
-export const DISTANCE_METRICS = ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as const;
-export type DistanceMetric = (typeof DISTANCE_METRICS)[number];
-export const NORMALIZATIONS = ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] as const;
-export type Normalization = (typeof NORMALIZATIONS)[number];
+// The contract's closed sets live in the vocabulary (src/vocabulary/closed-sets.ts); the protocol's
+// headers use them, and its importers may take them from here.
+export { DISTANCE_METRICS, NORMALIZATIONS, type DistanceMetric, type Normalization } from '../vocabulary/closed-sets.js';
 
 /** Options shared by every compute request, already validated and defaulted by the gateway. */
 export interface PipelineOptions {

@@ -10,7 +10,7 @@ import { engines, imageOps } from './adapters.js';
 import { assertSafeBind } from './internal-auth.js';
 import { startRegistry } from './registry.js';
 import { assertDefaultsServable, planServing } from './serving-plan.js';
-import { listenSurface } from '../cli/listen.js';
+import { listenSurface } from '../http/listen.js';
 
 export async function run(_args: string[]): Promise<number> {
   const config = loadConfig();

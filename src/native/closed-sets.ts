@@ -1,6 +1,7 @@
 /**
- * The binding's closed sets as value lists, read from the addon's own `#[napi(string_enum)]` objects
- * (crates/facecompute-node/src/types.rs): each spelling is written once, in Rust.
+ * The binding's own closed sets (interpolation, layout, ...) as value lists, read from the addon's
+ * `#[napi(string_enum)]` objects (crates/facecompute-node/src/types.rs), so each spelling is written
+ * once, in Rust; the contract's sets (metrics, normalizations) come from src/vocabulary/closed-sets.ts.
  *
  * napi rejects a string outside a set with its own error (status `InvalidArg`), which fromNative
  * cannot tell from a bug of ours; the wrappers check their closed-set arguments with `member` first,
@@ -8,13 +9,14 @@
  */
 import { ServiceError } from '../errors/index.js';
 import { native } from './addon.js';
+import { NORMALIZATIONS } from '../vocabulary/closed-sets.js';
+
+export { NORMALIZATIONS };
 
 function values<T extends string>(set: Readonly<Record<string, T>>): readonly T[] {
   return Object.freeze(Object.values(set));
 }
 
-export const DISTANCE_METRICS = values(native.DistanceMetric);
-export const NORMALIZATIONS = values(native.Normalization);
 export const CHANNEL_ORDERS = values(native.ChannelOrder);
 export const INTERPOLATIONS = values(native.Interpolation);
 export const TENSOR_LAYOUTS = values(native.TensorLayout);

@@ -15,10 +15,9 @@
  */
 import { fromNative, ServiceError } from '../errors/index.js';
 import { native } from './addon.js';
-import { DISTANCE_METRICS } from './closed-sets.js';
-import type { DistanceMetric } from '../../index.js';
+import { DISTANCE_METRICS, type DistanceMetric } from '../vocabulary/closed-sets.js';
 
-/** DeepFace's distance metrics: the binding's `DistanceMetric` (crates/facecompute-node/src/types.rs). */
+/** DeepFace's distance metrics (the vocabulary's list, the binding's `DistanceMetric`). */
 export type Metric = DistanceMetric;
 
 export const METRICS: readonly Metric[] = DISTANCE_METRICS;

@@ -3,7 +3,7 @@
  * serialization, and by scripts/gen-openapi.ts for openapi.json. Schemas first: the compute service
  * may assume a body that passed these.
  */
-import { DISTANCE_METRICS, NORMALIZATIONS } from '../model-client/protocol.js';
+import { DISTANCE_METRICS, NORMALIZATIONS } from './closed-sets.js';
 
 const bool = {
   description: 'Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.',

@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { Mailer, MailMessage } from './mailer.js';
+import type { Mailer, MailMessage } from './message.js';
 
 export function outboxDir(dataDir: string): string {
   return join(dataDir, 'outbox');

@@ -7,18 +7,9 @@ import type { Config } from '../../config/index.js';
 import { FileMailer } from './file-mailer.js';
 import { SmtpMailer } from './smtp-mailer.js';
 
-export interface MailMessage {
-  to: string;
-  subject: string;
-  text: string;
-}
+import type { Mailer } from './message.js';
 
-export interface Mailer {
-  readonly kind: 'file' | 'smtp';
-  /** Sends (or writes) one message; throws when it could not be handed over. */
-  send(message: MailMessage): Promise<void>;
-  close?(): Promise<void>;
-}
+export type { Mailer, MailMessage } from './message.js';
 
 export function createMailer(config: Config): Mailer {
   const m = config.accounts.mail;

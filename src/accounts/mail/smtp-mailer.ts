@@ -4,7 +4,7 @@
  * cross the network in clear. The URL carries the credentials and is never logged.
  */
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { Mailer, MailMessage } from './mailer.js';
+import type { Mailer, MailMessage } from './message.js';
 
 export class SmtpMailer implements Mailer {
   readonly kind = 'smtp';

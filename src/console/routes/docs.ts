@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { ServiceError } from '../../errors/index.js';
 import { llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
 import type { FreeCallLimits } from '../../accounts/index.js';
-import { withServer } from '../../vocabulary/openapi.js';
+import { withServer } from '../../http/openapi.js';
 
 export interface DocsOptions {
   freeCalls: FreeCallLimits;

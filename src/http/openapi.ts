@@ -4,7 +4,7 @@
  * the committed file drifts.
  */
 import { ERROR_STATUS } from '../errors/index.js';
-import * as S from './schemas.js';
+import * as S from '../vocabulary/schemas.js';
 import { catalogNames } from '../models/manifest.js';
 
 function strip<T extends object>(s: T): Omit<T, '$id'> {

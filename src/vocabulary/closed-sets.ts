@@ -1,0 +1,15 @@
+/**
+ * The contract's closed sets (contract-v1 §3), each written once in TypeScript: JSON Schemas, MCP
+ * tools, the model-server protocol, DeepFace's math and the native wrappers all import them from here.
+ * The binding spells the same sets as `#[napi(string_enum)]`s (crates/facecompute-node/src/types.rs);
+ * `satisfies` makes each value here one of the binding's at compile time, and
+ * test/architecture.test.ts checks at run time that the lists are the binding's, in the same order.
+ * (Tuples, `as const`: JSON Schema `enum` and zod's `z.enum` want them.)
+ */
+import type * as Binding from '../../index.js';
+
+export const DISTANCE_METRICS = ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as const satisfies readonly Binding.DistanceMetric[];
+export type DistanceMetric = (typeof DISTANCE_METRICS)[number];
+
+export const NORMALIZATIONS = ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] as const satisfies readonly Binding.Normalization[];
+export type Normalization = (typeof NORMALIZATIONS)[number];

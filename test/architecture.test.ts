@@ -1,0 +1,166 @@
+/**
+ * README (Architecture, "Layers"): the import rules of src/, checked on every import of every file.
+ *
+ * Layers, top to bottom (a folder of src/ belongs to one; see LAYERS):
+ *   entry (cli) → surfaces (gateway, mcp, console, model-server) → service (service, http)
+ *   → clients and domain (model-client, accounts, deepface, models)
+ *   → foundation (vocabulary, native, config, errors, logging, package-root.ts).
+ * Rules: an import goes to its own folder or to a lower layer, never up; surfaces do not import one
+ * another; only src/native/ loads the generated binding (index.js) and src/vocabulary/ may read its
+ * types; no cycle of imports among src/'s files (type-only imports count: they tie the files' meanings);
+ * no bench-only export of the binding is used in src/. KNOWN lists today's exceptions, each with the
+ * step of issue 30 that removes it; the test also fails when one is gone, so the list stays true.
+ *
+ * A regex over the sources reads the imports: `import … from '…'`, `export … from '…'`, side-effect
+ * imports and `import('…')`, relative specifiers only (packages are not layers).
+ */
+import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { REPO_ROOT } from './helpers/shared.js';
+import { DISTANCE_METRICS, NORMALIZATIONS } from '../src/vocabulary/closed-sets.js';
+import { native } from '../src/native/addon.js';
+
+const SRC = join(REPO_ROOT, 'src');
+
+/** Layer of each top-level folder (or file) of src/; a lower number is higher up. */
+const LAYERS: Record<string, number> = {
+  cli: 0,
+  gateway: 1,
+  mcp: 1,
+  console: 1,
+  'model-server': 1,
+  service: 2,
+  http: 2,
+  'model-client': 3,
+  accounts: 3,
+  deepface: 3,
+  models: 3,
+  vocabulary: 4,
+  native: 4,
+  config: 4,
+  errors: 4,
+  logging: 4,
+  'package-root.ts': 4,
+};
+const SURFACES = 1;
+
+/** Today's exceptions: `from -> to` (paths under src/), and why they are still there. */
+const KNOWN: Record<string, string> = {
+  'mcp/main.ts -> gateway/app.ts': "issue 30 step 2/3: the configured compute, limiter and upstream factories move from the gateway into src/service/",
+  'config/config.ts -> models/sources.ts': 'the weight source kinds (SOURCE_KINDS) are a closed set still derived from the manifest type in src/models/',
+};
+
+/** Today's cycles, each as the test prints it, and why it is still there. */
+const KNOWN_CYCLES: Record<string, string> = {
+  'mcp/tools.ts -> mcp/bounded-arrays.ts -> mcp/tools.ts': 'type-only: the array limits are typed by the tool names (ToolName) that tools.ts derives from its descriptions',
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return sources(p);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+const IMPORT = /(?:^|[\n;])\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g;
+
+/** Relative specifiers of a source, comments removed. */
+export function importsOf(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/[^\n]*/g, '$1');
+  return [...code.matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3] ?? '').filter((s) => s.startsWith('.'));
+}
+
+const top = (rel: string): string => rel.split(sep)[0] ?? rel;
+const files = sources(SRC);
+const edges = new Map<string, string[]>();
+for (const file of files) {
+  const from = relative(SRC, file);
+  edges.set(
+    from,
+    importsOf(readFileSync(file, 'utf8')).map((spec) => relative(SRC, resolve(dirname(file), spec)).replace(/\.js$/, '.ts')),
+  );
+}
+
+t.test('the reader sees imports (a check of the check)', async (t) => {
+  t.ok(files.length > 100, `${files.length} source files`);
+  t.same(importsOf("import { a,\n  b } from './x.js';\nimport type { C } from '../y.js';\nexport * from './z.js';\nimport './side.js';\nconst m = await import('./lazy.js');\n// import { no } from './comment.js';\nimport { pkg } from 'fastify';"), ['./x.js', '../y.js', './z.js', './side.js', './lazy.js']);
+  t.ok([...edges.values()].reduce((n, e) => n + e.length, 0) > 300, 'hundreds of relative imports read');
+});
+
+t.test('every folder of src/ has a layer', async (t) => {
+  const tops = [...new Set([...edges.keys()].map(top))].sort();
+  t.same(tops.filter((x) => LAYERS[x] === undefined), [], 'folders without a layer (add them to LAYERS and the README)');
+});
+
+t.test('imports go down the layers, never up or across surfaces', async (t) => {
+  const bad: string[] = [];
+  const seen = new Set<string>();
+  for (const [from, tos] of edges) {
+    for (const to of tos) {
+      const a = top(from);
+      const b = top(to);
+      if (to.startsWith('..')) {
+        // Outside src/: only the generated binding, from native/ (value) and vocabulary/ (types).
+        if (to !== join('..', 'index.ts') || (a !== 'native' && a !== 'vocabulary')) bad.push(`${from} -> ${to}`);
+        continue;
+      }
+      if (a === b) continue;
+      const la = LAYERS[a];
+      const lb = LAYERS[b];
+      if (la === undefined || lb === undefined) continue;
+      if (lb > la || (la !== SURFACES && lb === la)) continue;
+      const key = `${from} -> ${to}`;
+      if (KNOWN[key]) seen.add(key);
+      else bad.push(key);
+    }
+  }
+  t.same(bad, [], 'imports that break the layering');
+  t.same([...seen].sort(), Object.keys(KNOWN).sort(), 'every known exception still exists (remove fixed ones from KNOWN)');
+});
+
+t.test('no cycle among the files of src/', async (t) => {
+  const state = new Map<string, 1 | 2>();
+  const cycles: string[] = [];
+  const stack: string[] = [];
+  const visit = (f: string): void => {
+    state.set(f, 1);
+    stack.push(f);
+    for (const to of edges.get(f) ?? []) {
+      if (!edges.has(to)) continue;
+      const s = state.get(to);
+      if (s === 1) cycles.push([...stack.slice(stack.indexOf(to)), to].join(' -> '));
+      else if (s === undefined) visit(to);
+    }
+    stack.pop();
+    state.set(f, 2);
+  };
+  for (const f of [...edges.keys()].sort()) if (!state.has(f)) visit(f);
+  t.same(cycles.filter((c) => !KNOWN_CYCLES[c]), [], 'import cycles');
+  t.same(cycles.filter((c) => KNOWN_CYCLES[c]).sort(), Object.keys(KNOWN_CYCLES).sort(), 'every known cycle still exists (remove fixed ones)');
+});
+
+t.test('the bench-only exports of the binding are not used by the service', async (t) => {
+  const users = files.filter((f) => /\bnative\.bench[A-Z]/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+  t.same(users, [], 'src/ files calling native.bench* (crates/facecompute-node/src/bench.rs)');
+});
+
+t.test("the contract's closed sets are the binding's, written once in TypeScript", async (t) => {
+  t.same([...DISTANCE_METRICS], Object.values(native.DistanceMetric), "metrics: the vocabulary's are the binding's string enum's, in order");
+  t.same([...NORMALIZATIONS], Object.values(native.Normalization), "normalizations: the vocabulary's are the binding's");
+  // A second copy: a line of another src/ file that spells two members of one set as strings (a
+  // list, a union type); one member alone (a `case` of an exhaustive switch) is a use, not a copy.
+  const copies: string[] = [];
+  for (const f of files) {
+    const rel = relative(SRC, f);
+    if (rel === join('vocabulary', 'closed-sets.ts')) continue;
+    readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
+      for (const set of [DISTANCE_METRICS, NORMALIZATIONS]) {
+        const spelled = set.filter((m) => new RegExp(`['"\`]${m}['"\`]`).test(line));
+        if (spelled.length >= 2) copies.push(`${rel}:${i + 1}: ${spelled.join(', ')}`);
+      }
+    });
+  }
+  t.same(copies, [], 'src/ files spelling a closed set outside src/vocabulary/closed-sets.ts');
+});
