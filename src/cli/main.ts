@@ -64,7 +64,7 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     // ConfigError, ListenError and the like carry a message meant for the operator; anything else is a bug.
     process.stderr.write(`facecompute: ${err instanceof Error ? err.message : String(err)}\n`);
-    // A refusal that must not be retried carries its own exit status (src/cli/exit-codes.ts).
+    // A refusal that must not be retried carries its own exit status (src/errors/exit-codes.ts).
     const own = (err as { exitCode?: unknown } | null)?.exitCode;
     process.exit(isListenError(err) ? EXIT_LISTEN_FAILED : typeof own === 'number' ? own : 1);
   },

@@ -22,7 +22,7 @@ import { EXIT_LISTEN_FAILED, listenSurface } from '../http/listen.js';
 import { createSupervisor, type ProbeResult, type Supervisor } from './supervisor.js';
 import { applyHeapGrowth } from '../gateway/heap.js';
 import { assertDefaultsServable, planServing } from '../model-server/serving-plan.js';
-import { EXIT_DEFAULTS_UNSERVABLE } from './exit-codes.js';
+import { EXIT_DEFAULTS_UNSERVABLE } from '../errors/exit-codes.js';
 
 const BIN = join(PACKAGE_ROOT, 'bin', 'facecompute.js');
 

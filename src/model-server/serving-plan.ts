@@ -15,7 +15,7 @@ import { artifactStatus, describeProblems, type ArtifactStatus } from '../models
 import { describeFailure, readFetchLog, type FetchLog } from '../models/fetch-log.js';
 import { explainMissing, formatMissing, type MissingWeight } from '../models/explain.js';
 import type { WeightLocations } from '../models/weights.js';
-import { EXIT_DEFAULTS_UNSERVABLE } from '../cli/exit-codes.js';
+import { EXIT_DEFAULTS_UNSERVABLE } from '../errors/exit-codes.js';
 
 
 export interface PlannedModel {
