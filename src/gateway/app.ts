@@ -15,7 +15,7 @@ import { registerContractHeaders, requestIdOptions } from '../http/contract-head
 import type { Logger } from '../logging/logger.js';
 import { registerErrorHandling, sendError } from '../http/error-handler.js';
 import * as S from '../vocabulary/schemas.js';
-import { createComputeService, type ComputeService, type GatewayLimits } from '../service/compute-service.js';
+import { createComputeService, type ComputeService, type GatewayLimits, type VerifyBody, type RepresentBody, type CompareBody } from '../service/compute-service.js';
 import { createUpstream, type Upstream } from '../model-client/client.js';
 import { superviseUpstream, type UpstreamSupervision } from '../model-client/supervised.js';
 import { ImageResolver, type InputSettings } from '../service/inputs/resolve.js';
@@ -444,23 +444,23 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   app.get('/capabilities', { schema: { response: { 200: S.capabilitiesResponse } } }, async (req) => compute.capabilities({ requestId: req.id }));
 
   const computeRoute = { onRequest: authAndLimit, preValidation: multipartBody };
-  app.post('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) =>
-    compute.verify(req.body as never, ctxOf(req, reply)),
+  app.post<{ Body: VerifyBody }>('/verify', { ...computeRoute, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) =>
+    compute.verify(req.body, ctxOf(req, reply)),
   );
-  app.post('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) =>
-    compute.represent(req.body as never, ctxOf(req, reply)),
+  app.post<{ Body: RepresentBody }>('/represent', { ...computeRoute, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) =>
+    compute.represent(req.body, ctxOf(req, reply)),
   );
   // The answer is written as JSON text from the kernel's typed arrays (compare-result.ts): 100,000
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
-  app.post('/compare', { ...computeRoute, bodyLimit: cfg.limits.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
+  app.post<{ Body: CompareBody }>('/compare', { ...computeRoute, bodyLimit: cfg.limits.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
     // The handler owns the targets buffer from here: it goes back to the pool only once the kernel
     // is done with it (onResponse can fire earlier, when the client goes away).
     const ctx = ctxOf(req, reply);
     req.binaryTargets = undefined;
     req.streamedTargets = undefined;
     try {
-      const r = await compute.compare(req.body as never, ctx);
+      const r = await compute.compare(req.body, ctx);
       return reply.type('application/json; charset=utf-8').send(await compareJson(r));
     } finally {
       if (ctx.binaryTargets) targetBuffers.release(ctx.binaryTargets);
