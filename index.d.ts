@@ -86,6 +86,12 @@ export interface BenchTime {
 /** The order of a 3-channel image's channels. */
 export type ChannelOrder = 'bgr' | 'rgb'
 
+/**
+ * Checks that `body` is one JSON value (serde_json's grammar, nothing kept). The Buffer is held by the
+ * task, not copied.
+ */
+export declare function checkJson(body: Buffer): Promise<JsonCheck>
+
 /** Which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {
   kernel: string
@@ -245,6 +251,15 @@ export interface ImageProbe {
 
 /** OpenCV's interpolations that DeepFace uses. */
 export type Interpolation = 'linear' | 'cubic' | 'area'
+
+/** The outcome of a syntax check: `valid`, or the byte offset and reason of the first error. */
+export interface JsonCheck {
+  valid: boolean
+  /** Byte offset of the error in the body (0 when valid). */
+  offset: number
+  /** serde_json's reason, without a position ("" when valid). */
+  message: string
+}
 
 export declare function l2Normalize(vector: Float32Array): Float32Array
 

@@ -4,7 +4,8 @@
  * 25 MiB invalid body one character at a time, 3.3 s of event loop and 964 MiB).
  */
 import t from 'tap';
-import { nonFiniteAtParseError } from '../src/http/json-body.js';
+import { NATIVE_CHECK_MIN_BYTES, NON_FINITE_DETAIL, nonFiniteAtOffset, nonFiniteAtParseError, parseJsonBody } from '../src/http/json-body.js';
+import { ServiceError } from '../src/errors/index.js';
 
 function parseError(text: string): unknown {
   try {
@@ -87,4 +88,70 @@ t.test('the diagnosis reads at most 32 characters of the body, whatever its size
     nonFiniteAtParseError(c.value, err);
     t.ok(c.read() <= 32, `${label}: read ${c.read()} characters of ${text.length}`);
   }
+});
+
+/** Runs `f` with JSON.parse counted (secure-json-parse calls it), and returns the count. */
+async function parseCalls(f: () => Promise<unknown>): Promise<number> {
+  const original = JSON.parse;
+  let calls = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
+    calls++;
+    return original(...args);
+  }) as typeof JSON.parse;
+  try {
+    await f().catch(() => undefined);
+  } finally {
+    JSON.parse = original;
+  }
+  return calls;
+}
+
+async function refusal(body: string | Buffer): Promise<{ code: string; message: string } | null> {
+  try {
+    await parseJsonBody(Buffer.isBuffer(body) ? body : Buffer.from(body));
+    return null;
+  } catch (err) {
+    t.type(err, ServiceError);
+    return { code: (err as ServiceError).code, message: (err as Error).message };
+  }
+}
+
+t.test('a large body that is not JSON is refused by the native check: JSON.parse never runs (issue 24)', async (t) => {
+  const vectors = '[0.1, 0.2, 0.3, 0.4], '.repeat((8 << 20) / 22);
+  const unterminated = `{"img1": [0.5, 0.5], "targets": [${vectors}`;
+  t.ok(unterminated.length >= NATIVE_CHECK_MIN_BYTES);
+  t.equal(await parseCalls(() => parseJsonBody(Buffer.from(unterminated))), 0, '8 MiB of unterminated JSON: no JSON.parse');
+  t.match(await refusal(unterminated), { code: 'invalid_request', message: new RegExp(`the body is not valid JSON \\(EOF while parsing a value at byte ${unterminated.length}\\)$`) });
+  const garbage = `{"targets": [${vectors}] x }`;
+  t.match(await refusal(garbage), { code: 'invalid_request', message: /not valid JSON \(.* at byte \d+\)/ });
+  t.equal(await parseCalls(() => parseJsonBody(Buffer.from(garbage))), 0, 'trailing garbage after 8 MiB: no JSON.parse');
+  // What the check accepts, JSON.parse must accept too, or a body JSON.parse takes would be refused.
+  const deep = `{"pad": "${'a'.repeat(NATIVE_CHECK_MIN_BYTES)}", "x": ${'['.repeat(300)}${']'.repeat(300)}, "s": "\\ud800"}`;
+  t.equal(JSON.stringify(await parseJsonBody(Buffer.from(deep))), JSON.stringify(JSON.parse(deep)), 'deep nesting and a lone surrogate escape parse as JSON.parse parses them');
+});
+
+t.test('a large body with a bare NaN or Infinity is invalid_embedding, diagnosed from the bytes at the native error', async (t) => {
+  const pad = `"pad": "${'a'.repeat(NATIVE_CHECK_MIN_BYTES)}"`;
+  for (const [token, label] of [['NaN', 'NaN'], ['-Infinity', '-Infinity'], ['Infinity', 'Infinity'], ['   NaN', 'after whitespace']] as const) {
+    const body = `{${pad}, "img2": [0.1, ${token}, 0.2]}`;
+    t.match(await refusal(body), { code: 'invalid_embedding', message: NON_FINITE_DETAIL }, label);
+    t.equal(await parseCalls(() => parseJsonBody(Buffer.from(body))), 0, `${label}: no JSON.parse`);
+  }
+  t.match(await refusal(`{${pad}, "img2": [0.1, Inf, 0.2]}`), { code: 'invalid_request' }, 'not a whole token');
+  t.match(await refusal(`{${pad}, "img2": "NaN" x}`), { code: 'invalid_request' }, 'inside a string, broken elsewhere');
+  t.equal(nonFiniteAtOffset(Buffer.from('[NaN]'), 1), true);
+  t.equal(nonFiniteAtOffset(Buffer.from('[-Infinity]'), 2), true, 'serde_json stops after the minus');
+  t.equal(nonFiniteAtOffset(Buffer.from('[1, 2'), 5), false);
+});
+
+t.test('a valid body parses as before, large or small, and forbidden keys are still refused', async (t) => {
+  const value = { img1: 'a'.repeat(NATIVE_CHECK_MIN_BYTES), targets: [[0.1, -2.5e-7, 1e300]], nested: { a: [true, null, 'é😀'] } };
+  const text = JSON.stringify(value);
+  t.same(await parseJsonBody(Buffer.from(text)), value, 'large');
+  t.equal(await parseCalls(() => parseJsonBody(Buffer.from(text))), 1, 'one JSON.parse for a large valid body');
+  t.same(await parseJsonBody(Buffer.from('{"a": 1}')), { a: 1 }, 'small');
+  t.match(await refusal(`{"pad": "${'a'.repeat(NATIVE_CHECK_MIN_BYTES)}", "__proto__": {"x": 1}}`), { code: 'invalid_request', message: /forbidden key/ });
+  t.match(await refusal('{"a": 1'), { code: 'invalid_request', message: 'the body is not valid JSON' }, 'a small invalid body takes JSON.parse, as before');
+  t.match(await refusal('[0.1, NaN]'), { code: 'invalid_embedding' }, 'and its NaN diagnosis');
+  t.match(await refusal(''), { code: 'invalid_request', message: 'the JSON body is empty' });
 });

@@ -4,12 +4,15 @@
  * users, writes NaN and ±Infinity as the bare tokens `NaN`, `Infinity` and `-Infinity`, which are not
  * JSON. A body that fails to parse only because of such tokens holds non-finite embedding values, and
  * is refused as `400 invalid_embedding` saying so, instead of a bare "not valid JSON". The diagnosis
- * reads only the parse error and the few characters around it (nonFiniteAtParseError), so an
- * invalid body costs one failed JSON.parse, whatever its size.
+ * reads only the parse error and the few characters around it (nonFiniteAtParseError,
+ * nonFiniteAtOffset), never the whole body. A large body's syntax is checked natively, off the event
+ * loop, before JSON.parse sees it (NATIVE_CHECK_MIN_BYTES), so an invalid one costs the event loop
+ * nothing but the diagnosis.
  */
 import type { FastifyInstance } from 'fastify';
 import sjson from 'secure-json-parse';
 import { ServiceError } from '../errors/index.js';
+import { checkJsonSyntax } from '../native/json.js';
 
 /**
  * How far either side of the parse error the diagnosis looks. V8 quotes 10 characters either side
@@ -72,28 +75,59 @@ export function nonFiniteAtParseError(text: string, err: unknown): boolean {
 export const NON_FINITE_DETAIL = 'the body holds NaN or Infinity, which JSON cannot carry: every embedding value must be a finite number';
 
 /**
- * Replaces the application/json parser of `app` with the library Fastify's own uses,
- * secure-json-parse, with Fastify's settings (`__proto__` and `constructor` keys refused), called
- * here so that a syntax error reaches the NaN/Infinity diagnosis with V8's message: Fastify's parser
- * replaces it with FST_ERR_CTP_INVALID_JSON_BODY, and the position of the error with it.
+ * Bodies from this size on have their syntax checked natively, on the libuv pool, before JSON.parse
+ * runs on the event loop. JSON.parse builds every value it reads before it finds an error, so 64 MiB of
+ * unterminated JSON held the event loop for seconds and grew the heap by hundreds of MiB (issue 24);
+ * the check reads the bytes once and keeps nothing. Below this size a failed JSON.parse costs less than
+ * the trip through the pool (bench/adversary measures both sides).
+ */
+export const NATIVE_CHECK_MIN_BYTES = 64 * 1024;
+
+/**
+ * True when the native check stopped at, or just after, a bare NaN, Infinity or -Infinity: serde_json
+ * stops at the token's first letter (`expected value`), or for -Infinity at the letter after the minus
+ * (`invalid number`). Reads 2 × WINDOW bytes around `offset`, never the body.
+ */
+export function nonFiniteAtOffset(body: Uint8Array, offset: number): boolean {
+  const from = Math.max(0, offset - WINDOW);
+  const win = Buffer.from(body.buffer, body.byteOffset + from, Math.min(body.length, offset + WINDOW) - from).toString('latin1');
+  const at = offset - from;
+  return bareTokenAt(win, at) || (at > 0 && bareTokenAt(win, at - 1));
+}
+
+/** The ServiceError for a body that is not valid JSON, given whether a bare non-finite token caused it. */
+function notJson(nonFinite: boolean, reason: string, cause?: unknown): ServiceError {
+  if (nonFinite) return new ServiceError('invalid_embedding', NON_FINITE_DETAIL, { cause });
+  return new ServiceError('invalid_request', `the body is not valid JSON${reason ? ` (${reason})` : ''}`, { cause });
+}
+
+/**
+ * Parses a JSON request body: a large one is first checked off the event loop (NATIVE_CHECK_MIN_BYTES),
+ * then every body goes through secure-json-parse with Fastify's settings (`__proto__` and `constructor`
+ * keys refused).
+ */
+export async function parseJsonBody(body: Buffer): Promise<unknown> {
+  if (body.length === 0) throw new ServiceError('invalid_request', 'the JSON body is empty');
+  if (body.length >= NATIVE_CHECK_MIN_BYTES) {
+    const check = await checkJsonSyntax(body);
+    if (!check.valid) throw notJson(nonFiniteAtOffset(body, check.offset), `${check.message} at byte ${check.offset}`);
+  }
+  const text = body.toString('utf8');
+  try {
+    return sjson.parse(text, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    if (err instanceof SyntaxError && /forbidden prototype property|prototype pollution/i.test(err.message)) throw new ServiceError('invalid_request', 'the JSON body uses a forbidden key (__proto__ or constructor)', { cause: err });
+    throw notJson(nonFiniteAtParseError(text, err), '', err);
+  }
+}
+
+/**
+ * Replaces the application/json parser of `app` with parseJsonBody: secure-json-parse, the library
+ * Fastify's own parser uses, called here so that a syntax error reaches the NaN/Infinity diagnosis
+ * with V8's message (Fastify's parser replaces it with FST_ERR_CTP_INVALID_JSON_BODY), after the
+ * native check of a large body.
  */
 export function useJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.length === 0) {
-      done(new ServiceError('invalid_request', 'the JSON body is empty'), undefined);
-      return;
-    }
-    let value: unknown;
-    try {
-      value = sjson.parse(text, { protoAction: 'error', constructorAction: 'error' });
-    } catch (err) {
-      if (nonFiniteAtParseError(text, err)) done(new ServiceError('invalid_embedding', NON_FINITE_DETAIL, { cause: err }), undefined);
-      else if (err instanceof SyntaxError && /forbidden prototype property|prototype pollution/i.test(err.message)) done(new ServiceError('invalid_request', 'the JSON body uses a forbidden key (__proto__ or constructor)', { cause: err }), undefined);
-      else done(new ServiceError('invalid_request', 'the body is not valid JSON', { cause: err }), undefined);
-      return;
-    }
-    done(null, value);
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req: unknown, body: Buffer | string) => parseJsonBody(typeof body === 'string' ? Buffer.from(body) : body));
 }

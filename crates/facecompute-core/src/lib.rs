@@ -9,6 +9,7 @@ pub mod image;
 pub mod pixels;
 pub mod compare;
 pub mod delimit;
+pub mod json;
 pub mod detect;
 pub mod simd;
 

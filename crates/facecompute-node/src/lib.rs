@@ -12,6 +12,7 @@ mod types;
 mod image;
 mod compare;
 mod delimit;
+mod json;
 mod stream;
 mod detect;
 mod faces;
