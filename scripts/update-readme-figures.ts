@@ -1,8 +1,10 @@
-// Rewrites the parity tables and figure sentences in README.md (and docs/*.md) from the results files
-// and fixtures they quote (tools/parity/figures.ts); test/readme-figures.test.ts keeps them in sync.
+// Rewrites every generated block in README.md and docs/*.md (tools/docs/blocks.ts): the parity tables
+// and figure sentences from the results files and fixtures they quote, the error table from src/errors,
+// the configuration table from src/config/spec.ts. test/readme-figures.test.ts keeps them in sync.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO, documents, render } from '../tools/parity/figures.js';
+import { REPO } from '../tools/parity/figures.js';
+import { documents, render } from '../tools/docs/blocks.js';
 
 for (const doc of documents()) {
   const path = join(REPO, doc);

@@ -1,13 +1,15 @@
 /**
- * The README's parity tables and figure sentences are renderings of the results files and fixtures
- * they quote (tools/parity/figures.ts): a block edited by hand, or a results file changed without
- * `node --import tsx scripts/update-readme-figures.ts`, fails here. The parity tests hold the results
+ * The documentation's generated blocks (tools/docs/blocks.ts) are renderings of their sources: the
+ * parity tables and figure sentences of the results files and fixtures they quote, the error table of
+ * src/errors, the configuration table of src/config/spec.ts. A block edited by hand, or a source changed
+ * without `node --import tsx scripts/update-readme-figures.ts`, fails here. The parity tests hold the results
  * files to what CI measures; together, a README figure that stops being true fails one or the other.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BLOCKS, REPO, blocksIn, documents } from '../tools/parity/figures.js';
+import { REPO } from '../tools/parity/figures.js';
+import { BLOCKS, blocksIn, documents } from '../tools/docs/blocks.js';
 
 const docs = documents().map((doc) => ({ doc, blocks: blocksIn(readFileSync(join(REPO, doc), 'utf8')) }));
 

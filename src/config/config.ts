@@ -394,7 +394,7 @@ function checkModelServerLink(cfg: Config): void {
   }
 }
 
-/** Markdown table of every variable and its default, for the README. */
+/** Markdown table of every variable and its default, for docs/configuration.md (tools/docs/blocks.ts). */
 export function configDocs(): string {
   const rows = (VARS as readonly VarSpec[]).map((s) => `| \`${s.name}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');

