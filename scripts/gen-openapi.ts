@@ -3,11 +3,12 @@ import { writeFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildOpenApi } from '../src/http/openapi.js';
-import { VERSION } from '../src/gateway/app.js';
+import { VERSION, gatewayLimits } from '../src/gateway/app.js';
+import { loadConfig } from '../src/config/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export function renderOpenApi(): string {
-  return JSON.stringify(buildOpenApi(VERSION), null, 2) + '\n';
+  return JSON.stringify(buildOpenApi(VERSION, { limits: { ...gatewayLimits(loadConfig({})) } }), null, 2) + '\n';
 }
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   writeFileSync(resolve(root, 'openapi.json'), renderOpenApi());

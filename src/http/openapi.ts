@@ -3,9 +3,11 @@
  * validate and serialize with. scripts/gen-openapi.ts writes it to openapi.json; a test fails when
  * the committed file drifts.
  */
-import { ERROR_STATUS } from '../errors/index.js';
+import { ERROR_STATUS, type ErrorCode } from '../errors/index.js';
+import { ERROR_DOCS } from '../errors/catalog.js';
 import * as S from '../vocabulary/schemas.js';
 import { catalogNames } from '../models/manifest.js';
+import { capabilitiesExamples, errorExample, requestExamples, responseExamples } from './openapi-examples.js';
 
 function strip<T extends object>(s: T): Omit<T, '$id'> {
   const { $id: _id, ...rest } = s as T & { $id?: string };
@@ -48,6 +50,9 @@ function documented(name: string, schema: Schema): Schema {
   const props: Record<string, unknown> = { ...schema.properties };
   for (const [field, s] of Object.entries(catalogEnums())) if (field in props) props[field] = s;
   if ('anti_spoofing' in props) props['anti_spoofing'] = falseOnly;
+  // Defaults are stated here, not in the routes' schemas: Fastify's Ajv would insert them into bodies,
+  // and model_name and detector_backend default to what the deployment serves (/capabilities).
+  for (const [field, value] of Object.entries(DEFAULTS)) if (field in props) props[field] = { ...(props[field] as object), default: value };
   if (name === 'CompareRequest') {
     props['targets'] = { ...(props['targets'] as object), minItems: 1 };
     props['targets_b64'] = { ...(props['targets_b64'] as object), minLength: 1, pattern: BASE64_PATTERN };
@@ -56,6 +61,20 @@ function documented(name: string, schema: Schema): Schema {
   return { ...schema, properties: props };
 }
 
+/** What an absent field means (contract v1 §3); model and detector: the contract's defaults, which a deployment may change. */
+const DEFAULTS: Record<string, unknown> = {
+  model_name: 'Facenet',
+  detector_backend: 'opencv',
+  distance_metric: 'cosine',
+  align: true,
+  enforce_detection: true,
+  expand_percentage: 0,
+  normalization: 'base',
+  detector_fallback: true,
+  l2_normalize: false,
+  anti_spoofing: false,
+};
+
 const REQUESTS: Record<string, Schema> = {
   VerifyRequest: documented('VerifyRequest', strip(S.verifyBody) as unknown as Schema),
   RepresentRequest: documented('RepresentRequest', strip(S.representBody) as unknown as Schema),
@@ -63,10 +82,20 @@ const REQUESTS: Record<string, Schema> = {
 };
 
 
+/** Every code a compute route can answer; each route's list below leaves out what cannot happen there. */
 const COMPUTE_ERRORS = ['invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image', 'embedding_dimension_mismatch', 'invalid_embedding', 'url_not_allowed', 'input_mode_disabled', 'missing_api_key', 'invalid_api_key', 'insufficient_credits', 'account_inactive', 'image_too_large', 'request_too_large', 'too_many_pixels', 'too_many_targets', 'no_face_detected', 'url_fetch_failed', 'rate_limited', 'too_many_strikes', 'internal_error', 'upstream_failed', 'upstream_lost', 'upstream_response_too_large', 'queue_full', 'queue_timeout', 'gateway_draining', 'service_warming', 'body_capacity_full', 'upstream_timeout', 'request_timeout', 'expectation_failed', 'headers_too_large'] as const;
 
-function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<string, unknown> {
-  const byStatus = new Map<number, string[]>();
+const without = (...drop: ErrorCode[]) => COMPUTE_ERRORS.filter((c) => !drop.includes(c));
+/** /verify takes no targets; /represent neither targets nor embeddings. */
+const ROUTE_ERRORS: Record<'verify' | 'represent' | 'compare', readonly ErrorCode[]> = {
+  verify: without('too_many_targets'),
+  represent: without('too_many_targets', 'embedding_dimension_mismatch', 'invalid_embedding'),
+  compare: COMPUTE_ERRORS,
+};
+
+/** One response per status, listing its codes with when each is answered (src/errors/catalog.ts), and an example of each. */
+function errorResponses(codes: readonly ErrorCode[]): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
   for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
   const out: Record<string, unknown> = {};
   for (const [status, cs] of [...byStatus].sort((a, b) => a[0] - b[0])) {
@@ -74,9 +103,9 @@ function errorResponses(codes: readonly (keyof typeof ERROR_STATUS)[]): Record<s
     if (status === 429 || status === 503) headers['Retry-After'] = { $ref: '#/components/headers/Retry-After' };
     if (status === 401) headers['WWW-Authenticate'] = { schema: { type: 'string', const: 'Bearer' }, description: 'On missing_api_key.' };
     out[String(status)] = {
-      description: `Error: ${cs.join(', ')}`,
+      description: `Error: ${cs.join(', ')}\n\n${cs.map((c) => `- \`${c}\`: ${ERROR_DOCS[c].when}`).join('\n')}`,
       headers: { 'x-request-id': { $ref: '#/components/headers/x-request-id' }, 'x-api-version': { $ref: '#/components/headers/x-api-version' }, ...headers },
-      content: { 'application/json': { schema: ref('ErrorResponse'), examples: Object.fromEntries(cs.map((c) => [c, { value: { error: c, detail: '…' } }])) } },
+      content: { 'application/json': { schema: ref('ErrorResponse'), examples: Object.fromEntries(cs.map((c) => [c, errorExample(c)])) } },
     };
   }
   return out;
@@ -112,17 +141,19 @@ function multipartOf(schemaName: string, files: string[], binary: Record<string,
   return { schema: { ...base, properties }, encoding: { ...images, ...raw, ...json } };
 }
 
-function computeOp(summary: string, description: string, req: string, res: string, files: string[], binary: Record<string, string> = {}): unknown {
+function computeOp(operationId: 'verify' | 'represent' | 'compare', summary: string, description: string, req: keyof typeof requestExamples, res: keyof typeof responseExamples, files: string[], binary: Record<string, string> = {}): unknown {
   return {
+    operationId,
+    tags: ['Compute'],
     summary,
     description,
     security: [{ bearer: [] }, { apiKey: [] }],
     parameters: [{ $ref: '#/components/parameters/x-request-id' }],
     requestBody: {
       required: true,
-      content: { 'application/json': { schema: ref(req) }, 'multipart/form-data': multipartOf(req, files, binary) },
+      content: { 'application/json': { schema: ref(req), examples: requestExamples[req] }, 'multipart/form-data': multipartOf(req, files, binary) },
     },
-    responses: { '200': { description: 'Result', headers: rateHeaders, content: { 'application/json': { schema: ref(res) } } }, ...errorResponses(COMPUTE_ERRORS) },
+    responses: { '200': { description: 'Result', headers: rateHeaders, content: { 'application/json': { schema: ref(res), examples: responseExamples[res] } } }, ...errorResponses(ROUTE_ERRORS[operationId]) },
   };
 }
 
@@ -137,7 +168,12 @@ export function withServer(doc: Record<string, unknown>, url: string): Record<st
   return { ...doc, servers: [{ url: url.replace(/\/+$/, ''), description: 'this deployment\'s REST gateway' }] };
 }
 
-export function buildOpenApi(version: string): Record<string, unknown> {
+export interface OpenApiOptions {
+  /** The limits a default deployment reports in /capabilities (the example); the gateway's `gatewayLimits` of the default configuration. */
+  limits: Record<string, number>;
+}
+
+export function buildOpenApi(version: string, opts: OpenApiOptions): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
@@ -150,26 +186,44 @@ export function buildOpenApi(version: string): Record<string, unknown> {
         'Multipart bodies: file parts carry images (img, img1, img2, source), text parts the other fields (numbers as text, `source`/`targets` as JSON text). ' +
         'Fair credits: a compute request consumes one free call only when compute ran (a 2xx, or 422 no_face_detected); every other answer (4xx refusals before compute, 503, 5xx) costs nothing. ' +
         'A remote image body larger than max_image_bytes is `413 image_too_large`. The allowed models, detectors and limits change over time: read GET /capabilities.',
-      license: { name: 'MIT' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
+    tags: [
+      { name: 'Compute', description: 'Verification, embeddings and comparison. Authenticated with a REST key; each result (or `422 no_face_detected`) uses one free call.' },
+      { name: 'Service', description: 'Liveness, readiness and what this deployment offers. No key needed.' },
+    ],
     // The committed file names the default address; a running console serves its own (withServer).
     servers: [{ url: DEFAULT_SERVER_URL, description: 'default local gateway' }],
     paths: {
-      '/health': { get: { summary: 'Liveness of the gateway process', responses: { '200': { description: 'Alive', content: { 'application/json': { schema: S.healthResponse } } } } } },
+      '/health': { get: { operationId: 'health', tags: ['Service'], summary: 'Liveness of the gateway process', security: [], responses: { '200': { description: 'Alive', content: { 'application/json': { schema: S.healthResponse, examples: { ok: { summary: 'Alive', value: { status: 'ok', version } } } } } } } } },
       '/readiness': {
         get: {
+          operationId: 'readiness',
+          tags: ['Service'],
           summary: 'Readiness: the configured limiter (Redis) and the model server',
+          description: 'For load balancers and orchestrators. The answer is reused for up to `FACECOMPUTE_READINESS_CACHE_MS` (1 s). `error` is a symbolic code (limiter_unavailable, model_server_unreachable, model_server_unavailable, model_server_crashloop, gateway_draining, runtime_warmup_failed, …), never exception text.',
+          security: [],
           responses: {
-            '200': { description: 'Ready', content: { 'application/json': { schema: ref('ReadinessResponse') } } },
-            '503': { description: 'Warming, warmup error, or a dependency unreachable (error: limiter_unavailable, model_server_unreachable, gateway_draining, runtime_warmup_failed, …)', headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }, content: { 'application/json': { schema: { anyOf: [ref('ReadinessResponse'), ref('ErrorResponse')] } } } },
+            '200': { description: 'Ready', content: { 'application/json': { schema: ref('ReadinessResponse'), examples: responseExamples.ReadinessResponse } } },
+            '503': { description: 'Warming, warmup error, or a dependency unreachable (error: limiter_unavailable, model_server_unreachable, gateway_draining, runtime_warmup_failed, …)', headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } }, content: { 'application/json': { schema: { anyOf: [ref('ReadinessResponse'), ref('ErrorResponse')] }, examples: responseExamples.ReadinessWarming } } },
           },
         },
       },
-      '/capabilities': { get: { summary: 'Allowed models, detectors, metrics, thresholds, limits and input modes', responses: { '200': { description: 'Capabilities', content: { 'application/json': { schema: ref('CapabilitiesResponse') } } }, ...errorResponses(['upstream_failed', 'upstream_timeout']) } } },
-      '/verify': { post: computeOp('Verify two faces', 'img1 and img2 are images or embeddings. Two embeddings are decided in the gateway. `verified == distance <= threshold`; the distance is the minimum over all face pairs.', 'VerifyRequest', 'VerifyResponse', ['img1', 'img2']) },
-      '/represent': { post: computeOp('Embeddings of the faces in an image', '`img` may be an array (batch): results then hold one list of faces per image.', 'RepresentRequest', 'RepresentResponse', ['img']) },
+      '/capabilities': {
+        get: {
+          operationId: 'capabilities',
+          tags: ['Service'],
+          summary: 'Allowed models, detectors, metrics, thresholds, limits and input modes',
+          description: 'What this deployment serves now. Read it instead of hard-coding names or limits: `allowed_models` lists only models whose weights are installed. Free, no key.',
+          security: [],
+          responses: { '200': { description: 'Capabilities', content: { 'application/json': { schema: ref('CapabilitiesResponse'), examples: capabilitiesExamples(opts.limits) } } }, ...errorResponses(['upstream_failed', 'upstream_timeout']) },
+        },
+      },
+      '/verify': { post: computeOp('verify', 'Verify two faces', 'img1 and img2 are images or embeddings. Two embeddings are decided in the gateway. `verified == distance <= threshold`; the distance is the minimum over all face pairs.', 'VerifyRequest', 'VerifyResponse', ['img1', 'img2']) },
+      '/represent': { post: computeOp('represent', 'Embeddings of the faces in an image', '`img` may be an array (batch): results then hold one list of faces per image.', 'RepresentRequest', 'RepresentResponse', ['img']) },
       '/compare': {
         post: computeOp(
+          'compare',
           'Compare one or many sources against many target embeddings',
           'source is {img} or {embedding}, or a list of them (one result list per source). Targets: JSON arrays (`targets`), `targets_b64`, or in multipart a binary `targets` file part (application/octet-stream, little-endian float32, row-major, N × dims; the fastest). ' +
             'A binary part whose length is not a whole number of rows is `400 embedding_dimension_mismatch` (the detail gives the row count and the expected byte length); NaN or Infinity is `400 invalid_embedding` naming the row; more targets than `limits.max_targets`, more sources than `limits.max_sources` or more results than `limits.max_compare_results` is `413 too_many_targets` with the limit in the detail. ' +
@@ -192,8 +246,8 @@ export function buildOpenApi(version: string): Record<string, unknown> {
         ErrorResponse: { ...strip(S.errorResponse), properties: { error: { type: 'string', enum: Object.keys(ERROR_STATUS) }, detail: { type: 'string' } } },
       },
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'A REST API key (MCP keys are refused).' },
-        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'A REST API key (`fc_live_…`) as `Authorization: Bearer <key>`. MCP keys (`fc_mcp_…`) are refused with `401 invalid_api_key`.' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'The same REST API key in an `x-api-key` header, for clients that cannot set `Authorization`. Send one of the two.' },
       },
       parameters: {
         // Any value is accepted (a non-UUID is replaced), so the parameter is a plain string; the answer's header is a UUID.

@@ -171,7 +171,7 @@ export const capabilitiesResponse = {
     embedding_dims: { type: 'object', additionalProperties: { type: 'integer' } },
     thresholds: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'number' } } },
     limits: { type: 'object', additionalProperties: { type: 'number' } },
-    input_modes: { type: 'array', items: { type: 'string' } },
+    input_modes: { type: 'array', items: { type: 'string', enum: ['upload', 'base64', 'data_uri', 'url', 'file'] }, description: 'The image input modes this deployment accepts: upload (multipart file parts), base64, data_uri, and url and file when switched on.' },
     version: { type: 'string', const: 'v1' },
     default_model_reason: { type: 'string', description: 'Present when the configured default model cannot be served (a degraded start, FACECOMPUTE_ALLOW_DEGRADED_START=true): why, and which model is the effective default.' },
     default_detector_reason: {
@@ -182,6 +182,16 @@ export const capabilitiesResponse = {
       type: 'object',
       description: 'Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed.',
       additionalProperties: { type: 'string' },
+    },
+    detector_variants: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'Which network serves a detector whose name covers several: `retinaface` is `resnet50` (DeepFace\'s) or `mobilenet0.25`.',
+    },
+    test_weight_models: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only; never in production). Their answers mean nothing.',
     },
     calibration: {
       type: 'object',

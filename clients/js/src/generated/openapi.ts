@@ -12,30 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness of the gateway process */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Alive */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @constant */
-                            status: "ok";
-                            version: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["health"];
         put?: never;
         post?: never;
         delete?: never;
@@ -51,37 +28,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the configured limiter (Redis) and the model server */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ready */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReadinessResponse"];
-                    };
-                };
-                /** @description Warming, warmup error, or a dependency unreachable (error: limiter_unavailable, model_server_unreachable, gateway_draining, runtime_warmup_failed, …) */
-                503: {
-                    headers: {
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReadinessResponse"] | components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Readiness: the configured limiter (Redis) and the model server
+         * @description For load balancers and orchestrators. The answer is reused for up to `FACECOMPUTE_READINESS_CACHE_MS` (1 s). `error` is a symbolic code (limiter_unavailable, model_server_unreachable, model_server_unavailable, model_server_crashloop, gateway_draining, runtime_warmup_failed, …), never exception text.
+         */
+        get: operations["readiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -97,49 +48,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Allowed models, detectors, metrics, thresholds, limits and input modes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Capabilities */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["CapabilitiesResponse"];
-                    };
-                };
-                /** @description Error: upstream_failed */
-                502: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_timeout */
-                504: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        /**
+         * Allowed models, detectors, metrics, thresholds, limits and input modes
+         * @description What this deployment serves now. Read it instead of hard-coding names or limits: `allowed_models` lists only models whose weights are installed. Free, no key.
+         */
+        get: operations["capabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -161,227 +74,7 @@ export interface paths {
          * Verify two faces
          * @description img1 and img2 are images or embeddings. Two embeddings are decided in the gateway. `verified == distance <= threshold`; the distance is the minimum over all face pairs.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
-                    "x-request-id"?: components["parameters"]["x-request-id"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["VerifyRequest"];
-                    "multipart/form-data": {
-                        img1: string | (string | number[]);
-                        img2: string | (string | number[]);
-                        /**
-                         * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
-                         * @enum {string}
-                         */
-                        model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
-                        /**
-                         * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
-                         * @enum {string}
-                         */
-                        detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        expand_percentage?: number;
-                        /** @enum {string} */
-                        normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-                        /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-                        detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @enum {string} */
-                        distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
-                        /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
-                        threshold?: number;
-                        /** @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered). */
-                        anti_spoofing?: false | ("false" | "0") | 0;
-                    };
-                };
-            };
-            responses: {
-                /** @description Result */
-                200: {
-                    headers: {
-                        "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                        "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                        "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["VerifyResponse"];
-                    };
-                };
-                /** @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, embedding_dimension_mismatch, invalid_embedding, url_not_allowed, input_mode_disabled */
-                400: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: missing_api_key, invalid_api_key */
-                401: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        /** @description On missing_api_key. */
-                        "WWW-Authenticate"?: "Bearer";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: insufficient_credits */
-                402: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: account_inactive */
-                403: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: request_timeout */
-                408: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets */
-                413: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: expectation_failed */
-                417: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: no_face_detected, url_fetch_failed */
-                422: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: rate_limited, too_many_strikes */
-                429: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: headers_too_large */
-                431: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: internal_error */
-                500: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
-                502: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
-                503: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_timeout */
-                504: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["verify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -401,225 +94,7 @@ export interface paths {
          * Embeddings of the faces in an image
          * @description `img` may be an array (batch): results then hold one list of faces per image.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
-                    "x-request-id"?: components["parameters"]["x-request-id"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["RepresentRequest"];
-                    "multipart/form-data": {
-                        img: string | (string | string[]);
-                        /**
-                         * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
-                         * @enum {string}
-                         */
-                        model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
-                        /**
-                         * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
-                         * @enum {string}
-                         */
-                        detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        expand_percentage?: number;
-                        /** @enum {string} */
-                        normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-                        /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-                        detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        max_faces?: number;
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered). */
-                        anti_spoofing?: false | ("false" | "0") | 0;
-                    };
-                };
-            };
-            responses: {
-                /** @description Result */
-                200: {
-                    headers: {
-                        "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                        "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                        "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["RepresentResponse"];
-                    };
-                };
-                /** @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, embedding_dimension_mismatch, invalid_embedding, url_not_allowed, input_mode_disabled */
-                400: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: missing_api_key, invalid_api_key */
-                401: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        /** @description On missing_api_key. */
-                        "WWW-Authenticate"?: "Bearer";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: insufficient_credits */
-                402: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: account_inactive */
-                403: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: request_timeout */
-                408: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets */
-                413: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: expectation_failed */
-                417: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: no_face_detected, url_fetch_failed */
-                422: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: rate_limited, too_many_strikes */
-                429: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: headers_too_large */
-                431: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: internal_error */
-                500: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
-                502: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
-                503: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_timeout */
-                504: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["represent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -639,239 +114,7 @@ export interface paths {
          * Compare one or many sources against many target embeddings
          * @description source is {img} or {embedding}, or a list of them (one result list per source). Targets: JSON arrays (`targets`), `targets_b64`, or in multipart a binary `targets` file part (application/octet-stream, little-endian float32, row-major, N × dims; the fastest). A binary part whose length is not a whole number of rows is `400 embedding_dimension_mismatch` (the detail gives the row count and the expected byte length); NaN or Infinity is `400 invalid_embedding` naming the row; more targets than `limits.max_targets`, more sources than `limits.max_sources` or more results than `limits.max_compare_results` is `413 too_many_targets` with the limit in the detail. The body limit of /compare is `limits.max_compare_bytes`. Vector-only requests never touch the model server. Nothing is stored.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
-                    "x-request-id"?: components["parameters"]["x-request-id"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["CompareRequest"];
-                    "multipart/form-data": {
-                        source: string | (({
-                            /** @description An image: raw base64, a data:image/<fmt>;base64,<data> URI, an https:// URL (when remote images are enabled), a file:<path> (when a local images root is set), or a multipart file part. */
-                            img?: string;
-                            /** @description An embedding: finite numbers, as many as the model has dimensions. */
-                            embedding?: number[];
-                        } & (unknown | unknown)) | ({
-                            /** @description An image: raw base64, a data:image/<fmt>;base64,<data> URI, an https:// URL (when remote images are enabled), a file:<path> (when a local images root is set), or a multipart file part. */
-                            img?: string;
-                            /** @description An embedding: finite numbers, as many as the model has dimensions. */
-                            embedding?: number[];
-                        } & (unknown | unknown))[]);
-                        targets?: string | number[][];
-                        /** @description Base64 of little-endian float32, row-major, N x dims. */
-                        targets_b64?: string;
-                        /**
-                         * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
-                         * @enum {string}
-                         */
-                        model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
-                        /**
-                         * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
-                         * @enum {string}
-                         */
-                        detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-                        enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        expand_percentage?: number;
-                        /** @enum {string} */
-                        normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-                        /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-                        detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-                        /** @enum {string} */
-                        distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
-                        /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
-                        threshold?: number;
-                        /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON). */
-                        top_k?: number;
-                    } & (unknown | unknown);
-                };
-            };
-            responses: {
-                /** @description Result */
-                200: {
-                    headers: {
-                        "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                        "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                        "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                        "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                        RateLimit: components["headers"]["RateLimit"];
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["CompareResponse"];
-                    };
-                };
-                /** @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, embedding_dimension_mismatch, invalid_embedding, url_not_allowed, input_mode_disabled */
-                400: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: missing_api_key, invalid_api_key */
-                401: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        /** @description On missing_api_key. */
-                        "WWW-Authenticate"?: "Bearer";
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: insufficient_credits */
-                402: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: account_inactive */
-                403: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: request_timeout */
-                408: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets */
-                413: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: expectation_failed */
-                417: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: no_face_detected, url_fetch_failed */
-                422: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: rate_limited, too_many_strikes */
-                429: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: headers_too_large */
-                431: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: internal_error */
-                500: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_failed, upstream_lost, upstream_response_too_large */
-                502: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full */
-                503: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        "Retry-After": components["headers"]["Retry-After"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-                /** @description Error: upstream_timeout */
-                504: {
-                    headers: {
-                        "x-request-id": components["headers"]["x-request-id"];
-                        "x-api-version": components["headers"]["x-api-version"];
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorResponse"];
-                    };
-                };
-            };
-        };
+        post: operations["compare"];
         delete?: never;
         options?: never;
         head?: never;
@@ -887,56 +130,98 @@ export interface components {
             img2: string | number[];
             /**
              * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+             * @default Facenet
              * @enum {string}
              */
-            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+             * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            expand_percentage?: number;
-            /** @enum {string} */
-            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-            /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @enum {string} */
-            distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /** @default 0 */
+            expand_percentage: number;
+            /**
+             * @default base
+             * @enum {string}
+             */
+            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            /**
+             * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+             * @default true
+             */
+            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @default cosine
+             * @enum {string}
+             */
+            distance_metric: "cosine" | "euclidean" | "euclidean_l2" | "angular";
             /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
             threshold?: number;
-            /** @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered). */
-            anti_spoofing?: false | ("false" | "0") | 0;
+            /**
+             * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
+             * @default false
+             */
+            anti_spoofing: false | ("false" | "0") | 0;
         };
         RepresentRequest: {
             img: string | string[];
             /**
              * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+             * @default Facenet
              * @enum {string}
              */
-            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+             * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            expand_percentage?: number;
-            /** @enum {string} */
-            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-            /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /** @default 0 */
+            expand_percentage: number;
+            /**
+             * @default base
+             * @enum {string}
+             */
+            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            /**
+             * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+             * @default true
+             */
+            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             max_faces?: number;
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered). */
-            anti_spoofing?: false | ("false" | "0") | 0;
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default false
+             */
+            l2_normalize: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
+             * @default false
+             */
+            anti_spoofing: false | ("false" | "0") | 0;
         };
         CompareRequest: {
             /** @description Exactly one of {img} or {embedding}; or a list of them (many-to-many, at most `limits.max_sources`, of which at most `limits.max_batch_images` images): the answer then has one result list per source in `results` and one entry per source in `source`. */
@@ -957,25 +242,43 @@ export interface components {
             targets_b64?: string;
             /**
              * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+             * @default Facenet
              * @enum {string}
              */
-            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+             * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false. */
-            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            expand_percentage?: number;
-            /** @enum {string} */
-            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
-            /** @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags. */
-            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
-            /** @enum {string} */
-            distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+             * @default true
+             */
+            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /** @default 0 */
+            expand_percentage: number;
+            /**
+             * @default base
+             * @enum {string}
+             */
+            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            /**
+             * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+             * @default true
+             */
+            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /**
+             * @default cosine
+             * @enum {string}
+             */
+            distance_metric: "cosine" | "euclidean" | "euclidean_l2" | "angular";
             /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
             threshold?: number;
             /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON). */
@@ -1149,7 +452,8 @@ export interface components {
             limits?: {
                 [key: string]: number;
             };
-            input_modes?: string[];
+            /** @description The image input modes this deployment accepts: upload (multipart file parts), base64, data_uri, and url and file when switched on. */
+            input_modes?: ("upload" | "base64" | "data_uri" | "url" | "file")[];
             /** @constant */
             version?: "v1";
             /** @description Present when the configured default model cannot be served (a degraded start, FACECOMPUTE_ALLOW_DEGRADED_START=true): why, and which model is the effective default. */
@@ -1160,6 +464,12 @@ export interface components {
             unavailable?: {
                 [key: string]: string;
             };
+            /** @description Which network serves a detector whose name covers several: `retinaface` is `resnet50` (DeepFace's) or `mobilenet0.25`. */
+            detector_variants?: {
+                [key: string]: string;
+            };
+            /** @description Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only; never in production). Their answers mean nothing. */
+            test_weight_models?: string[];
             /** @description Thresholds beyond DeepFace's fixed ones (which stay the default), measured on LFW View 1 DevTrain by tools/calibration/roc.ts: `models.<model>.<detector>.<metric>` holds the threshold at a false-accept rate of 1e-2 (`far_1e_2`) and 1e-3 (`far_1e_3`), the threshold with the best accuracy (`best_accuracy`), DeepFace's threshold on the same pairs (`deepface`), each with its FAR, TAR and accuracy there, and the AUC. Only served models (real weights) and detectors appear. To use one, pass its `threshold` per request. */
             calibration?: {
                 dataset?: string;
@@ -1257,4 +567,1066 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "ok";
+                        version: string;
+                    };
+                };
+            };
+        };
+    };
+    readiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
+                };
+            };
+            /** @description Warming, warmup error, or a dependency unreachable (error: limiter_unavailable, model_server_unreachable, gateway_draining, runtime_warmup_failed, …) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"] | components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    capabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Capabilities */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CapabilitiesResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_failed
+             *
+             *     - `upstream_failed`: a model server failed or answered garbage, no model server is known, or the rate limiter's backend (Redis) is unavailable
+             */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_timeout
+             *
+             *     - `upstream_timeout`: the model server did not answer within `FACECOMPUTE_UPSTREAM_TIMEOUT_MS`
+             */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    verify: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
+                "x-request-id"?: components["parameters"]["x-request-id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyRequest"];
+                "multipart/form-data": {
+                    img1: string | (string | number[]);
+                    img2: string | (string | number[]);
+                    /**
+                     * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+                     * @default Facenet
+                     * @enum {string}
+                     */
+                    model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+                    /**
+                     * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+                     * @default opencv
+                     * @enum {string}
+                     */
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /** @default 0 */
+                    expand_percentage?: number;
+                    /**
+                     * @default base
+                     * @enum {string}
+                     */
+                    normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+                    /**
+                     * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+                     * @default true
+                     */
+                    detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @default cosine
+                     * @enum {string}
+                     */
+                    distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+                    /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
+                    threshold?: number;
+                    /**
+                     * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
+                     * @default false
+                     */
+                    anti_spoofing?: false | ("false" | "0") | 0;
+                };
+            };
+        };
+        responses: {
+            /** @description Result */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VerifyResponse"];
+                };
+            };
+            /**
+             * @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, embedding_dimension_mismatch, invalid_embedding, url_not_allowed, input_mode_disabled
+             *
+             *     - `invalid_request`: malformed JSON or multipart, a field of the wrong type, an unknown or missing field, a bad boolean, a broken HTTP request (framing, percent-encoding, no Host)
+             *     - `unsupported_option`: an option the service does not offer, e.g. `anti_spoofing: true`
+             *     - `model_not_allowed`: `model_name` is not served by this deployment
+             *     - `detector_not_allowed`: `detector_backend` is not allowed here
+             *     - `invalid_image`: the bytes are not a decodable JPEG, PNG, WebP, GIF or BMP (corrupt, truncated, another format)
+             *     - `embedding_dimension_mismatch`: an embedding (or a binary `targets` row) does not have the model's length, or is empty
+             *     - `invalid_embedding`: an embedding value is not a finite number (NaN, Infinity, a string, null)
+             *     - `url_not_allowed`: a remote URL or `file:` path the SSRF policy refuses (private or loopback address, non-default port, a host outside the allowlist, a path outside the images root)
+             *     - `input_mode_disabled`: an input mode this deployment has switched off (remote URLs, `file:` paths)
+             */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: missing_api_key, invalid_api_key
+             *
+             *     - `missing_api_key`: no key on a compute route (`WWW-Authenticate: Bearer`)
+             *     - `invalid_api_key`: the key is unknown, revoked, or of the other kind (an MCP key on REST, a REST key on MCP)
+             */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    /** @description On missing_api_key. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: insufficient_credits
+             *
+             *     - `insufficient_credits`: the account's free calls are used up
+             */
+            402: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: account_inactive
+             *
+             *     - `account_inactive`: the account is disabled
+             */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: request_timeout
+             *
+             *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: image_too_large, request_too_large, too_many_pixels
+             *
+             *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
+             */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: expectation_failed
+             *
+             *     - `expectation_failed`: an `Expect` header other than `100-continue`
+             */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: no_face_detected, url_fetch_failed
+             *
+             *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: rate_limited, too_many_strikes
+             *
+             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
+             */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: headers_too_large
+             *
+             *     - `headers_too_large`: request headers over 16 KiB
+             */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: internal_error
+             *
+             *     - `internal_error`: a bug on our side; logged with the request id, and the call is refunded
+             */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_failed, upstream_lost, upstream_response_too_large
+             *
+             *     - `upstream_failed`: a model server failed or answered garbage, no model server is known, or the rate limiter's backend (Redis) is unavailable
+             *     - `upstream_lost`: the model server read the whole request and stopped while computing it, presumably because of its input; the request is not sent to another model server, and it counts as a strike against the account
+             *     - `upstream_response_too_large`: a model server answered more than the gateway accepts (`FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES`)
+             */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             *
+             *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
+             *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
+             *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
+             *     - `service_warming`: the models are still loading, or a model server is restarting
+             *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_timeout
+             *
+             *     - `upstream_timeout`: the model server did not answer within `FACECOMPUTE_UPSTREAM_TIMEOUT_MS`
+             */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    represent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
+                "x-request-id"?: components["parameters"]["x-request-id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RepresentRequest"];
+                "multipart/form-data": {
+                    img: string | (string | string[]);
+                    /**
+                     * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+                     * @default Facenet
+                     * @enum {string}
+                     */
+                    model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+                    /**
+                     * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+                     * @default opencv
+                     * @enum {string}
+                     */
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /** @default 0 */
+                    expand_percentage?: number;
+                    /**
+                     * @default base
+                     * @enum {string}
+                     */
+                    normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+                    /**
+                     * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+                     * @default true
+                     */
+                    detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    max_faces?: number;
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default false
+                     */
+                    l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
+                     * @default false
+                     */
+                    anti_spoofing?: false | ("false" | "0") | 0;
+                };
+            };
+        };
+        responses: {
+            /** @description Result */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepresentResponse"];
+                };
+            };
+            /**
+             * @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, url_not_allowed, input_mode_disabled
+             *
+             *     - `invalid_request`: malformed JSON or multipart, a field of the wrong type, an unknown or missing field, a bad boolean, a broken HTTP request (framing, percent-encoding, no Host)
+             *     - `unsupported_option`: an option the service does not offer, e.g. `anti_spoofing: true`
+             *     - `model_not_allowed`: `model_name` is not served by this deployment
+             *     - `detector_not_allowed`: `detector_backend` is not allowed here
+             *     - `invalid_image`: the bytes are not a decodable JPEG, PNG, WebP, GIF or BMP (corrupt, truncated, another format)
+             *     - `url_not_allowed`: a remote URL or `file:` path the SSRF policy refuses (private or loopback address, non-default port, a host outside the allowlist, a path outside the images root)
+             *     - `input_mode_disabled`: an input mode this deployment has switched off (remote URLs, `file:` paths)
+             */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: missing_api_key, invalid_api_key
+             *
+             *     - `missing_api_key`: no key on a compute route (`WWW-Authenticate: Bearer`)
+             *     - `invalid_api_key`: the key is unknown, revoked, or of the other kind (an MCP key on REST, a REST key on MCP)
+             */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    /** @description On missing_api_key. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: insufficient_credits
+             *
+             *     - `insufficient_credits`: the account's free calls are used up
+             */
+            402: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: account_inactive
+             *
+             *     - `account_inactive`: the account is disabled
+             */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: request_timeout
+             *
+             *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: image_too_large, request_too_large, too_many_pixels
+             *
+             *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
+             */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: expectation_failed
+             *
+             *     - `expectation_failed`: an `Expect` header other than `100-continue`
+             */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: no_face_detected, url_fetch_failed
+             *
+             *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: rate_limited, too_many_strikes
+             *
+             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
+             */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: headers_too_large
+             *
+             *     - `headers_too_large`: request headers over 16 KiB
+             */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: internal_error
+             *
+             *     - `internal_error`: a bug on our side; logged with the request id, and the call is refunded
+             */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_failed, upstream_lost, upstream_response_too_large
+             *
+             *     - `upstream_failed`: a model server failed or answered garbage, no model server is known, or the rate limiter's backend (Redis) is unavailable
+             *     - `upstream_lost`: the model server read the whole request and stopped while computing it, presumably because of its input; the request is not sent to another model server, and it counts as a strike against the account
+             *     - `upstream_response_too_large`: a model server answered more than the gateway accepts (`FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES`)
+             */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             *
+             *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
+             *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
+             *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
+             *     - `service_warming`: the models are still loading, or a model server is restarting
+             *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_timeout
+             *
+             *     - `upstream_timeout`: the model server did not answer within `FACECOMPUTE_UPSTREAM_TIMEOUT_MS`
+             */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    compare: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed when a UUID, otherwise replaced by a new UUID v4; forwarded to the model server and in every log line. */
+                "x-request-id"?: components["parameters"]["x-request-id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompareRequest"];
+                "multipart/form-data": {
+                    source: string | (({
+                        /** @description An image: raw base64, a data:image/<fmt>;base64,<data> URI, an https:// URL (when remote images are enabled), a file:<path> (when a local images root is set), or a multipart file part. */
+                        img?: string;
+                        /** @description An embedding: finite numbers, as many as the model has dimensions. */
+                        embedding?: number[];
+                    } & (unknown | unknown)) | ({
+                        /** @description An image: raw base64, a data:image/<fmt>;base64,<data> URI, an https:// URL (when remote images are enabled), a file:<path> (when a local images root is set), or a multipart file part. */
+                        img?: string;
+                        /** @description An embedding: finite numbers, as many as the model has dimensions. */
+                        embedding?: number[];
+                    } & (unknown | unknown))[]);
+                    targets?: string | number[][];
+                    /** @description Base64 of little-endian float32, row-major, N x dims. */
+                    targets_b64?: string;
+                    /**
+                     * @description Recognition model; default from /capabilities, which lists those this deployment allows (any other is `400 model_not_allowed`).
+                     * @default Facenet
+                     * @enum {string}
+                     */
+                    model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+                    /**
+                     * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
+                     * @default opencv
+                     * @enum {string}
+                     */
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
+                     * @default true
+                     */
+                    enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /** @default 0 */
+                    expand_percentage?: number;
+                    /**
+                     * @default base
+                     * @enum {string}
+                     */
+                    normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+                    /**
+                     * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
+                     * @default true
+                     */
+                    detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @default cosine
+                     * @enum {string}
+                     */
+                    distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+                    /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
+                    threshold?: number;
+                    /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON). */
+                    top_k?: number;
+                } & (unknown | unknown);
+            };
+        };
+        responses: {
+            /** @description Result */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompareResponse"];
+                };
+            };
+            /**
+             * @description Error: invalid_request, unsupported_option, model_not_allowed, detector_not_allowed, invalid_image, embedding_dimension_mismatch, invalid_embedding, url_not_allowed, input_mode_disabled
+             *
+             *     - `invalid_request`: malformed JSON or multipart, a field of the wrong type, an unknown or missing field, a bad boolean, a broken HTTP request (framing, percent-encoding, no Host)
+             *     - `unsupported_option`: an option the service does not offer, e.g. `anti_spoofing: true`
+             *     - `model_not_allowed`: `model_name` is not served by this deployment
+             *     - `detector_not_allowed`: `detector_backend` is not allowed here
+             *     - `invalid_image`: the bytes are not a decodable JPEG, PNG, WebP, GIF or BMP (corrupt, truncated, another format)
+             *     - `embedding_dimension_mismatch`: an embedding (or a binary `targets` row) does not have the model's length, or is empty
+             *     - `invalid_embedding`: an embedding value is not a finite number (NaN, Infinity, a string, null)
+             *     - `url_not_allowed`: a remote URL or `file:` path the SSRF policy refuses (private or loopback address, non-default port, a host outside the allowlist, a path outside the images root)
+             *     - `input_mode_disabled`: an input mode this deployment has switched off (remote URLs, `file:` paths)
+             */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: missing_api_key, invalid_api_key
+             *
+             *     - `missing_api_key`: no key on a compute route (`WWW-Authenticate: Bearer`)
+             *     - `invalid_api_key`: the key is unknown, revoked, or of the other kind (an MCP key on REST, a REST key on MCP)
+             */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    /** @description On missing_api_key. */
+                    "WWW-Authenticate"?: "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: insufficient_credits
+             *
+             *     - `insufficient_credits`: the account's free calls are used up
+             */
+            402: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: account_inactive
+             *
+             *     - `account_inactive`: the account is disabled
+             */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: request_timeout
+             *
+             *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             */
+            408: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets
+             *
+             *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
+             *     - `too_many_targets`: more targets than `limits.max_targets`, more sources than `limits.max_sources`, or more results than `limits.max_compare_results`
+             */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: expectation_failed
+             *
+             *     - `expectation_failed`: an `Expect` header other than `100-continue`
+             */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: no_face_detected, url_fetch_failed
+             *
+             *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: rate_limited, too_many_strikes
+             *
+             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
+             */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: headers_too_large
+             *
+             *     - `headers_too_large`: request headers over 16 KiB
+             */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: internal_error
+             *
+             *     - `internal_error`: a bug on our side; logged with the request id, and the call is refunded
+             */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_failed, upstream_lost, upstream_response_too_large
+             *
+             *     - `upstream_failed`: a model server failed or answered garbage, no model server is known, or the rate limiter's backend (Redis) is unavailable
+             *     - `upstream_lost`: the model server read the whole request and stopped while computing it, presumably because of its input; the request is not sent to another model server, and it counts as a strike against the account
+             *     - `upstream_response_too_large`: a model server answered more than the gateway accepts (`FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES`)
+             */
+            502: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             *
+             *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
+             *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
+             *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
+             *     - `service_warming`: the models are still loading, or a model server is restarting
+             *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /**
+             * @description Error: upstream_timeout
+             *
+             *     - `upstream_timeout`: the model server did not answer within `FACECOMPUTE_UPSTREAM_TIMEOUT_MS`
+             */
+            504: {
+                headers: {
+                    "x-request-id": components["headers"]["x-request-id"];
+                    "x-api-version": components["headers"]["x-api-version"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+}
