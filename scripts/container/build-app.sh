@@ -39,10 +39,12 @@ case "$step" in
     mkdir -p "$out/bin" "$out/dist" "$out/models"
     # What `facecompute` reads at run time (src/package-root.ts finds them beside package.json):
     # the bundle (bin/facecompute.js prefers it), the addon and its loader, the model manifest, the
-    # thresholds /capabilities publishes (models/calibration), and openapi.json (the console serves it).
+    # thresholds /capabilities publishes (models/calibration), openapi.json and docs/ (the console serves
+    # and renders them), and the licence.
     cp bin/facecompute.js "$out/bin/"
     cp -R dist/bundle "$out/dist/bundle"
-    cp package.json package-lock.json openapi.json index.js "${addons[@]}" "$out/"
+    cp package.json package-lock.json openapi.json index.js LICENSE "${addons[@]}" "$out/"
+    cp -R docs "$out/docs"
     cp models/manifest.json "$out/models/"
     cp -R models/calibration "$out/models/calibration"
     # The production packages, as npm resolved and built them here (native addons included). Nested

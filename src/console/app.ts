@@ -18,6 +18,7 @@ import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
+import referenceRoutes from './routes/reference.js';
 import stripeWebhookRoutes from './routes/stripe-webhook.js';
 import { PACKAGE_ROOT, PACKAGE_VERSION } from '../package-root.js';
 import { registerProbes } from '../http/probes.js';
@@ -28,6 +29,8 @@ export interface ConsoleDeps {
   logger?: Logger;
   /** Where /openapi.json is read from; defaults to openapi.json at the repository root. */
   openapiPath?: string;
+  /** The docs/ pages /docs/ renders; defaults to docs/ at the repository root. */
+  docsDir?: string;
 }
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -108,5 +111,6 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     publicMcpUrl: config.accounts.publicMcpUrl,
     openapiPath: deps.openapiPath ?? resolve(repoRoot(), 'openapi.json'),
   });
+  await app.register(referenceRoutes, { docsDir: deps.docsDir ?? resolve(repoRoot(), 'docs') });
   return app;
 }

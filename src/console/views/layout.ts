@@ -11,15 +11,24 @@ export interface LayoutOptions {
   /** null for pages that do not know who is calling (error pages): the navigation then offers no account links. */
   signedIn: boolean | null;
   body: Html;
+  /** More of the head (a page's own stylesheet), each element carrying the nonce. */
+  head?: Html;
+  /** More scripts after the body, each carrying the nonce. */
+  scripts?: Html;
 }
 
-/** The Content-Security-Policy of every page: nothing but this page's own inline style and script. */
-export function pageCsp(nonce: string): string {
+/**
+ * The Content-Security-Policy of every page: nothing but this page's own inline style and script (and
+ * the stylesheets and scripts it names with the same nonce). `fetches` lets the page's script fetch
+ * from the console itself: the API reference reads /openapi.json; no other page fetches anything.
+ */
+export function pageCsp(nonce: string, opts: { fetches?: boolean } = {}): string {
   return [
     "default-src 'none'",
     `style-src 'nonce-${nonce}'`,
     `script-src 'nonce-${nonce}'`,
     "img-src 'self' data:",
+    ...(opts.fetches ? ["connect-src 'self'"] : []),
     "form-action 'self'",
     "frame-ancestors 'none'",
     "base-uri 'none'",
@@ -47,10 +56,10 @@ function navLink(href: string, label: string, current: string): Html {
 export function layout(o: LayoutOptions): Html {
   const nav =
     o.signedIn === null
-      ? html`${navLink('/', 'Console', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
+      ? html`${navLink('/', 'Console', o.current)}${navLink('/docs/', 'Docs', o.current)}`
       : o.signedIn
-        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/usage', 'Usage', o.current)}${navLink('/skill.md', 'Docs', o.current)}`
-        : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/skill.md', 'Docs', o.current)}`;
+        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/usage', 'Usage', o.current)}${navLink('/docs/', 'Docs', o.current)}`
+        : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/docs/', 'Docs', o.current)}`;
   // Outside the navigation landmark: it is an action, and on a phone it shares the brand's row.
   const signOut = o.signedIn
     ? html`<form class="signout" method="post" action="/signout"><input type="hidden" name="_csrf" value="${o.csrf}"><button type="submit">Sign out</button></form>`
@@ -63,6 +72,7 @@ export function layout(o: LayoutOptions): Html {
 <link rel="icon" href="data:,">
 <title>${o.title} · facecompute console</title>
 <style nonce="${o.nonce}">${new Html(STYLES)}</style>
+${o.head ?? ''}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -71,6 +81,7 @@ export function layout(o: LayoutOptions): Html {
 ${o.body}
 </main>
 <script nonce="${o.nonce}">${new Html(COPY_SCRIPT)}</script>
+${o.scripts ?? ''}
 </body>
 </html>`;
 }

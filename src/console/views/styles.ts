@@ -78,6 +78,15 @@ table.stack td.words code { overflow-wrap:normal; }
 @media (min-width: 601px) {
   table.recent td.nowrap code { white-space:nowrap; overflow-wrap:normal; }
 }
+/* Documentation pages (docs/*.md): wide tables and code scroll in their own box, never the page. */
+.doc { min-width:0; overflow-wrap:break-word; }
+.doc .table-wrap { overflow-x:auto; margin:.75rem 0; }
+.doc .table-wrap table { width:auto; min-width:100%; font-size:.9rem; }
+.doc td, .doc th { vertical-align:top; }
+.doc p code, .doc li code, .doc td code { background:#eef2f7; padding:.05rem .3rem; border-radius:4px; overflow-wrap:anywhere; }
+.doc pre code { background:none; padding:0; }
+.doc img { max-width:100%; height:auto; }
+.doc .repo-path { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:.9em; }
 @media (max-width: 600px) {
   header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
   /* Brand and Sign out share the first row; the navigation takes the second, whole. */
