@@ -42,6 +42,11 @@ t.test('/llms.txt and /skill.md tell an agent how to start, with concrete URLs',
   t.match(body, "-F 'targets=@targets.f32;type=application/octet-stream'");
   t.match(body, /`source` may be a list/);
   t.match(llms.body, /`targets` file part of raw little-endian float32/);
+  // After no_face_detected, enforce_detection=false makes /verify compare whole images: never advised.
+  t.notMatch(body, /no_face_detected[^\n]*\| No face found[^\n]*(Use|or) `enforce_detection: false`\. \|/);
+  t.match(body, /Do not retry \/verify with `enforce_detection: false`/);
+  t.match(body, 'http://console.example:8082/docs/errors.md');
+  t.match(llms.body, 'http://console.example:8082/docs/api');
 });
 
 t.test('/llms.txt and /skill.md give the configured free-call numbers', async (t) => {
@@ -54,7 +59,7 @@ t.test('/llms.txt and /skill.md give the configured free-call numbers', async (t
   t.match(llms, '(7 free calls)');
   const skill = (await app.inject({ url: '/skill.md' })).body;
   t.match(skill, '"free_calls":{"total":7,"used":0,"remaining":7}');
-  t.match(skill, 'Anonymous: 7. With an email and password: 33 in total');
+  t.match(skill, 'Anonymous: 7. With a verified email and a password: 33 in total');
   t.match(skill, 'With a saved card: 77 in total');
   t.match(skill, '(email: 33, card: 77)');
   for (const doc of [llms, skill]) t.notMatch(doc, /\b(10|50|100) (free calls|in total)|Anonymous: 10\b|email: 50|card: 100|"total":10\b/, 'no default number left');

@@ -5,18 +5,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { EXIT_LISTEN_FAILED, isListenError } from '../http/listen.js';
+import { USAGE } from './usage.js';
 
-const USAGE = `usage: facecompute <command>
-
-  serve          gateway, MCP endpoint, console and a local model-server child, with embedded defaults
-  gateway        the REST gateway alone
-  mcp            the MCP endpoint alone
-  console        the accounts console alone
-  model-server   the internal model server alone
-  models         list | fetch <name> | convert <name> | verify [name]
-  bench          run the benchmarks (see bench/)
-  debug          haar-windows <image> [--no-align]: the opencv detector's raw windows before grouping
-`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;

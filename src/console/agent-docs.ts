@@ -27,7 +27,8 @@ Console (accounts and keys): ${u.console}
 ## Docs
 
 - [Skill: sign up, create a key, call the API](${u.console}/skill.md): step-by-step with curl, and what to do on each error
-- [OpenAPI 3.1 document](${u.console}/openapi.json): every REST route, request and response
+- [OpenAPI 3.1 document](${u.console}/openapi.json): every REST route, request and response ([rendered](${u.console}/docs/api))
+- [Documentation](${u.console}/docs/): quickstart, API, errors, limits, thresholds, migrating from DeepFace
 
 ## Quick start
 
@@ -180,13 +181,14 @@ refusals (503) and failures on our side (5xx) cost nothing. Check what is left:
 curl -s ${u.console}/api/account -H "Authorization: Bearer $SESSION_TOKEN"
 \`\`\`
 
-Anonymous: ${calls.anonymous}. With an email and password: ${calls.account} in total (\`POST /api/account/upgrade\` with
-\`{"email","password"}\`; keys and usage are kept). With a saved card: ${calls.card} in total
+Anonymous: ${calls.anonymous}. With a verified email and a password: ${calls.account} in total (\`POST /api/account/upgrade\` with
+\`{"email","password"}\`, then follow the link mailed to that address; keys and usage are kept). With a saved card: ${calls.card} in total
 (\`POST /api/account/card\` with \`{"payment_method":"pm_…"}\`, a payment-provider token, never a card number).
 
 ## Errors and what to do
 
-Every error is \`{"error":"<code>","detail":"…"}\`.
+Every error is \`{"error":"<code>","detail":"…"}\`. The most common ones are below; every code, with
+whether to retry: ${u.console}/docs/errors.md.
 
 | Code | Status | Do this |
 |---|---|---|
@@ -196,7 +198,7 @@ Every error is \`{"error":"<code>","detail":"…"}\`.
 | \`rate_limited\` | 429 | Too many requests. Wait \`Retry-After\` seconds (see also the \`RateLimit-*\` headers), then retry. |
 | \`queue_full\` / \`queue_timeout\` | 503 | The service is busy. Wait \`Retry-After\` seconds and retry with backoff; lower your concurrency. |
 | \`service_warming\` | 503 | Models are loading. Wait \`Retry-After\` seconds. |
-| \`no_face_detected\` | 422 | No face found. Use a clearer image, or \`enforce_detection: false\`. |
+| \`no_face_detected\` | 422 | No face found (this call counts). Send a clearer, larger, frontal photo. Do not retry /verify with \`enforce_detection: false\`: it then compares the whole images and the answer says nothing about identity. |
 | \`signup_rate_limited\` | 429 | Too many anonymous signups from your address. Reuse your existing account and key. |
 
 ## MCP
