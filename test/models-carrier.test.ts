@@ -178,8 +178,8 @@ t.test("the manifest's Facenet entry: canonical first, then its PyPI carrier, wi
   t.match(w.carriers?.[0]?.note, /cannot be proven here/, 'the provenance note says what cannot be proven');
 });
 
-t.test("README's model table says which file serves each model and where a user gets it, as the manifest does", async (t) => {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+t.test("docs/models.md's model table says which file serves each model and where a user gets it, as the manifest does", async (t) => {
+  const readme = readFileSync(join(REPO_ROOT, 'docs', 'models.md'), 'utf8');
   const m = loadManifest();
   for (const [name, entry] of [...Object.entries(m.recognition), ...Object.entries(m.detectors)]) {
     const row = readme.split('\n').find((l) => l.startsWith(`| \`${name}\``));
