@@ -1,5 +1,5 @@
 /**
- * README (Architecture, "Layers"): the import rules of src/, checked on every import of every file.
+ * docs/architecture.md ("Layers"): the import rules of src/, checked on every import of every file.
  *
  * Layers, top to bottom (a folder of src/ belongs to one; see LAYERS):
  *   entry (cli) → surfaces (gateway, mcp, console, model-server) → service (service, http)
@@ -91,7 +91,7 @@ t.test('the reader sees imports (a check of the check)', async (t) => {
 
 t.test('every folder of src/ has a layer', async (t) => {
   const tops = [...new Set([...edges.keys()].map(top))].sort();
-  t.same(tops.filter((x) => LAYERS[x] === undefined), [], 'folders without a layer (add them to LAYERS and the README)');
+  t.same(tops.filter((x) => LAYERS[x] === undefined), [], 'folders without a layer (add them to LAYERS and docs/architecture.md)');
 });
 
 t.test('imports go down the layers, never up or across surfaces', async (t) => {

@@ -1,13 +1,14 @@
 /**
- * Every shell example in README.md and in the /llms.txt and /skill.md the console serves, and every
+ * Every shell example in README.md, in every docs/*.md page and in the /llms.txt and /skill.md the
+ * console serves, and every
  * shell, Python and TypeScript example of the client libraries' READMEs (clients/python, clients/js;
  * Python with .venvs/client-python and the package installed offline from the checkout, TypeScript
  * with tsx and @facecompute/client linked to clients/js's build), runs as written against a live
  * `facecompute serve` built without ../shared: its models are those the install step fetched from the
  * registries alone (.models-cache-registry), and it runs with every shared directory hidden
- * (test/helpers/no-shared.ts). The README's blocks run in a fresh directory holding what a clone has at
- * its root for them (samples/); the other documents' in one holding img1.jpg and img2.jpg (two photos
- * of one person, from samples/). With bash, curl and jq, as a newcomer would run them. Blocks
+ * (test/helpers/no-shared.ts). Each document's blocks run in a fresh directory holding what a clone has
+ * at its root for them (samples/), and img1.jpg and img2.jpg (two photos of one person, from samples/)
+ * for the client READMEs. With bash, curl and jq, as a newcomer would run them. Blocks
  * of one document run in order in one shell (later blocks use what earlier ones set), under
  * `set -euo pipefail`; an answer with "error" in it, or one a `# {…}` comment promises and nobody
  * printed, fails the block. The README's env block (where the service listens) must hold the serve
@@ -16,7 +17,7 @@
  * test cannot silently run nothing. Bounded: one serve start and about 20 compute calls (~1 min).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t from 'tap';
@@ -28,8 +29,30 @@ import { CLIENT_LANGUAGES, SHELL_LANGUAGES, envAssignments, jsonValues, keeps, p
 import { CLIENT_JS_DIR, CLIENT_PYTHON_VENV, installPythonClient } from './helpers/clients.js';
 
 // How many shell blocks each document runs and skips. Adding an example means raising these.
+// Every docs/*.md page is here: a page missing from this table fails, so a new page's blocks are counted too.
 const EXPECTED: Record<string, { run: number; skip: number; env: number }> = {
-  'README.md': { run: 2, skip: 4, env: 1 },
+  'README.md': { run: 1, skip: 1, env: 1 },
+  'docs/README.md': { run: 0, skip: 0, env: 0 },
+  'docs/accounts.md': { run: 0, skip: 1, env: 0 },
+  'docs/api.md': { run: 4, skip: 0, env: 1 },
+  'docs/architecture.md': { run: 0, skip: 0, env: 0 },
+  'docs/benchmarks.md': { run: 0, skip: 0, env: 0 },
+  'docs/changelog.md': { run: 0, skip: 0, env: 0 },
+  'docs/choosing-a-threshold.md': { run: 0, skip: 0, env: 0 },
+  'docs/configuration.md': { run: 0, skip: 0, env: 0 },
+  'docs/development.md': { run: 0, skip: 2, env: 0 },
+  'docs/errors.md': { run: 0, skip: 0, env: 0 },
+  'docs/face-search.md': { run: 0, skip: 1, env: 0 },
+  'docs/install.md': { run: 0, skip: 1, env: 0 },
+  'docs/limits.md': { run: 0, skip: 0, env: 0 },
+  'docs/mcp.md': { run: 0, skip: 0, env: 0 },
+  'docs/migrating-from-deepface.md': { run: 0, skip: 1, env: 0 },
+  'docs/models.md': { run: 0, skip: 0, env: 0 },
+  'docs/operations.md': { run: 0, skip: 2, env: 0 },
+  'docs/parity.md': { run: 0, skip: 0, env: 0 },
+  'docs/quickstart.md': { run: 1, skip: 1, env: 1 },
+  'docs/scaling.md': { run: 0, skip: 1, env: 0 },
+  'docs/security.md': { run: 0, skip: 0, env: 0 },
   '/llms.txt': { run: 1, skip: 0, env: 0 },
   '/skill.md': { run: 10, skip: 0, env: 0 },
   'clients/python/README.md': { run: 5, skip: 1, env: 1 },
@@ -121,7 +144,8 @@ t.test('every shell example runs verbatim against a live serve built without ../
   const env = userEnv({
     FACECOMPUTE_MODELS_CACHE: REGISTRY_CACHE,
     // Each document is one newcomer, and each signs up anonymously: more of them from one address in
-    // an hour than the default allows (5, FACECOMPUTE_SIGNUP_RATE_LIMIT) since the client READMEs came.
+    // an hour than the default allows (5, FACECOMPUTE_SIGNUP_RATE_LIMIT) since the client READMEs and
+    // the docs pages came.
     FACECOMPUTE_SIGNUP_RATE_LIMIT: '50',
   });
   const s = await startServe(process.execPath, ['--import', 'tsx', resolve(REPO_ROOT, 'src/cli/main.ts'), 'serve'], env, { cwd: REPO_ROOT, spawner: spawnWithoutShared });
@@ -147,8 +171,11 @@ t.test('every shell example runs verbatim against a live serve built without ../
       FC_DOC_TSX: import.meta.resolve('tsx'),
     };
   };
+  const pages = readdirSync(resolve(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`);
+  for (const page of pages) t.ok(page in EXPECTED, `${page} has its expected block counts here`);
   const documents: Array<{ name: string; text: string; languages: ReadonlySet<string> }> = [
     { name: 'README.md', text: readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8'), languages: SHELL_LANGUAGES },
+    ...pages.map((name) => ({ name, text: readFileSync(resolve(REPO_ROOT, name), 'utf8'), languages: SHELL_LANGUAGES })),
     { name: '/llms.txt', text: await (await fetch(`${con}/llms.txt`)).text(), languages: SHELL_LANGUAGES },
     { name: '/skill.md', text: await (await fetch(`${con}/skill.md`)).text(), languages: SHELL_LANGUAGES },
     { name: 'clients/python/README.md', text: readFileSync(resolve(REPO_ROOT, 'clients/python/README.md'), 'utf8'), languages: CLIENT_LANGUAGES },
@@ -182,10 +209,11 @@ t.test('every shell example runs verbatim against a live serve built without ../
         }
       }
 
-      // The README's blocks run where a clone's root has samples/; the others read img1.jpg and img2.jpg.
+      // The README's and the docs pages' blocks run where a clone's root has samples/; the client
+      // READMEs read img1.jpg and img2.jpg from the current directory.
       const dir = mkdtempSync(join(tmpdir(), 'fc-doc-examples-'));
-      if (doc.name === 'README.md') cpSync(resolve(REPO_ROOT, 'samples'), join(dir, 'samples'), { recursive: true });
-      else for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(resolve(REPO_ROOT, 'samples', img), join(dir, img));
+      cpSync(resolve(REPO_ROOT, 'samples'), join(dir, 'samples'), { recursive: true });
+      for (const img of ['img1.jpg', 'img2.jpg']) copyFileSync(resolve(REPO_ROOT, 'samples', img), join(dir, img));
       const { results, stderr, code } = await runDocument(doc.name, blocks, vars, dir, doc.name.startsWith('clients/') ? clientEnv(dir) : {});
       for (const r of results) {
         const where = `${doc.name}:${r.block.line}`;

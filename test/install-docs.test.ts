@@ -1,8 +1,10 @@
 /**
- * The README's install claims, checked against what they describe: the container quickstart against
+ * The install claims of README.md and docs/install.md, checked against what they describe: the
+ * container quickstart (docs/install.md) against
  * the Dockerfile (the data volume at the image's data directory, the ports it exposes, the variables the
  * service knows, the models it bakes), the prerequisites against package.json and the Dockerfile, the
- * sample images against their size and licence, and the timing table against the measured figures in
+ * README's prerequisites against package.json and the Dockerfile, the sample images against their size
+ * and licence (README), and docs/install.md's timing table against the measured figures in
  * bench/results/bootstrap-timing.json (measured by bench/bootstrap/time-fresh-clone.sh, not in a test:
  * it needs the registries).
  */
@@ -14,6 +16,8 @@ import { shellBlocks } from './helpers/doc-blocks.js';
 import { VARS } from '../src/config/spec.js';
 
 const README = readFileSync(resolve(REPO_ROOT, 'README.md'), 'utf8');
+/** The container quickstart and the timing table moved to docs/install.md; the prerequisites and the samples stay in the README. */
+const INSTALL = readFileSync(resolve(REPO_ROOT, 'docs/install.md'), 'utf8');
 const DOCKERFILE = readFileSync(resolve(REPO_ROOT, 'Dockerfile'), 'utf8');
 const PKG = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
 
@@ -21,9 +25,9 @@ const PKG = JSON.parse(readFileSync(resolve(REPO_ROOT, 'package.json'), 'utf8'))
 const runtimeStage = DOCKERFILE.slice(DOCKERFILE.lastIndexOf('\nFROM '));
 const runtimeEnv = (name: string) => new RegExp(`\\b${name}=(\\S+)`).exec(runtimeStage)?.[1];
 
-t.test("the README's container quickstart runs the image as the Dockerfile builds it", async (t) => {
-  const block = shellBlocks(README, 'README.md').find((b) => /^docker run /m.test(b.code));
-  if (!t.ok(block, 'the README has a docker run block') || !block) return;
+t.test("docs/install.md's container quickstart runs the image as the Dockerfile builds it", async (t) => {
+  const block = shellBlocks(INSTALL, 'docs/install.md').find((b) => /^docker run /m.test(b.code));
+  if (!t.ok(block, 'docs/install.md has a docker run block') || !block) return;
   const code = block.code.replace(/\\\n\s*/g, ' ');
   t.match(code, new RegExp(`docker build -t facecompute:${PKG.version.replace(/\./g, '\\.')} \\.`), 'the build is tagged with the package version');
   const run = /docker run (.*)/.exec(code)?.[1] ?? '';
@@ -31,7 +35,7 @@ t.test("the README's container quickstart runs the image as the Dockerfile build
   const dataDir = runtimeEnv('FACECOMPUTE_DATA_DIR');
   t.equal(dataDir, '/var/lib/facecompute', "the image's data directory");
   t.match(run, new RegExp(`-v \\S+:${dataDir}\\b`), 'the accounts volume is mounted at the data directory');
-  t.equal(runtimeEnv('FACECOMPUTE_HOST'), '0.0.0.0', 'the image listens on all addresses, as the README says');
+  t.equal(runtimeEnv('FACECOMPUTE_HOST'), '0.0.0.0', 'the image listens on all addresses, as docs/install.md says');
   t.equal(runtimeEnv('HOME'), '/tmp', 'HOME is /tmp, which --tmpfs /tmp keeps writable under --read-only');
   t.match(run, /--read-only --tmpfs \/tmp/);
   const exposed = new Set((/^EXPOSE (.*)$/m.exec(runtimeStage)?.[1] ?? '').split(/\s+/));
@@ -44,7 +48,7 @@ t.test("the README's container quickstart runs the image as the Dockerfile build
   for (const v of vars) t.ok(known.has(v), `${v} is a variable the service knows (it refuses unknown ones)`);
   const baked = /ARG FC_IMAGE_MODELS="([^"]+)"/.exec(DOCKERFILE)?.[1];
   t.equal(baked, 'Facenet Dlib opencv retinaface yunet', 'the image bakes the defaults');
-  t.match(README, /The image bakes Facenet, Dlib, opencv, retinaface and yunet/, 'and the README says which');
+  t.match(INSTALL, /The image bakes Facenet, Dlib, opencv, retinaface and yunet/, 'and docs/install.md says which');
   const bootstrap = readFileSync(resolve(REPO_ROOT, 'scripts/bootstrap.sh'), 'utf8');
   t.equal(/DEFAULT_MODELS=\(([^)]+)\)/.exec(bootstrap)?.[1], baked, 'bootstrap.sh serve fetches the same list');
 });
@@ -82,21 +86,21 @@ interface Timing {
   runs: Record<string, { load: string; steps: Array<{ step: string; seconds: number }>; readiness_seconds: number }>;
 }
 
-t.test("the README's timing table is the measured one", async (t) => {
+t.test("docs/install.md's timing table is the measured one", async (t) => {
   const timing = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/bootstrap-timing.json'), 'utf8')) as Timing;
   const cold = timing.runs['cold'];
   const warm = timing.runs['warm'];
   if (!t.ok(cold && warm, 'a cold and a warm run') || !cold || !warm) return;
   for (const { step, seconds } of cold.steps) {
     const w = warm.steps.find((s) => s.step === step);
-    const row = README.split('\n').find((l) => l.startsWith(`| ${step} |`));
-    if (!t.ok(row, `README has the row "${step}"`) || !row) continue;
+    const row = INSTALL.split('\n').find((l) => l.startsWith(`| ${step} |`));
+    if (!t.ok(row, `docs/install.md has the row "${step}"`) || !row) continue;
     const cells = row.split('|').map((c) => c.trim());
     t.equal(cells[2], `${seconds} s`, `${step}: ${seconds} s with empty package caches`);
     t.equal(cells[3], w ? `${w.seconds} s` : '—', `${step}: warm caches`);
   }
-  const total = README.split('\n').find((l) => l.startsWith('| fresh clone to `/readiness` 200 |'));
+  const total = INSTALL.split('\n').find((l) => l.startsWith('| fresh clone to `/readiness` 200 |'));
   t.ok(total?.includes(`| ${cold.readiness_seconds} s |`) && total.includes(`| ${warm.readiness_seconds} s |`), `the totals: ${cold.readiness_seconds} s and ${warm.readiness_seconds} s`);
-  const flat = README.replace(/\s+/g, ' ');
+  const flat = INSTALL.replace(/\s+/g, ' ');
   t.ok(flat.includes(cold.load) && flat.includes(warm.load), 'with the load averages they were measured at');
 });
