@@ -96,7 +96,7 @@ export const compareBody = {
     ...common,
     distance_metric: metric,
     threshold,
-    top_k: { type: 'integer', minimum: 1, description: 'Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON).' },
+    top_k: { type: 'integer', minimum: 1, description: 'Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 7 MB of JSON).' },
   },
 } as const;
 

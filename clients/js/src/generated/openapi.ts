@@ -281,7 +281,7 @@ export interface components {
             distance_metric: "cosine" | "euclidean" | "euclidean_l2" | "angular";
             /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
             threshold?: number;
-            /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON). */
+            /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 7 MB of JSON). */
             top_k?: number;
         } & (unknown | unknown);
         VerifyResponse: {
@@ -1371,7 +1371,7 @@ export interface operations {
                     distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
                     /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
                     threshold?: number;
-                    /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 8 MB of JSON). */
+                    /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 7 MB of JSON). */
                     top_k?: number;
                 } & (unknown | unknown);
             };
