@@ -95,3 +95,49 @@ t.test('/openapi.json serves the installed document with servers set to this dep
     t.same(served, committed);
   } else t.equal(r.statusCode, 404);
 });
+
+t.test('/docs/ renders every docs page, /docs/api the reference, under a CSP that allows only what each needs', async (t) => {
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  t.equal((await app.inject({ url: '/docs' })).headers['location'], '/docs/', '/docs redirects to the index');
+  const index = await app.inject({ url: '/docs/' });
+  t.equal(index.statusCode, 200);
+  t.match(index.headers['content-type'], /^text\/html/);
+  t.match(index.body, /<article class="doc"><h1 id="facecompute-documentation">/, 'docs/README.md rendered as HTML, not raw Markdown');
+  // Every page, and every link between pages, answers.
+  const { readdirSync } = await import('node:fs');
+  const names = readdirSync(resolve(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'README.md');
+  t.ok(names.length >= 18, `${names.length} pages`);
+  const linked = new Set<string>();
+  for (const name of names) {
+    const res = await app.inject({ url: `/docs/${name}` });
+    t.equal(res.statusCode, 200, `/docs/${name}`);
+    t.notMatch(res.body.replace(/<pre>[\s\S]*?<\/pre>/g, ''), /^#+ /m, `${name}: no Markdown heading left unrendered (outside code)`);
+    for (const m of res.body.matchAll(/href="([a-z0-9-]+\.(?:md|svg|png))(?:#[^"]*)?"/g)) linked.add(m[1]!);
+    for (const m of res.body.matchAll(/src="([a-z0-9/-]+\.(?:svg|png))"/g)) linked.add(m[1]!);
+    const csp = String(res.headers['content-security-policy']);
+    t.notMatch(csp, /connect-src|unsafe-inline/, `${name}: the pages' CSP, nothing added`);
+  }
+  for (const target of linked) t.equal((await app.inject({ url: `/docs/${target}` })).statusCode, 200, `linked ${target} is served`);
+  t.ok(linked.has('roc-lfw-devtrain.svg'), 'the ROC chart is served beside the pages');
+  t.equal((await app.inject({ url: '/docs/no-such-page.md' })).statusCode, 404);
+  t.equal((await app.inject({ url: '/docs/../package.json' })).statusCode, 404, 'nothing outside docs/');
+
+  const api = await app.inject({ url: '/docs/api' });
+  t.equal(api.statusCode, 200);
+  const csp = String(api.headers['content-security-policy']);
+  t.match(csp, "connect-src 'self'", 'the reference may fetch /openapi.json from the console');
+  t.notMatch(csp, /unsafe-inline|unsafe-eval|https?:/, 'and nothing else: no inline, no eval, no other origin');
+  const nonce = /script-src 'nonce-([^']+)'/.exec(csp)![1]!;
+  t.match(api.body, `<script nonce="${nonce}" src="/docs/api/assets/swagger-ui-bundle.js">`);
+  t.match(api.body, `<link rel="stylesheet" nonce="${nonce}" href="/docs/api/assets/swagger-ui.css">`);
+  t.notMatch(api.body, /https?:\/\/(?!127\.|localhost)[^"']*\.(js|css)/, 'no asset from a CDN');
+  const js = await app.inject({ url: '/docs/api/assets/swagger-ui-bundle.js' });
+  t.equal(js.statusCode, 200);
+  t.match(js.headers['content-type'], /^text\/javascript/);
+  t.ok(js.body.length > 500_000, 'Swagger UI, served from node_modules');
+  t.match((await app.inject({ url: '/docs/api/assets/swagger-ui.css' })).headers['content-type'], /^text\/css/);
+  // The other pages keep the strict CSP.
+  t.notMatch(String((await app.inject({ url: '/signin' })).headers['content-security-policy']), /connect-src/);
+});
