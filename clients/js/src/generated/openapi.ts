@@ -133,47 +133,47 @@ export interface components {
              * @default Facenet
              * @enum {string}
              */
-            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
              * @default opencv
              * @enum {string}
              */
-            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /** @default 0 */
-            expand_percentage: number;
+            expand_percentage?: number;
             /**
              * @default base
              * @enum {string}
              */
-            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
             /**
              * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
              * @default true
              */
-            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @default cosine
              * @enum {string}
              */
-            distance_metric: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+            distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
             /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
             threshold?: number;
             /**
              * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
              * @default false
              */
-            anti_spoofing: false | ("false" | "0") | 0;
+            anti_spoofing?: false | ("false" | "0") | 0;
         };
         RepresentRequest: {
             img: string | string[];
@@ -182,46 +182,46 @@ export interface components {
              * @default Facenet
              * @enum {string}
              */
-            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
              * @default opencv
              * @enum {string}
              */
-            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /** @default 0 */
-            expand_percentage: number;
+            expand_percentage?: number;
             /**
              * @default base
              * @enum {string}
              */
-            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
             /**
              * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
              * @default true
              */
-            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             max_faces?: number;
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default false
              */
-            l2_normalize: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
              * @default false
              */
-            anti_spoofing: false | ("false" | "0") | 0;
+            anti_spoofing?: false | ("false" | "0") | 0;
         };
         CompareRequest: {
             /** @description Exactly one of {img} or {embedding}; or a list of them (many-to-many, at most `limits.max_sources`, of which at most `limits.max_batch_images` images): the answer then has one result list per source in `results` and one entry per source in `source`. */
@@ -245,40 +245,40 @@ export interface components {
              * @default Facenet
              * @enum {string}
              */
-            model_name: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
+            model_name?: "Facenet" | "Facenet512" | "OpenFace" | "Dlib" | "SFace";
             /**
              * @description Face detector; default from /capabilities, which lists those this deployment allows (any other is `400 detector_not_allowed`); `skip` = the whole image is the face.
              * @default opencv
              * @enum {string}
              */
-            detector_backend: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            align: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            align?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
              */
-            enforce_detection: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            enforce_detection?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /** @default 0 */
-            expand_percentage: number;
+            expand_percentage?: number;
             /**
              * @default base
              * @enum {string}
              */
-            normalization: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
+            normalization?: "base" | "raw" | "Facenet" | "Facenet2018" | "VGGFace" | "VGGFace2" | "ArcFace";
             /**
              * @description Default true: when `opencv` finds no face, retry with `retinaface` (if allowed and installed); such faces report `facial_area.detector: "retinaface"`. false: DeepFace's own behaviour, exactly: no retry, so no_face_detected, or with enforce_detection=false the whole image as the face. Boolean as for the other flags.
              * @default true
              */
-            detector_fallback: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            detector_fallback?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @default cosine
              * @enum {string}
              */
-            distance_metric: "cosine" | "euclidean" | "euclidean_l2" | "angular";
+            distance_metric?: "cosine" | "euclidean" | "euclidean_l2" | "angular";
             /** @description Overrides the calibrated threshold for `verified`; confidence stays calibrated on the model threshold, as in DeepFace. */
             threshold?: number;
             /** @description Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 7 MB of JSON). */
