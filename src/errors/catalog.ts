@@ -2,7 +2,7 @@
  * What each error code means to a caller: when it is answered, whether the same request can succeed
  * later, and what to do. docs/errors.md is rendered from this table, the statuses from codes.ts and
  * the "charged" column from the charging rule itself (src/accounts/charging.ts), by
- * `node --import tsx scripts/update-readme-figures.ts`; test/errors-doc.test.ts fails when the page and
+ * `node --import tsx scripts/update-readme-figures.ts`; test/readme-figures.test.ts fails when the page and
  * this table differ, and the type below fails the build when a code has no entry.
  */
 import type { ErrorCode } from './codes.js';

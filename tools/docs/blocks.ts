@@ -1,6 +1,6 @@
 /**
  * Every generated block of the documentation, by name: the parity figures (tools/parity/figures.ts,
- * rendered from the results files), the error table (src/errors: codes, statuses, the catalog and the
+ * rendered from the results files), the adversary suite's table (bench/results/adversary.json), the error table (src/errors: codes, statuses, the catalog and the
  * charging rule) and the configuration table (src/config/spec.ts). A block is the text between
  * `<!-- NAME:start -->` and `<!-- NAME:end -->` in README.md or a docs/*.md page;
  *
@@ -14,6 +14,7 @@ import { ERROR_STATUS, type ErrorCode } from '../../src/errors/codes.js';
 import { ERROR_DOCS } from '../../src/errors/catalog.js';
 import { consumesCall } from '../../src/accounts/charging.js';
 import { BLOCKS as PARITY_BLOCKS, documents } from '../parity/figures.js';
+import { adversaryTable } from './adversary.js';
 
 export { documents };
 
@@ -34,6 +35,7 @@ export function errorsTable(): string {
 
 export const BLOCKS: Record<string, () => string> = {
   ...PARITY_BLOCKS,
+  'adversary-table': adversaryTable,
   'errors-table': errorsTable,
   'configuration-table': configDocs,
 };
