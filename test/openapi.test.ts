@@ -129,7 +129,7 @@ t.test('every field the service returns is in the document', async (t) => {
   // Exhaustive at compile time: a field added to the service's types without being added here fails tsc.
   const fields = <T>(keys: Record<keyof T, true>) => Object.keys(keys);
   const s = openapi().components.schemas;
-  const caps = fields<CapabilitiesResponse>({ allowed_models: true, default_model: true, allowed_detectors: true, default_detector: true, distance_metrics: true, default_distance_metric: true, embedding_dims: true, thresholds: true, limits: true, input_modes: true, version: true, default_model_reason: true, detector_variants: true, test_weight_models: true, model_sources: true, calibration: true });
+  const caps = fields<CapabilitiesResponse>({ allowed_models: true, default_model: true, allowed_detectors: true, default_detector: true, distance_metrics: true, default_distance_metric: true, embedding_dims: true, thresholds: true, limits: true, input_modes: true, version: true, default_model_reason: true, default_detector_reason: true, unavailable: true, detector_variants: true, test_weight_models: true, model_sources: true, calibration: true });
   for (const f of caps) t.ok(f in s['CapabilitiesResponse'].properties, `capabilities.${f}`);
   for (const f of fields<VerifyResponse>({ verified: true, distance: true, threshold: true, confidence: true, model: true, detector_backend: true, similarity_metric: true, facial_areas: true, time: true })) t.ok(f in s['VerifyResponse'].properties, `verify.${f}`);
   for (const f of fields<RepresentResponse>({ results: true, model: true, detector_backend: true })) t.ok(f in s['RepresentResponse'].properties, `represent.${f}`);
