@@ -10,7 +10,8 @@ export const USAGE = `usage: facecompute <command>
   console        the accounts console alone
   model-server   the internal model server alone
   models         list                  every model and detector, installed or not, and its source
-                 fetch <name>|all      download from its sources in order (sha256-checked), then convert
+                 fetch <name>...|all   download from its sources in order (sha256-checked), then convert
+                 where                 the models cache directory every command uses
                  convert <name>        convert installed weights to ONNX in the cache
                  verify [name]         re-hash the weights and load each ONNX file
                  prepare               convert everything whose weights are present
