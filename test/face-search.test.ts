@@ -63,6 +63,8 @@ t.test('face search with pgvector: the right person for every photo, at the reco
     FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-face-search-')),
     FACECOMPUTE_ALLOWED_MODELS: 'Facenet',
     FACECOMPUTE_ALLOWED_DETECTORS: 'yunet',
+    // The recipe's detector; serve refuses to start when its default detector is not one it can serve.
+    FACECOMPUTE_DEFAULT_DETECTOR: 'yunet',
     // 62 photos enrolled and 62 searched (represent + compare each): more than an anonymous account's
     // allowance and one minute's rate limit, which are policy, not what is tested here.
     FACECOMPUTE_FREE_CALLS_ANONYMOUS: '1000',
@@ -83,6 +85,10 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   while (Date.now() < deadline && proc.exitCode === null) {
     if ((await fetch(`${url}/readiness`).catch(() => null))?.status === 200) break;
     await new Promise((r) => setTimeout(r, 200));
+  }
+  if (proc.exitCode !== null) {
+    t.fail(`serve exited (${proc.exitCode}) before it was ready:\n${logs.join('').slice(-3000)}`);
+    return;
   }
   const caps = (await (await fetch(`${url}/capabilities`)).json()) as { allowed_models: string[]; embedding_dims: Record<string, number> };
   if (!t.same(caps.allowed_models, ['Facenet'], 'serve is ready with Facenet (bootstrap installs it)')) {
