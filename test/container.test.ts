@@ -129,6 +129,11 @@ t.test('the image tree serves from a read-only root filesystem as uid 10001', as
   if (ready !== 200) return;
 
   const consoleUrl = `http://127.0.0.1:${ports.CONSOLE_PORT}`;
+  // serve starts the console beside the gateway, not before it: on a loaded machine the gateway can be
+  // ready while the console is not yet listening (the signup then failed with 'fetch failed').
+  while (Date.now() < deadline && (await fetch(`${consoleUrl}/readiness`).then((r) => r.status, () => 0)) !== 200) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
   const signup = (await (await fetch(`${consoleUrl}/api/signup/anonymous`, { method: 'POST' })).json()) as { session_token: string };
   const key = (await (await fetch(`${consoleUrl}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${signup.session_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'image' }) })).json()) as { key: string };
   const img = (name: string) => `data:image/jpeg;base64,${readFileSync(deepfaceImage(name)).toString('base64')}`;
