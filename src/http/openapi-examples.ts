@@ -6,7 +6,7 @@
  * configuration's defaults. test/openapi.test.ts validates every example against its schema.
  */
 import { decide, findThreshold } from '../deepface/decision.js';
-import { DISTANCE_METRICS } from '../vocabulary/closed-sets.js';
+import { DISTANCE_METRICS, NORMALIZATIONS } from '../vocabulary/closed-sets.js';
 import { ERROR_DOCS } from '../errors/catalog.js';
 import type { ErrorCode } from '../errors/codes.js';
 
@@ -29,7 +29,7 @@ export const requestExamples: Record<'VerifyRequest' | 'RepresentRequest' | 'Com
     images: { summary: 'Two images as data URIs (base64 shortened here)', value: { img1: JPEG_1, img2: JPEG_2, model_name: 'Facenet' } },
     options: {
       summary: "DeepFace's options, with their defaults spelled out",
-      value: { img1: JPEG_1, img2: JPEG_2, model_name: 'Facenet', detector_backend: 'opencv', distance_metric: 'cosine', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', detector_fallback: true },
+      value: { img1: JPEG_1, img2: JPEG_2, model_name: 'Facenet', detector_backend: 'opencv', distance_metric: 'cosine', align: true, enforce_detection: true, expand_percentage: 0, normalization: NORMALIZATIONS[0], detector_fallback: true },
     },
     embeddings: {
       summary: 'Two embeddings (decided in the gateway; shortened here: real ones have embedding_dims[model] numbers)',
