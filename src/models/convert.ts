@@ -48,12 +48,13 @@ export function onnxCachePath(cacheDir: string, artifact: Artifact, files: reado
     .digest('hex')
     .slice(0, 16);
   const safe = artifact.id.replace(/[^A-Za-z0-9._-]/g, '_');
-  return join(cacheDir, 'onnx', `${safe}-${key}.onnx`);
+  return join(cacheDir, 'onnx', artifact.converter?.output === 'directory' ? `${safe}-${key}` : `${safe}-${key}.onnx`);
 }
 
 /**
- * Returns the ONNX path for an artifact whose weights resolved to `weights`, converting when needed.
- * Artifacts without a converter (SFace, YuNet, Haar XML) return their first weight file.
+ * Returns the ONNX path for an artifact whose weights resolved to `weights`, converting when needed
+ * (a folder of ONNX files for a converter whose output is `directory`). Artifacts without a converter
+ * (SFace, YuNet, Haar XML) return their first weight file.
  */
 export async function ensureOnnx(artifact: Artifact, weights: readonly ResolvedWeight[], cacheDir: string, python: string): Promise<string> {
   const conv = artifact.converter;
@@ -65,7 +66,8 @@ export async function ensureOnnx(artifact: Artifact, weights: readonly ResolvedW
   }
   const out = onnxCachePath(cacheDir, artifact, weights.map((w) => w.origin.sha256));
   try {
-    if ((await stat(out)).size > 0) return out;
+    const st = await stat(out);
+    if (conv.output === 'directory' ? st.isDirectory() : st.size > 0) return out;
   } catch {
     // not converted yet
   }
@@ -90,12 +92,12 @@ export async function ensureOnnx(artifact: Artifact, weights: readonly ResolvedW
   try {
     await run(converterPython(python), [resolve(REPO_ROOT, conv.script), ...args], { maxBuffer: 16 << 20, timeout: 15 * 60_000 });
   } catch (err) {
-    await rm(tmp, { force: true });
+    await rm(tmp, { recursive: true, force: true });
     const stderr = (err as { stderr?: string }).stderr ?? '';
     const last = stderr.trim().split('\n').slice(-3).join(' | ');
     if ((err as { code?: unknown }).code === FINGERPRINT_EXIT) {
       const from = weights.map((w) => `${w.path}`).join(', ');
-      throw new ConvertError(`${artifact.id}: refused: ${from}: ${last.replace(/^keras_to_onnx: [^:]+: [^:]+: /, '')}`, 'fingerprint_mismatch');
+      throw new ConvertError(`${artifact.id}: refused: ${from}: ${last.replace(/^keras_to_onnx: [^:]+: [^:]+: /, '').replace(/^mtcnn_to_onnx: /, '')}`, 'fingerprint_mismatch');
     }
     throw new ConvertError(`${artifact.id}: converter failed${last ? `: ${last}` : ''}`);
   }

@@ -79,6 +79,8 @@ export interface ConverterSpec {
   args: string[];
   /** Bumped when the converter's output changes, so cached ONNX files are rebuilt. */
   version: number;
+  /** `directory`: `{out}` is a folder the converter fills with several ONNX files (MTCNN's three networks). */
+  output?: 'file' | 'directory';
 }
 
 export interface ModelInput {
@@ -106,7 +108,7 @@ export interface DetectorVariant {
 }
 
 export interface DetectorEntry {
-  engine: 'haar' | 'retinaface' | 'yunet' | 'skip';
+  engine: 'haar' | 'retinaface' | 'yunet' | 'mtcnn' | 'fastmtcnn' | 'skip';
   weights?: WeightFile[];
   converter?: ConverterSpec | null;
   variants?: Record<string, DetectorVariant>;
