@@ -283,6 +283,45 @@ export interface ManyOutput {
   count: number
 }
 
+/** PNet's outputs per level to RNet's boxes and their 24×24 crops. */
+export declare function mtcnnAfterPnet(image: NativeImage, flavor: MtcnnFlavor, levels: Array<MtcnnPnetOutput>): Promise<MtcnnStage>
+
+/** RNet's outputs on `boxes` to ONet's boxes and their 48×48 crops. */
+export declare function mtcnnAfterRnet(image: NativeImage, flavor: MtcnnFlavor, boxes: Float64Array, reg: NativeTensor, prob: NativeTensor): Promise<MtcnnStage>
+
+/** ONet's outputs on `boxes` to the faces, for an image of `width`×`height`, in the library's order. */
+export declare function mtcnnFaces(flavor: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<Array<NativeFace>>
+
+/**
+ * DeepFace's two MTCNN backends, by their DeepFace names: ipazc's mtcnn 1.0.0 (`mtcnn`) and
+ * facenet-pytorch 2.6.0's MTCNN (`fastmtcnn`).
+ */
+export type MtcnnFlavor = 'mtcnn' | 'fastmtcnn'
+
+export interface MtcnnLevel {
+  scale: number
+  width: number
+  height: number
+  /** PNet's input `[1, 3, height, width]`. */
+  tensor: Float32Array
+}
+
+export interface MtcnnPnetOutput {
+  scale: number
+  reg: NativeTensor
+  prob: NativeTensor
+}
+
+/** The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first). */
+export declare function mtcnnPyramid(image: NativeImage, flavor: MtcnnFlavor): Promise<Array<MtcnnLevel>>
+
+export interface MtcnnStage {
+  /** The boxes the next network is given, flat rows of 5. */
+  boxes: Float64Array
+  /** Their crops, `[n, 3, size, size]`. */
+  crops: Float32Array
+}
+
 export interface NativeFace {
   /** DeepFace's integer box as its detector wrapper builds it. */
   x: number

@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, ChannelOrder, checkJson, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, DistanceMetric, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, benchCompareEngine, benchManySingleThread, benchPeakF32Gflops, benchReadSum, ChannelOrder, checkJson, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, DistanceMetric, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramid, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
@@ -801,6 +801,11 @@ export { Interpolation }
 export { l2Normalize }
 export { letterbox }
 export { Letterbox }
+export { mtcnnAfterPnet }
+export { mtcnnAfterRnet }
+export { mtcnnFaces }
+export { MtcnnFlavor }
+export { mtcnnPyramid }
 export { Normalization }
 export { Preprocess }
 export { probeImage }

@@ -161,6 +161,11 @@ else
   export FACECOMPUTE_MODELS_CACHE=${FACECOMPUTE_MODELS_CACHE:-$ROOT/.models-cache}
   log "fetch Facenet (the default model) unless installed"
   node bin/facecompute.js models fetch Facenet || echo "bootstrap: Facenet could not be fetched (above: every source and why)" >&2
+  # DeepFace's MTCNN detectors (mtcnn, fastmtcnn; not defaults, so serve does not fetch them): 4 MB of
+  # weights, from PyPI's mtcnn and facenet-pytorch wheels when GitHub's files are out of reach; their
+  # parity and Postman tests need them.
+  log "fetch the MTCNN detectors' weights unless installed"
+  node bin/facecompute.js models fetch mtcnn fastmtcnn || echo "bootstrap: the MTCNN detectors' weights could not all be fetched (above); they stay unavailable" >&2
   log "prepare installed models (convert what the weights directory holds)"
   node bin/facecompute.js models prepare
   # A user's install, proven here: no mirror, a cache of its own, every default from its real sources.

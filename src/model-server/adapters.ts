@@ -1,6 +1,6 @@
 /**
  * Binds the pipeline's ports to the real engines: the native addon for pixels and the Haar
- * cascade, ONNX Runtime for RetinaFace, YuNet and the recognition models.
+ * cascade, ONNX Runtime for RetinaFace, YuNet, the MTCNNs and the recognition models.
  */
 import { readFile } from 'node:fs/promises';
 import type { Config } from '../config/index.js';
@@ -9,6 +9,7 @@ import * as img from '../native/image.js';
 import { OpenCvDetector } from '../native/detect.js';
 import { RetinaFaceDetector } from './detectors/retinaface.js';
 import { YunetDetector } from './detectors/yunet.js';
+import { MtcnnDetector } from './detectors/mtcnn.js';
 import { onInferenceFailure } from './inference/inference-thread.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage } from './engines.js';
@@ -60,6 +61,10 @@ export function engines(cfg: Config): EngineFactory {
       if (engine === 'yunet') {
         const d = await YunetDetector.create(file, ort);
         return { name, detect: (image: NativeImage) => d.detect(image) };
+      }
+      if (engine === 'mtcnn' || engine === 'fastmtcnn') {
+        const d = await MtcnnDetector.create(engine, file, ort);
+        return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
       }
       throw new Error(`unknown detector engine ${engine}`);
     },

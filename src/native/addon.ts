@@ -25,6 +25,7 @@ interface BindingEnums {
   Preprocess: Readonly<Record<string, Binding.Preprocess>>;
   Letterbox: Readonly<Record<string, Binding.Letterbox>>;
   RetinafaceVariant: Readonly<Record<string, Binding.RetinafaceVariant>>;
+  MtcnnFlavor: Readonly<Record<string, Binding.MtcnnFlavor>>;
   ImageFormat: Readonly<Record<string, Binding.ImageFormat>>;
 }
 

@@ -23,6 +23,7 @@ export const TENSOR_LAYOUTS = values(native.TensorLayout);
 export const PREPROCESSES = values(native.Preprocess);
 export const LETTERBOXES = values(native.Letterbox);
 export const RETINAFACE_VARIANTS = values(native.RetinafaceVariant);
+export const MTCNN_FLAVORS = values(native.MtcnnFlavor);
 
 /** `value` if it is one of `set`, else invalid_request naming `what`. */
 export function member<T extends string>(set: readonly T[], value: unknown, what: string): T {

@@ -3,11 +3,22 @@
  * (crates/facecompute-node/src/faces.rs). Every native failure becomes a ServiceError here.
  */
 import { native } from './addon.js';
-import { RETINAFACE_VARIANTS, member } from './closed-sets.js';
+import { MTCNN_FLAVORS, RETINAFACE_VARIANTS, member } from './closed-sets.js';
 import { fromNative } from '../errors/native-error.js';
-import type { NativeFace, NativeImage, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant } from '../../index.js';
+import type {
+  MtcnnFlavor,
+  MtcnnLevel,
+  MtcnnPnetOutput,
+  MtcnnStage,
+  NativeFace,
+  NativeImage,
+  NativeTensor,
+  PreparedInput,
+  ResnetLevelInput,
+  RetinafaceVariant,
+} from '../../index.js';
 
-export type { NativeFace, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant };
+export type { MtcnnFlavor, MtcnnLevel, MtcnnPnetOutput, MtcnnStage, NativeFace, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant };
 
 async function call<T>(f: () => Promise<T>): Promise<T> {
   try {
@@ -59,4 +70,28 @@ export function yunetDecode(
   topK: number,
 ): Promise<NativeFace[]> {
   return call(() => native.yunetDecode(outputs, width, height, scoreThreshold, nms, topK));
+}
+
+function flavor(value: MtcnnFlavor): MtcnnFlavor {
+  return member(MTCNN_FLAVORS, value, 'mtcnn flavour');
+}
+
+/** The PNet input of every pyramid level (crates/facecompute-core/src/detect/mtcnn). */
+export function mtcnnPyramid(image: NativeImage, flavour: MtcnnFlavor): Promise<MtcnnLevel[]> {
+  return call(() => native.mtcnnPyramid(image, flavor(flavour)));
+}
+
+/** PNet's outputs per level to RNet's boxes and 24×24 crops. */
+export function mtcnnAfterPnet(image: NativeImage, flavour: MtcnnFlavor, levels: MtcnnPnetOutput[]): Promise<MtcnnStage> {
+  return call(() => native.mtcnnAfterPnet(image, flavor(flavour), levels));
+}
+
+/** RNet's outputs to ONet's boxes and 48×48 crops. */
+export function mtcnnAfterRnet(image: NativeImage, flavour: MtcnnFlavor, boxes: Float64Array, reg: NativeTensor, prob: NativeTensor): Promise<MtcnnStage> {
+  return call(() => native.mtcnnAfterRnet(image, flavor(flavour), boxes, reg, prob));
+}
+
+/** ONet's outputs to the faces, as the library orders them and DeepFace's wrapper rounds them. */
+export function mtcnnFaces(flavour: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<NativeFace[]> {
+  return call(() => native.mtcnnFaces(flavor(flavour), width, height, boxes, reg, landmarks, prob));
 }

@@ -50,18 +50,18 @@ pub struct NativeFace {
 }
 
 /// The detectors' reading of an image: any channel count the core accepts, a buffer that fills it.
-fn to_image(img: &NativeImage) -> std::result::Result<Image, CoreError> {
+pub(crate) fn to_image(img: &NativeImage) -> std::result::Result<Image, CoreError> {
     img.to_core(|| CoreError::invalid_image("pixel buffer length does not match width*height*channels"))
 }
 
 /// A tensor argument, copied out of JS (on the JS thread: it is a view of a JS typed array).
-fn to_tensor(t: &NativeTensor) -> std::result::Result<Tensor, CoreError> {
+pub(crate) fn to_tensor(t: &NativeTensor) -> std::result::Result<Tensor, CoreError> {
     let dims: Option<Vec<usize>> = t.dims.iter().map(|&d| usize::try_from(d).ok()).collect();
     let dims = dims.ok_or_else(|| CoreError::invalid_request("tensor dims must be non-negative"))?;
     Tensor::new(dims, t.data.to_vec())
 }
 
-fn face_out(f: &FaceBox, int: IntFace) -> NativeFace {
+pub(crate) fn face_out(f: &FaceBox, int: IntFace) -> NativeFace {
     NativeFace {
         x: int.x,
         y: int.y,

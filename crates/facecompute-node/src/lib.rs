@@ -16,6 +16,7 @@ mod json;
 mod stream;
 mod detect;
 mod faces;
+mod mtcnn;
 #[cfg(feature = "bench")]
 mod bench;
 

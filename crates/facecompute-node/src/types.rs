@@ -8,7 +8,7 @@
 
 use crate::padded::{core_image, Padding};
 use facecompute_core::compare::Metric;
-use facecompute_core::detect::retinaface;
+use facecompute_core::detect::{mtcnn, retinaface};
 use facecompute_core::image::{ChannelOrder as CoreChannelOrder, Format};
 use facecompute_core::pixels::{self, Image};
 use facecompute_core::CoreError;
@@ -188,6 +188,26 @@ impl From<RetinafaceVariant> for retinaface::Variant {
         match v {
             RetinafaceVariant::Mobilenet => Self::MobileNet,
             RetinafaceVariant::Resnet50 => Self::Resnet50,
+        }
+    }
+}
+
+/// DeepFace's two MTCNN backends, by their DeepFace names: ipazc's mtcnn 1.0.0 (`mtcnn`) and
+/// facenet-pytorch 2.6.0's MTCNN (`fastmtcnn`).
+#[napi(string_enum)]
+#[derive(Clone, Copy)]
+pub enum MtcnnFlavor {
+    #[napi(value = "mtcnn")]
+    Mtcnn,
+    #[napi(value = "fastmtcnn")]
+    Fastmtcnn,
+}
+
+impl From<MtcnnFlavor> for mtcnn::Flavor {
+    fn from(f: MtcnnFlavor) -> Self {
+        match f {
+            MtcnnFlavor::Mtcnn => Self::Mtcnn,
+            MtcnnFlavor::Fastmtcnn => Self::FacenetPytorch,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod haar;
 pub mod opencv;
 mod cv_resize;
+pub mod mtcnn;
 pub mod nms;
 pub mod retinaface;
 pub mod yunet;
