@@ -28,7 +28,7 @@ export const EMBEDDING_JSON_SCHEMA = { type: 'array', items: { type: 'number' },
 // REST); the listed input schema still names the catalog's entries.
 const names = catalogNames();
 const model = z.string().meta({ enum: names.models }).optional().describe('Recognition model, e.g. "Facenet" or "Dlib". Call get_capabilities for the allowed ones; default: the service default.');
-const detector = z.string().meta({ enum: names.detectors }).optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", or "skip" when the image is already a cropped face.');
+const detector = z.string().meta({ enum: names.detectors }).optional().describe('Face detector: "opencv" (default), "retinaface", "yunet", "mtcnn", "fastmtcnn", or "skip" when the image is already a cropped face.');
 const metric = z.enum(DISTANCE_METRICS).optional().describe('Distance metric; default "cosine".');
 const threshold = z.number().positive().optional().describe("Overrides the model's calibrated distance threshold for the verified decision.");
 const common = {
