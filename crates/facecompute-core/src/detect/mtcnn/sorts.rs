@@ -3,8 +3,10 @@
 //! survives non-maximum suppression depends on where the sort left them, so the order of ties is
 //! reproduced, not just the order of values:
 //! - numpy's `argsort` (default kind): introsort over an index array, median-of-3 pivot, insertion
-//!   sort below 17 elements, heapsort past a depth of 2·⌊log2 n⌋ (numpy/_core/src/npysort
-//!   `aquicksort_`; numpy 1.26 and 2.1 on x86-64 without AVX-512 take this generic path);
+//!   sort up to 16 elements, heapsort past a depth of 2·⌊log2 n⌋ (numpy/core/src/npysort
+//!   `aquicksort_`): what numpy 1.26 does on a CPU without AVX-512, as in facenet-pytorch's reference.
+//!   numpy 2.x hands argsort to x86-simd-sort (AVX2 or AVX-512, per CPU), whose tie order depends on
+//!   the machine DeepFace runs on; mtcnn 1.0.0's candidates are ordered by the portable sort here;
 //! - libstdc++'s `std::sort` on (key, index) pairs with a descending comparator: what
 //!   `torch.sort(descending=True)` does on the CPU in torch 2.2 (torchvision's NMS sorts with it).
 //!
@@ -16,7 +18,7 @@ fn np_less(a: f64, b: f64) -> bool {
     a < b || (b.is_nan() && !a.is_nan())
 }
 
-const SMALL_QUICKSORT: usize = 16;
+const SMALL_QUICKSORT: usize = 15;
 
 /// `np.argsort(v)` (kind='quicksort'), as indices into `v`.
 pub fn numpy_argsort(v: &[f64]) -> Vec<usize> {
