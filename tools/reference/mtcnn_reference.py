@@ -18,6 +18,8 @@ torch < 2.3, which needs numpy < 2, and DeepFace's lock has numpy 2.1:
         tools/reference/mtcnn_reference.py --detector mtcnn --set deepface
     ... --set lfw            (LFW DevTrain, 3,443 images; resumes where it stopped)
     ... --fixture            (writes test/fixtures/mtcnn/<detector>-<set>.json from the run's output)
+    ... --postman            (DeepFace.verify on DeepFace's Postman verify request with mtcnn ->
+                              test/fixtures/mtcnn/postman-verify.json)
 
 Runs write .cache/mtcnn-reference/<detector>-<set>.jsonl, one JSON object per image, flushed per line:
     {"path": ..., "regions": [{x, y, w, h, left_eye, right_eye, confidence}],   detector output, bordered image
@@ -180,6 +182,32 @@ def fixture(args) -> int:
     return 0
 
 
+# DeepFace's Postman collection (deepface/api/postman/deepface-api.postman_collection.json), request
+# "Face verification - default" as it stood while it named mtcnn (up to v0.0.95; 0.0.100's names opencv).
+POSTMAN_VERIFY = {"img1": "img1.jpg", "img2": "img2.jpg", "model_name": "Facenet", "detector_backend": "mtcnn",
+                  "distance_metric": "euclidean"}
+
+
+def postman() -> int:
+    """DeepFace.verify on the Postman request's body -> test/fixtures/mtcnn/postman-verify.json."""
+    link_weights("Facenet")
+    from deepface import DeepFace  # noqa: E402
+
+    body = POSTMAN_VERIFY
+    res = DeepFace.verify(img1_path=str(DATA / "deepface" / body["img1"]), img2_path=str(DATA / "deepface" / body["img2"]),
+                          model_name=body["model_name"], detector_backend=body["detector_backend"],
+                          distance_metric=body["distance_metric"])
+    res = {k: plain(v) if not isinstance(v, dict) else {a: {b: plain(c) for b, c in d.items()} if isinstance(d, dict) else plain(d)
+                                                         for a, d in v.items()} for k, v in res.items()}
+    out = {"meta": versions("mtcnn"), "collection": "deepface/api/postman/deepface-api.postman_collection.json (v0.0.95)",
+           "request": body, "deepface": res}
+    path = REPO / "test" / "fixtures" / "mtcnn" / "postman-verify.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(res), file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--detector", required=True, choices=["mtcnn", "fastmtcnn"])
@@ -187,7 +215,10 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--out", default="", help="the run's JSONL output (default .cache/mtcnn-reference/<detector>-<set>.jsonl)")
     ap.add_argument("--fixture", action="store_true", help="write the committed fixture from the run's output")
+    ap.add_argument("--postman", action="store_true", help="only: DeepFace.verify on the Postman collection's mtcnn request")
     args = ap.parse_args()
+    if args.postman:
+        return postman()
     return fixture(args) if args.fixture else run(args)
 
 
