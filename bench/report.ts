@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { DetectorRow } from './suites/detectors.js';
 import type { BenchFile } from './run.js';
 import { barChart, lineChart } from './lib/svg.js';
 import { eldLabel } from './suites/service.js';
@@ -252,6 +253,7 @@ export function writeReport(b: BenchFile, dir: string): void {
   const compare = result<CompareResult>(b, 'compare');
   const batching = result<BatchingResult>(b, 'batching');
   const ortR = result<OrtResult>(b, 'ort');
+  const detectors = result<{ images: string[]; rows: DetectorRow[] }>(b, 'detectors');
   const per = { service, library, cold, memory };
   const models = reportModels(per);
   const byModel = Object.fromEntries(models.map((m) => [m, modelRatios(m, per)]));
@@ -365,6 +367,13 @@ export function writeReport(b: BenchFile, dir: string): void {
     md.push('## Library level (in-process pipeline vs DeepFace as a library)', '', '| model | detector | represent p50 ms ours / DeepFace | × | verify p50 ms ours / DeepFace | × | images/s ours c1 / c4 / DeepFace |', '|---|---|---|---|---|---|---|');
     for (const r of library.rows) {
       md.push(`| ${r.model ?? 'Dlib'} | ${r.detector} | ${fx(r.represent_ms.ours.p50, 0)} / ${fx(r.represent_ms.deepface.p50, 0)} | ${fx(r.ratios['represent_p50_speedup'], 1)} | ${fx(r.verify_ms.ours.p50, 0)} / ${fx(r.verify_ms.deepface.p50, 0)} | ${fx(r.ratios['verify_p50_speedup'], 1)} | ${fx(r.sustained.ours.images_per_s)} / ${fx(r.sustained.ours_concurrency_4.images_per_s)} / ${fx(r.sustained.deepface.images_per_s)} |`);
+    }
+    md.push('');
+  }
+  if (detectors) {
+    md.push(`## Detectors: DeepFace's MTCNN backends (extract_faces per image, ${detectors.images.length} DeepFace images, in process vs DeepFace as a library)`, '', '| detector | ms/image ours / DeepFace | × | CPU ms/image ours / DeepFace | × | faces ours / DeepFace |', '|---|---|---|---|---|---|');
+    for (const r of detectors.rows) {
+      md.push(r.deepface ? `| ${r.detector} | ${fx(r.ours.ms_per_image, 0)} / ${fx(r.deepface.ms_per_image, 0)} | ${fx(r.speedup, 1)} | ${fx(r.ours.cpu_ms_per_image, 0)} / ${fx(r.deepface.cpu_ms_per_image, 0)} | ${fx(r.cpu_ratio, 1)} | ${r.ours.faces} / ${r.deepface.faces} |` : `| ${r.detector} | ${fx(r.ours.ms_per_image, 0)} / - | - | - | - | ${r.skipped ?? 'no baseline'} |`);
     }
     md.push('');
   }

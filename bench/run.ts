@@ -18,7 +18,7 @@ import { DEEPFACE_PYTHON, REPO_ROOT, RESULTS_DIR } from './lib/paths.js';
 import { loadAverage, logDir, sampleLoad } from './lib/proc.js';
 import type { SuiteContext } from './suites/context.js';
 
-export const SUITES = ['ort', 'library', 'service', 'coldstart', 'memory', 'compare', 'batching'] as const;
+export const SUITES = ['ort', 'library', 'service', 'coldstart', 'memory', 'compare', 'batching', 'detectors'] as const;
 export type SuiteName = (typeof SUITES)[number];
 
 type SuiteFn = (ctx: SuiteContext) => Promise<Record<string, unknown>>;
@@ -32,10 +32,11 @@ const LOADERS: Record<SuiteName, () => Promise<SuiteFn>> = {
   memory: async () => (await import('./suites/coldstart.js')).memorySuite,
   compare: async () => (await import('./suites/compare.js')).compareSuite,
   batching: async () => (await import('./suites/batching.js')).batchingSuite,
+  detectors: async () => (await import('./suites/detectors.js')).detectorsSuite,
 };
 
 /** Suites that run DeepFace itself (its venv, `npm run bench:setup`); the others run without it. */
-export const DEEPFACE_SUITES: readonly SuiteName[] = ['library', 'service', 'coldstart', 'memory'];
+export const DEEPFACE_SUITES: readonly SuiteName[] = ['library', 'service', 'coldstart', 'memory', 'detectors'];
 
 export interface SuiteEntry {
   ran_at: string;
