@@ -3,7 +3,7 @@
  * metric that can serve here, in process with the real engines and the service's defaults
  * (align, enforce_detection=false as DeepFace's benchmarks run, detector_fallback on):
  *
- *   nice -n 10 node --import tsx tools/calibration/roc.ts [--models Dlib,Facenet] [--detectors opencv,yunet,retinaface,skip] [--cached]
+ *   nice -n 10 node --import tsx tools/calibration/roc.ts [--models Dlib,Facenet] [--detectors opencv,yunet,retinaface,skip] [--cached] [--merge]
  *     → models/calibration/lfw-devtrain.json   (served by /capabilities as `calibration`, curves left out)
  *     → docs/roc-lfw-devtrain.svg              (the chart in the README)
  *     → test/fixtures/calibration/lfw-devtrain-distances.json.gz  (every pair's distance, in micro-units,
@@ -13,10 +13,12 @@
  * best accuracy, DeepFace's fixed threshold on the same pairs, the AUC and the curve
  * (src/deepface/calibration.ts has the arithmetic and test/calibration.test.ts checks it by hand).
  * Embeddings are cached per model and detector in .cache/lfw/<model>-<detector>.json (delete to
- * recompute); a model or detector that is not installed stops the tool.
+ * recompute); a model or detector that is not installed stops the tool. --merge keeps the committed
+ * rows (and distances) of every model × detector not measured in this run, so a detector can be added
+ * without recomputing the others' embeddings.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { THRESHOLDS } from '../../src/deepface/decision.js';
@@ -157,6 +159,13 @@ async function main() {
     genuine: pairs.map((p) => p[2]).join(''),
     series: {},
   };
+  if (process.argv.includes('--merge')) {
+    const old = JSON.parse(readFileSync(join(REPO, 'models', 'calibration', 'lfw-devtrain.json'), 'utf8')) as CalibrationFile;
+    const oldDist = JSON.parse(gunzipSync(readFileSync(join(REPO, 'test', 'fixtures', 'calibration', 'lfw-devtrain-distances.json.gz'))).toString()) as typeof distances;
+    if (oldDist.genuine !== distances.genuine) throw new Error('--merge: the committed distances are for other pairs');
+    file.models = old.models;
+    distances.series = oldDist.series;
+  }
   for (const model of models) {
     for (const det of detectors) {
       const e = embs.get(`${model}/${det}`);

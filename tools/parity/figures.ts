@@ -48,6 +48,7 @@ export const RESULTS = {
   fallbackDlib: 'bench/results/fallback-rule-dlib.json',
   fallbackFacenet: 'bench/results/fallback-rule-facenet.json',
   calibration: 'models/calibration/lfw-devtrain.json',
+  mtcnn: 'bench/results/parity-mtcnn.json',
 } as const;
 
 /** Prose is wrapped as the README is, at 110 columns; tables are not. */
@@ -267,10 +268,38 @@ function calibrationTable(): string {
   ].join('\n');
 }
 
+/** DeepFace's MTCNN backends: detector outputs and embeddings against DeepFace's, per detector and image set. */
+function mtcnnTable(): string {
+  const r = results(RESULTS.mtcnn) as Record<string, Record<string, any>>;
+  const sets: Record<string, string> = { deepface: '`../shared/data/deepface`', lfw: 'LFW DevTrain' };
+  const emb = (e: any) => (e && e.faces ? `${of(e.at_least_0_99999, e.faces)} (min ${e.cosine_min.toFixed(7)})` : '—');
+  const rows: string[] = [];
+  for (const det of ['mtcnn', 'fastmtcnn']) {
+    for (const set of ['deepface', 'lfw']) {
+      const d = r[det]?.[set];
+      if (!d) continue;
+      const pairs = d.pairs ? `${of(d.pairs.Facenet.same_decision, d.pairs.Facenet.compared)} / ${of(d.pairs.Dlib.same_decision, d.pairs.Dlib.compared)}` : '—';
+      rows.push(`| ${code(det)} | ${sets[set]} | ${of(d.same_face_count, d.images)} | ${of(d.areas_identical, d.faces)}; ${d.area_max_px} px | ${d.eye_max_px} px | ${d.confidence_max_diff.toExponential(1)} | ${emb(d.embeddings?.Facenet)} | ${emb(d.embeddings?.Dlib)} | ${pairs} |`);
+    }
+  }
+  return [
+    '| Detector | Images | Same face count | Identical (x, y, w, h); largest difference | Eyes, largest difference | Confidence, largest difference | Facenet faces at cosine ≥ 0.99999 to DeepFace\'s | Dlib faces at cosine ≥ 0.99999 | Same decision, LFW pairs: Facenet / Dlib |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    wrap(
+      `In CI, ${code('test/mtcnn-parity.test.ts')} re-detects a sample of these images (every third DeepFace image, every 25th LFW image) and ` +
+      `fails when one of their boxes, eyes or face counts differs from DeepFace's committed output, or a confidence by more than 1e-4; ` +
+      `it holds every row to ${code(RESULTS.mtcnn)}, which this table is generated from, and to the issue's bars: ` +
+      `identical boxes on at least 99.5% of faces and within 2 px on all, eyes within 1 px, confidences within 1e-4, cosines of at least 0.99999 on 99.5% of faces.`,
+    ),
+  ].join('\n');
+}
+
 // ---- reference fixtures and the versions they were made with ----------------------------------
 
 /** The libraries whose versions a fixture's outputs depend on, in the table's order. */
-export const LIBRARIES = ['DeepFace', 'OpenCV', 'TensorFlow', 'tf-keras', 'dlib', 'numpy', 'retina-face'] as const;
+export const LIBRARIES = ['DeepFace', 'OpenCV', 'TensorFlow', 'tf-keras', 'dlib', 'numpy', 'retina-face', 'mtcnn', 'facenet-pytorch', 'torch'] as const;
 export type Library = (typeof LIBRARIES)[number];
 
 /** Where each fixture format records a library's version. */
@@ -284,10 +313,13 @@ const VERSION_KEYS: Record<string, Library> = {
   dlib_version: 'dlib',
   numpy: 'numpy',
   'retina-face': 'retina-face',
+  mtcnn: 'mtcnn',
+  facenet_pytorch: 'facenet-pytorch',
+  torch: 'torch',
 };
 
 /** Generators of the fixtures that do not name their own. */
-const GENERATOR_BY_DIR: Record<string, string> = { 'test/fixtures/deepface': 'tools/reference/deepface_reference.py' };
+const GENERATOR_BY_DIR: Record<string, string> = { 'test/fixtures/deepface': 'tools/reference/deepface_reference.py', 'test/fixtures/mtcnn': 'tools/reference/mtcnn_reference.py' };
 
 export interface FixtureRecord {
   file: string;
@@ -348,4 +380,5 @@ export const BLOCKS: Record<string, () => string> = {
   'fallback-rule-table': fallbackTable,
   'calibration-table': calibrationTable,
   'fixture-versions-table': fixtureTable,
+  'parity-mtcnn-table': mtcnnTable,
 };

@@ -45,6 +45,10 @@ def main():
         }
     except ImportError:
         pass
+    numpys = sorted(k.split("-", 1)[1] for k in data["orders"] if k.startswith("numpy-"))
+    torches = [k.split("-", 1)[1] for k in data["orders"] if k.startswith("torch-")]
+    data["generator"] = "tools/reference/mtcnn_sort_orders.py"
+    data["versions"] = {"numpy": " and ".join(numpys), **({"torch": torches[0]} if torches else {})}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n")
     print(f"wrote {OUT}: {sorted(data['orders'])}")

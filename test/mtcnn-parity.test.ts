@@ -1,0 +1,112 @@
+/**
+ * DeepFace's MTCNN backends (`mtcnn`: mtcnn 1.0.0; `fastmtcnn`: facenet-pytorch 2.6.0) against
+ * DeepFace 0.0.100's own outputs, committed in test/fixtures/mtcnn/<detector>-<set>.json by
+ * tools/reference/mtcnn_reference.py (run offline: no TensorFlow or PyTorch here):
+ * - a sample of the images is re-detected (every third DeepFace image, every 25th LFW image) and must
+ *   give DeepFace's face count, boxes and eyes exactly and its confidences within 1e-4, unless the
+ *   results file lists the image as one that differs;
+ * - a few faces are embedded (Facenet and Dlib) and must reach a cosine of 0.99999 to DeepFace's;
+ * - every row of bench/results/parity-mtcnn.json (tools/parity/mtcnn-parity.ts, which the README's
+ *   table is rendered from) covers every image of its fixture and meets the issue's bars.
+ */
+import t from 'tap';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/index.js';
+import { imageOps } from '../src/model-server/adapters.js';
+import { cosineDistance, REPO } from '../tools/parity/deepface-parity.js';
+import { compareRegions, createMtcnnPipeline, emptyStats, imagePath, ourRegions, RESULTS_FILE, type RefImage } from '../tools/parity/mtcnn-parity.js';
+
+const DETECTORS = ['mtcnn', 'fastmtcnn'] as const;
+const SAMPLE_EVERY = { deepface: 3, lfw: 25 } as const;
+const results = JSON.parse(readFileSync(join(REPO, RESULTS_FILE), 'utf8')) as Record<string, Record<string, any>>;
+const fixture = (det: string, set: string) => join(REPO, 'test', 'fixtures', 'mtcnn', `${det}-${set}.json`);
+const load = (det: string, set: string) => JSON.parse(readFileSync(fixture(det, set), 'utf8')) as { meta: Record<string, string>; images: Record<string, RefImage> };
+
+t.test('the committed DeepFace outputs name the versions that made them', async (t) => {
+  for (const det of DETECTORS) {
+    const { meta, images } = load(det, 'deepface');
+    t.match(meta, { deepface: '0.0.100', detector: det, align: true, enforce_detection: false }, det);
+    if (det === 'mtcnn') t.equal(meta['mtcnn'], '1.0.0');
+    else t.match(meta, { facenet_pytorch: '2.6.0', torch: /^2\.2\./ });
+    t.equal(Object.keys(images).length, 65, `${det}: every DeepFace test image`);
+  }
+});
+
+t.test('every results row covers its whole fixture and meets the bars', async (t) => {
+  let rows = 0;
+  for (const det of DETECTORS) {
+    t.ok(results[det]?.['deepface'], `${det}: the DeepFace images are measured`);
+    for (const set of ['deepface', 'lfw'] as const) {
+      const r = results[det]?.[set];
+      if (!r) continue;
+      rows++;
+      const { images } = load(det, set);
+      const usable = Object.values(images).filter((i) => !i.error && i.regions).length;
+      t.equal(r.images, usable, `${det} ${set}: every image of the fixture (${usable})`);
+      t.equal(r.same_face_count, r.images, `${det} ${set}: the same face count on every image`);
+      t.ok(r.areas_identical / r.faces >= 0.995, `${det} ${set}: identical boxes on ${r.areas_identical}/${r.faces} faces (>= 99.5%)`);
+      t.ok(r.area_max_px <= 2, `${det} ${set}: every box within 2 px (${r.area_max_px})`);
+      t.ok(r.eye_max_px <= 1, `${det} ${set}: every eye within 1 px (${r.eye_max_px})`);
+      t.ok(r.confidence_max_diff <= 1e-4, `${det} ${set}: confidences within 1e-4 (${r.confidence_max_diff})`);
+      for (const model of ['Facenet', 'Dlib']) {
+        const e = r.embeddings?.[model];
+        if (set === 'lfw' && !e) continue;
+        t.ok(e && e.at_least_0_99999 / e.faces >= 0.995, `${det} ${set} ${model}: ${e?.at_least_0_99999}/${e?.faces} faces at cosine >= 0.99999`);
+      }
+      if (r.pairs) for (const model of ['Facenet', 'Dlib']) t.equal(r.pairs[model].same_decision, r.pairs[model].compared, `${det} LFW ${model}: the same decision on every pair compared`);
+    }
+  }
+  t.ok(rows >= 2, `${rows} rows`);
+});
+
+t.test('a sample of the images gives DeepFace\'s detections, and a few faces its embeddings', async (t) => {
+  const { pipeline, detectors, close } = await createMtcnnPipeline();
+  t.teardown(close);
+  const ops = imageOps(loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent' }));
+  for (const det of DETECTORS) {
+    const detector = detectors.get(det);
+    if (!t.ok(detector, `${det} is installed (bootstrap fetches it)`) || !detector) continue;
+    for (const set of ['deepface', 'lfw'] as const) {
+      if (!existsSync(fixture(det, set))) {
+        t.notOk(results[det]?.[set], `${det} ${set}: no results row without its fixture`);
+        continue;
+      }
+      const listed = new Set<string>((results[det]?.[set]?.differences ?? []).map((d: string) => d.split(/[:#]/)[0]));
+      const { images } = load(det, set);
+      const names = Object.keys(images).sort().filter((_, i) => i % SAMPLE_EVERY[set] === 0);
+      const stats = emptyStats();
+      let embedded = 0;
+      for (const name of names) {
+        const ref = images[name] as RefImage;
+        if (ref.error || !ref.regions) continue;
+        const img = await ops.decode(readFileSync(imagePath(set, name)));
+        const ours = await ourRegions(detector, img);
+        const one = emptyStats();
+        compareRegions(one, name, ours, ref.regions);
+        compareRegions(stats, name, ours, ref.regions);
+        if (!listed.has(name)) {
+          t.equal(one.same_face_count, 1, `${det} ${name}: DeepFace's face count`);
+          t.equal(one.areas_identical, one.faces, `${det} ${name}: DeepFace's boxes`);
+          t.equal(one.eye_max_px, 0, `${det} ${name}: DeepFace's eyes`);
+        }
+        t.ok(one.confidence_max_diff <= 1e-4, `${det} ${name}: confidences within 1e-4 (${one.confidence_max_diff})`);
+        // Embeddings for the first few sampled DeepFace images with faces.
+        if (set === 'deepface' && embedded < 3 && ref.faces?.['Facenet']?.[0]?.embedding && ref.regions.length > 0) {
+          embedded++;
+          for (const model of ['Facenet', 'Dlib'] as const) {
+            const theirs = ref.faces[model] ?? [];
+            const mine = (await pipeline.represent([img], { model_name: model, detector_backend: det, align: true, enforce_detection: false, expand_percentage: 0, normalization: 'base', max_faces: null, l2_normalize: false }))[0] ?? [];
+            t.equal(mine.length, theirs.length, `${det} ${name} ${model}: DeepFace's faces`);
+            for (const [i, f] of mine.entries()) {
+              const c = 1 - cosineDistance(f.embedding, theirs[i]?.embedding as number[]);
+              t.ok(c >= 0.99999, `${det} ${name} ${model} face ${i}: cosine ${c} >= 0.99999`);
+            }
+          }
+        }
+      }
+      t.ok(stats.images >= names.length - 2, `${det} ${set}: ${stats.images} images compared`);
+      t.equal(embedded, set === 'deepface' ? 3 : 0, `${det} ${set}: faces embedded`);
+    }
+  }
+});
