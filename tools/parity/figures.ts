@@ -302,7 +302,8 @@ function mtcnnTable(): string {
       const d = r[det]?.[set];
       if (!d) continue;
       const pairs = d.pairs ? `${of(d.pairs.Facenet.same_decision, d.pairs.Facenet.compared)} / ${of(d.pairs.Dlib.same_decision, d.pairs.Dlib.compared)}` : '—';
-      rows.push(`| ${code(det)} | ${sets[set]} | ${of(d.same_face_count, d.images)} | ${of(d.areas_identical, d.faces)}; ${d.area_max_px} px | ${d.eye_max_px} px | ${d.confidence_max_diff.toExponential(1)} | ${emb(d.embeddings?.Facenet)} | ${emb(d.embeddings?.Dlib)} | ${pairs} |`);
+      const label = d.reference?.partial ? `${sets[set]}, the first ${thousands(d.images)} of ${thousands(d.reference.images_total)} images (the DeepFace run did not finish)` : sets[set];
+      rows.push(`| ${code(det)} | ${label} | ${of(d.same_face_count, d.images)} | ${of(d.areas_identical, d.faces)}; ${d.area_max_px} px | ${d.eye_max_px} px | ${d.confidence_max_diff.toExponential(1)} | ${emb(d.embeddings?.Facenet)} | ${emb(d.embeddings?.Dlib)} | ${pairs} |`);
     }
   }
   return [

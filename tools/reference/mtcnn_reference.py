@@ -162,7 +162,10 @@ def fixture(args) -> int:
     have = [r["path"] for r in rows]
     if have != want:
         missing = sorted(set(want) - set(have))
-        sys.exit(f"{src}: {len(missing)} images missing (e.g. {missing[:3]}); finish the run first")
+        if not args.partial:
+            sys.exit(f"{src}: {len(missing)} images missing (e.g. {missing[:3]}); finish the run first (or --partial)")
+        # The run goes through the images in sorted order: a partial fixture is its first N.
+        meta = {**meta, "partial": True, "images_total": len(want)}
     keep_emb = args.set == "deepface"
     out = {"meta": meta, "generator": f"tools/reference/mtcnn_reference.py --detector {args.detector} --set {args.set}",
            "images": {}}
@@ -215,6 +218,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--out", default="", help="the run's JSONL output (default .cache/mtcnn-reference/<detector>-<set>.jsonl)")
     ap.add_argument("--fixture", action="store_true", help="write the committed fixture from the run's output")
+    ap.add_argument("--partial", action="store_true", help="with --fixture: write what the run has done so far (its first N images)")
     ap.add_argument("--postman", action="store_true", help="only: DeepFace.verify on the Postman collection's mtcnn request")
     args = ap.parse_args()
     if args.postman:
