@@ -53,6 +53,15 @@ pub struct Face {
 /// the all-pairs suppression (mtcnn's is quadratic) and the crop tensors for a hostile image.
 pub const MAX_CANDIDATES: usize = 20_000;
 
+/// A pyramid level with more PNet candidates than [`MAX_CANDIDATES`] is refused before its
+/// quadratic suppression runs (DeepFace itself would build a 20,000² IoU matrix there: 3.2 GB).
+fn too_many(n: usize) -> CoreResult<()> {
+    if n > MAX_CANDIDATES {
+        return Err(CoreError::invalid_image(format!("mtcnn: {n} face candidates on one pyramid level (at most {MAX_CANDIDATES}): not an image mtcnn can search")));
+    }
+    Ok(())
+}
+
 fn check_image(img: &Image) -> CoreResult<()> {
     if img.channels != 3 || img.width == 0 || img.height == 0 || img.data.len() != img.stride() * img.height as usize {
         return Err(CoreError::invalid_image("mtcnn expects a non-empty 3-channel BGR image"));
@@ -80,8 +89,8 @@ pub fn after_pnet(flavor: Flavor, width: u32, height: u32, levels: &[(f64, &Tens
         }
     }
     let rows = match flavor {
-        Flavor::Mtcnn => tf::after_pnet(levels),
-        Flavor::FacenetPytorch => torch::after_pnet(width, height, levels),
+        Flavor::Mtcnn => tf::after_pnet(levels)?,
+        Flavor::FacenetPytorch => torch::after_pnet(width, height, levels)?,
     };
     Ok(cap(rows))
 }
@@ -187,6 +196,20 @@ mod tests {
         assert!(crops(&img, Flavor::Mtcnn, &[[0.0, 0.0, 10.0, 10.0, 0.9]], 12).is_err());
         let t = Tensor::new(vec![1, 4], vec![0.0; 4]).unwrap();
         assert!(after_rnet(Flavor::Mtcnn, &[], &t, &t).is_err());
+    }
+
+    #[test]
+    fn a_level_with_too_many_candidates_is_refused_not_searched() {
+        // Every cell of a 150×150 PNet output says "face": 22,500 candidates > 20,000.
+        let (h, w) = (150, 150);
+        let reg = Tensor::new(vec![1, 4, h, w], vec![0.0; 4 * h * w]).unwrap();
+        let mut p = vec![0.0f32; 2 * h * w];
+        p[h * w..].iter_mut().for_each(|v| *v = 0.99);
+        let prob = Tensor::new(vec![1, 2, h, w], p).unwrap();
+        for flavor in [Flavor::Mtcnn, Flavor::FacenetPytorch] {
+            let err = after_pnet(flavor, 400, 400, &[(0.6, &reg, &prob)]).unwrap_err();
+            assert_eq!(err.code.as_str(), "invalid_image");
+        }
     }
 
     #[test]

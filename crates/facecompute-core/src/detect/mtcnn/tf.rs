@@ -16,6 +16,7 @@
 use super::sorts::numpy_argsort;
 use super::{square_f64, Face, Level, Row};
 use crate::detect::{FaceBox, IntFace, Tensor};
+use crate::error::CoreResult;
 use crate::pixels::Image;
 
 const MIN_SIZE: f64 = 12.0;
@@ -172,7 +173,7 @@ fn sort_desc(rows: &[Row]) -> Vec<Row> {
     numpy_argsort(&scores).into_iter().rev().map(|i| rows[i]).collect()
 }
 
-pub(super) fn after_pnet(levels: &[(f64, &Tensor, &Tensor)]) -> Vec<Row> {
+pub(super) fn after_pnet(levels: &[(f64, &Tensor, &Tensor)]) -> CoreResult<Vec<Row>> {
     let mut all = Vec::new();
     for &(scale, reg, prob) in levels {
         let (h, w) = (reg.dims[2], reg.dims[3]);
@@ -191,6 +192,7 @@ pub(super) fn after_pnet(levels: &[(f64, &Tensor, &Tensor)]) -> Vec<Row> {
                 rows.push([ux + d(0) * 11.0, uy + d(1) * 11.0, bx + d(2) * 11.0, by + d(3) * 11.0, score as f64]);
             }
         }
+        super::too_many(rows.len())?;
         let mut rows = sort_desc(&rows);
         for r in &mut rows {
             for v in &mut r[..4] {
@@ -199,9 +201,10 @@ pub(super) fn after_pnet(levels: &[(f64, &Tensor, &Tensor)]) -> Vec<Row> {
         }
         all.extend(smart_nms(rows, 0.5, false, false));
     }
+    super::too_many(all.len())?;
     let mut rows = smart_nms(all, 0.7, false, true);
     rows.iter_mut().for_each(square_f64);
-    rows
+    Ok(rows)
 }
 
 /// `tf.image.crop_and_resize(bilinear)` of every box, as fractions of the image, in float32.

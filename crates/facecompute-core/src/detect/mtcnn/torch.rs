@@ -14,6 +14,7 @@
 use super::sorts::{numpy_argsort, torch_sort_desc};
 use super::{Face, Level, Row};
 use crate::detect::{FaceBox, IntFace, Tensor};
+use crate::error::CoreResult;
 use crate::pixels::Image;
 
 const FACTOR: f64 = 0.709;
@@ -158,7 +159,7 @@ fn from_row(r: &Row) -> [f32; 4] {
     [r[0] as f32, r[1] as f32, r[2] as f32, r[3] as f32]
 }
 
-pub(super) fn after_pnet(_width: u32, _height: u32, levels: &[(f64, &Tensor, &Tensor)]) -> Vec<Row> {
+pub(super) fn after_pnet(_width: u32, _height: u32, levels: &[(f64, &Tensor, &Tensor)]) -> CoreResult<Vec<Row>> {
     let mut all: Vec<Cand> = Vec::new();
     for &(scale, reg, prob) in levels {
         let (h, w) = (reg.dims[2], reg.dims[3]);
@@ -178,11 +179,13 @@ pub(super) fn after_pnet(_width: u32, _height: u32, levels: &[(f64, &Tensor, &Te
                 cands.push(Cand { b, score, reg });
             }
         }
+        super::too_many(cands.len())?;
         for k in batched_nms(&cands, 0.5) {
             all.push(cands[k]);
         }
     }
-    batched_nms(&all, 0.7)
+    super::too_many(all.len())?;
+    Ok(batched_nms(&all, 0.7)
         .into_iter()
         .map(|k| {
             let c = &all[k];
@@ -191,7 +194,7 @@ pub(super) fn after_pnet(_width: u32, _height: u32, levels: &[(f64, &Tensor, &Te
             rerec(&mut b);
             to_row(&b, c.score)
         })
-        .collect()
+        .collect())
 }
 
 pub(super) fn crops(img: &Image, boxes: &[Row], size: usize) -> Vec<f32> {
