@@ -25,8 +25,8 @@ import { createLogger } from '../../src/logging/logger.js';
 import { startRegistry } from '../../src/model-server/registry.js';
 import { engines, imageOps } from '../../src/model-server/adapters.js';
 import { Pipeline } from '../../src/model-server/pipeline.js';
-import { findThreshold } from '../../src/compute/decision.js';
-import type { FaceDetector, NativeImage } from '../../src/model-server/ports.js';
+import { findThreshold } from '../../src/deepface/decision.js';
+import type { FaceDetector, NativeImage } from '../../src/model-server/engines.js';
 import { cosineDistance, REPO, SHARED } from './deepface-parity.js';
 
 export const MODELS = ['Facenet', 'Dlib'] as const;

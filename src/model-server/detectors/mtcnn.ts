@@ -15,10 +15,10 @@
  */
 import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../core/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
 import { createSession, toNative, type BgrImage } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
-import type { Detection } from '../ports.js';
+import type { Detection } from '../engines.js';
 
 export type { MtcnnFlavor };
 
