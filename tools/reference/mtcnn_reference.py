@@ -18,6 +18,7 @@ torch < 2.3, which needs numpy < 2, and DeepFace's lock has numpy 2.1:
         tools/reference/mtcnn_reference.py --detector mtcnn --set deepface
     ... --set lfw            (LFW DevTrain, 3,443 images; resumes where it stopped)
     ... --fixture            (writes test/fixtures/mtcnn/<detector>-<set>.json from the run's output)
+    ... --fixture --partial [--limit N]   (a run that did not finish: its first N images, meta partial)
     ... --postman            (DeepFace.verify on DeepFace's Postman verify request with mtcnn ->
                               test/fixtures/mtcnn/postman-verify.json)
 
@@ -158,6 +159,9 @@ def fixture(args) -> int:
     meta = json.loads(src.with_suffix(".meta.json").read_text())
     rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
     rows.sort(key=lambda r: r["path"])
+    if args.partial and args.limit:
+        # The first N only: the images a parity run measured while the DeepFace run was still going.
+        rows = rows[: args.limit]
     want = images(args.set)
     have = [r["path"] for r in rows]
     if have != want:
@@ -215,7 +219,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--detector", required=True, choices=["mtcnn", "fastmtcnn"])
     ap.add_argument("--set", default="deepface", choices=["deepface", "lfw"])
-    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=0, help="at most N images (a run: N more; --fixture --partial: the first N)")
     ap.add_argument("--out", default="", help="the run's JSONL output (default .cache/mtcnn-reference/<detector>-<set>.jsonl)")
     ap.add_argument("--fixture", action="store_true", help="write the committed fixture from the run's output")
     ap.add_argument("--partial", action="store_true", help="with --fixture: write what the run has done so far (its first N images)")
