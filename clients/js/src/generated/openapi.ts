@@ -139,7 +139,7 @@ export interface components {
              * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
@@ -188,7 +188,7 @@ export interface components {
              * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
@@ -251,7 +251,7 @@ export interface components {
              * @default opencv
              * @enum {string}
              */
-            detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+            detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
             /**
              * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
              * @default true
@@ -699,7 +699,7 @@ export interface operations {
                      * @default opencv
                      * @enum {string}
                      */
-                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
                     /**
                      * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
                      * @default true
@@ -1015,7 +1015,7 @@ export interface operations {
                      * @default opencv
                      * @enum {string}
                      */
-                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
                     /**
                      * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
                      * @default true
@@ -1341,7 +1341,7 @@ export interface operations {
                      * @default opencv
                      * @enum {string}
                      */
-                    detector_backend?: "opencv" | "retinaface" | "yunet" | "skip";
+                    detector_backend?: "opencv" | "retinaface" | "yunet" | "mtcnn" | "fastmtcnn" | "skip";
                     /**
                      * @description Boolean. JSON true/false, or the strings "true"/"false"/"1"/"0" (and numbers 1/0). Unlike DeepFace, "false" and "0" mean false.
                      * @default true
