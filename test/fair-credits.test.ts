@@ -200,7 +200,7 @@ eachDatabase(t, async (t, tdb) => {
 
     await c(v({ img1: PNG, img2: PNG, colour: 'red' }), { status: 400, code: 'invalid_request', consumes: 0 }, 'unknown field');
     await c(v({ img1: PNG, img2: PNG, model_name: 'VGG-Face' }), { status: 400, code: 'model_not_allowed', consumes: 0 }, 'model not allowed');
-    await c(v({ img: PNG, detector_backend: 'mtcnn' }, a.rest, '/represent'), { status: 400, code: 'detector_not_allowed', consumes: 0 }, 'detector not allowed');
+    await c(v({ img: PNG, detector_backend: 'centerface' }, a.rest, '/represent'), { status: 400, code: 'detector_not_allowed', consumes: 0 }, 'detector not allowed');
     await c(v({ img1: PNG, img2: PNG, anti_spoofing: true }), { status: 400, code: 'unsupported_option', consumes: 0 }, 'unsupported option');
     await c(v({ img1: 'bm90IGFuIGltYWdl', img2: PNG }), { status: 400, code: 'invalid_image', consumes: 0 }, 'not an image');
     await c(v({ img1: E128.slice(1), img2: PNG }), { status: 400, code: 'embedding_dimension_mismatch', consumes: 0 }, 'dimension mismatch');
@@ -230,7 +230,7 @@ eachDatabase(t, async (t, tdb) => {
     const a = await account(store, 2);
     const bodies = [
       { img1: PNG, img2: PNG }, { img1: PNG, img2: PNG, model_name: 'VGG-Face' }, { img1: PNG, img2: PNG, model_name: 'ArcFace' },
-      { img1: PNG, img2: PNG, detector_backend: 'mtcnn' }, { img1: PNG, img2: PNG, model_name: 'Facenet512' }, { img1: PNG, img2: PNG, distance_metric: 'euclidean' },
+      { img1: PNG, img2: PNG, detector_backend: 'centerface' }, { img1: PNG, img2: PNG, model_name: 'Facenet512' }, { img1: PNG, img2: PNG, distance_metric: 'euclidean' },
       { img1: PNG, img2: PNG, detector_backend: 'dlib' }, { img1: PNG, img2: PNG, model_name: 'SFace' }, { img1: PNG, img2: PNG, align: false }, { img1: PNG, img2: PNG, threshold: 0.3 },
     ];
     const statuses = [];

@@ -185,7 +185,7 @@ t.test('request validation', async (t) => {
   const mn = await req('POST', '/verify', { ...ok, model_name: 'VGG-Face' });
   isError(t, mn, 400, 'model_not_allowed');
   t.match(mn.json.detail, /Facenet/);
-  const dn = await req('POST', '/represent', { img: B64, detector_backend: 'mtcnn' });
+  const dn = await req('POST', '/represent', { img: B64, detector_backend: 'centerface' });
   isError(t, dn, 400, 'detector_not_allowed');
   t.match(dn.json.detail, /opencv/);
   isError(t, await req('POST', '/verify', { img1: 'bm90IGFuIGltYWdl', img2: B64 }), 400, 'invalid_image');

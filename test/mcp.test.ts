@@ -106,7 +106,7 @@ t.test('a model or detector outside the list is the contract error, not a schema
   const { mcp } = await newAccount();
   const c = await client(mcp);
   t.teardown(() => c.close());
-  for (const [args, code] of [[{ model_name: 'VGG-Face' }, 'model_not_allowed'], [{ detector_backend: 'mtcnn' }, 'detector_not_allowed']] as const) {
+  for (const [args, code] of [[{ model_name: 'VGG-Face' }, 'model_not_allowed'], [{ detector_backend: 'centerface' }, 'detector_not_allowed']] as const) {
     const r = await c.callTool({ name: 'compare_inputs', arguments: { source: { embedding: Array(128).fill(0.1) }, targets: [Array(128).fill(0.2)], ...args } });
     t.ok(r.isError, JSON.stringify(args));
     t.equal((r.structuredContent as { error?: string } | undefined)?.error, code, JSON.stringify(r.structuredContent));
