@@ -16,7 +16,7 @@
 import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
-import { createSession, toNative, type BgrImage } from './common.js';
+import { createSession, toNative, type NativeImage } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 import type { Detection } from '../engines.js';
 
@@ -54,7 +54,7 @@ export class MtcnnDetector {
   }
 
   /** The library's faces with DeepFace's integers and the unrounded values (tests, benchmarks). */
-  async detectRaw(img: BgrImage): Promise<NativeFace[]> {
+  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
     const levels = await mtcnnPyramid(img, this.flavor);
     if (levels.length === 0) return [];
     const pnetOut = [];
@@ -73,7 +73,7 @@ export class MtcnnDetector {
     return mtcnnFaces(this.flavor, img.width, img.height, o.boxes, output(oout, 'reg'), output(oout, 'landmarks'), output(oout, 'prob'));
   }
 
-  async detect(img: BgrImage): Promise<Detection[]> {
+  async detect(img: NativeImage): Promise<Detection[]> {
     return (await this.detectRaw(img)).map((f) => ({
       x: f.x,
       y: f.y,
