@@ -3,7 +3,8 @@ import * as ort from 'onnxruntime-node';
 import { manifest, bgr, rawRetina, convertRetinaface, convertYunet, repeatPixels, bestIous } from './helpers/detector-fixtures.js';
 import { RetinaFaceDetector } from '../src/model-server/detectors/retinaface.js';
 import { YunetDetector } from '../src/model-server/detectors/yunet.js';
-import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/native/faces.js';
+import { mtcnnFaces, mtcnnPyramid, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, yunetDecode, yunetPrepare } from '../src/native/faces.js';
+import { MTCNN_FLAVORS } from '../src/native/closed-sets.js';
 import { ServiceError } from '../src/errors/index.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -127,6 +128,25 @@ t.test('native faces API: malformed inputs are errors, not crashes', async (t) =
   await t.rejects(retinafaceDecodeMobilenet({ data: new Float32Array(3), dims: [1, 2, 4] }, z([1, 2, 2]), z([1, 2, 10]), 64, 64, 1, 0.9, 0.4), ServiceError);
   await t.rejects(yunetDecode([z([1, 4, 1])], 64, 64, 0.9, 0.3, 5000), ServiceError);
   await t.rejects(retinafaceDecodeResnet([{ stride: 7, cls: z([1, 1, 1, 4]), bbox: z([1, 1, 1, 8]), landmark: z([1, 1, 1, 20]) }], 64, 64, 1, 0.9, 0.4), ServiceError);
+});
+
+t.test('native mtcnn API: the flavour is a closed set, and bad input is an error with its code', async (t) => {
+  t.same([...MTCNN_FLAVORS].sort(), ['fastmtcnn', 'mtcnn'], "the addon's MtcnnFlavor enum holds DeepFace's two backend names");
+  const img = { width: 40, height: 40, channels: 3, data: Buffer.alloc(40 * 40 * 3, 128) };
+  for (const flavour of MTCNN_FLAVORS) {
+    const levels = await mtcnnPyramid(img, flavour);
+    t.ok(levels.length > 0, `${flavour}: a 40 px image has pyramid levels`);
+    t.ok(levels.every((l) => l.tensor.length === 3 * l.width * l.height), `${flavour}: each level is [1, 3, h, w]`);
+  }
+  // napi would refuse an unknown value itself (InvalidArg, i.e. internal_error): the wrapper's check keeps it the caller's error.
+  await t.rejects(mtcnnPyramid(img, 'MTCNN' as never), { name: 'ServiceError', code: 'invalid_request' });
+  await t.rejects(mtcnnPyramid({ ...img, data: Buffer.alloc(5) }, 'mtcnn'), { name: 'ServiceError', code: 'invalid_image' });
+  const z = (dims: number[]) => ({ data: new Float32Array(dims.reduce((a, b) => a * b, 1)), dims });
+  await t.rejects(mtcnnFaces('fastmtcnn', 40, 40, new Float64Array(3), z([1, 4]), z([1, 10]), z([1, 2])), {
+    name: 'ServiceError',
+    code: 'invalid_request',
+    message: 'mtcnn boxes must be rows of 5 values',
+  });
 });
 
 t.test('ResNet-50 decoder through the binding: a synthetic anchor comes back as DeepFace ints', async (t) => {
