@@ -315,7 +315,7 @@ function mtcnnTable(): string {
     ...rows,
     '',
     wrap(
-      `Issue 29's bars are the same face count on every image, identical boxes on at least 99.5% of faces and within 2 px on all, ` +
+      `The bars a detector is held to are the same face count on every image, identical boxes on at least 99.5% of faces and within 2 px on all, ` +
       `eyes within 1 px, confidences within 1e-4, and embeddings at cosine >= 0.99999 on 99.5% of faces: ${bars(r)}.`,
     ),
     '',
