@@ -192,9 +192,9 @@ def test_deepface_value_errors(images: Path) -> None:
     with pytest.raises(ValueError, match=r"^Invalid model_name passed - facial_recognition/NotAModel \(not a DeepFace name"):
         DeepFace.represent(img1, model_name="NotAModel")
     with pytest.raises(ValueError) as e:
-        DeepFace.verify(img1, img2, model_name="Facenet", detector_backend="mtcnn")
+        DeepFace.verify(img1, img2, model_name="Facenet", detector_backend="centerface")
     assert str(e.value) == "Exception while processing img1_path"
-    assert str(e.value.__cause__).startswith("Invalid model_name passed - face_detector/mtcnn")
+    assert str(e.value.__cause__).startswith("Invalid model_name passed - face_detector/centerface")
     with pytest.raises(ValueError) as e:
         DeepFace.verify(img1, img2, model_name="Facenet", distance_metric="manhattan")
     assert e.value.args == ("Invalid distance_metric passed - ", "manhattan")
