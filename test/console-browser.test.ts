@@ -16,7 +16,7 @@ import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
 import { buildGateway } from '../src/gateway/app.js';
 import { createLogger } from '../src/logging/logger.js';
-import { launchChromium } from './helpers/browser.js';
+import { launchChromiumOrFail } from './helpers/browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 import { createKeyCheck } from './helpers/key-check.js';
 
@@ -40,15 +40,10 @@ t.comment(`key acceptance checked via ${keys.via}`);
 const restKeyAccepted = (key: string) => keys.accepted(key, 'rest');
 await app.listen({ host: '127.0.0.1', port: 0 });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-let browser: Browser;
-try {
-  browser = await launchChromium();
-} catch (err) {
-  t.fail(`Chromium could not start (apt-get install chromium): ${(err as Error).message}`);
+const browser: Browser = await launchChromiumOrFail(t, async () => {
   await app.close();
   await store.close();
-  process.exit(1);
-}
+});
 t.teardown(async () => {
   await browser.close();
   await gateway.close(500);

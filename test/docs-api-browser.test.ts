@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { loadConfig } from '../src/config/index.js';
 import { createAccountsStore } from '../src/accounts/index.js';
 import { buildConsole } from '../src/console/main.js';
-import { launchChromium } from './helpers/browser.js';
+import { launchChromiumOrFail } from './helpers/browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
@@ -26,15 +26,10 @@ const store = await createAccountsStore(config);
 const app = await buildConsole({ config, store });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-let browser: Browser;
-try {
-  browser = await launchChromium();
-} catch (err) {
-  t.fail(`Chromium could not start (apt-get install chromium): ${(err as Error).message}`);
+const browser: Browser = await launchChromiumOrFail(t, async () => {
   await app.close();
   await store.close();
-  process.exit(1);
-}
+});
 t.teardown(async () => {
   await browser.close();
   await app.close();

@@ -27,6 +27,7 @@ import { DEFAULT_RECIPE, createSchema, enroll, identify, recommendedThreshold, s
 import { DEEPFACE_DIR, REPO_ROOT } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
 import { freePort } from './helpers/ports.js';
+import { userEnv } from './helpers/serve-proc.js';
 
 const photos = readFileSync(join(DEEPFACE_DIR, 'identities.csv'), 'utf8')
   .trim()
@@ -53,8 +54,7 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   });
 
   const [gateway, mcp, consolePort, modelServer] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACECOMPUTE_')) env[k] = v;
+  const env = userEnv();
   Object.assign(env, modelServerEnv(modelServer), {
     FACECOMPUTE_HOST: '127.0.0.1',
     FACECOMPUTE_GATEWAY_PORT: String(gateway),
