@@ -5,7 +5,7 @@
  * Python with .venvs/client-python and the package installed offline from the checkout, TypeScript
  * with tsx and @facecompute/client linked to clients/js's build), runs as written against a live
  * `facecompute serve` built without ../shared: its models are those the install step fetched from the
- * registries alone (.models-cache-registry), and it runs with every shared directory hidden
+ * registries alone (.first-run/cache/facecompute), and it runs with every shared directory hidden
  * (test/helpers/no-shared.ts). Each document's blocks run in a fresh directory holding what a clone has
  * at its root for them (samples/), and img1.jpg and img2.jpg (two photos of one person, from samples/)
  * for the client READMEs. With bash, curl and jq, as a newcomer would run them. Blocks

