@@ -266,6 +266,10 @@ backend gateways
     balance roundrobin
     option httpchk GET /readiness
     http-check expect status 200
+    # The chart's readiness probe allows 2 s per answer (timeoutSeconds) and 2 failures; without its own
+    # timeout HAProxy would allow only \`inter\` (300 ms), so on a loaded machine a slow /readiness of the
+    # gateway left in rotation took it out too, and requests met "no server available" (503).
+    timeout check 2s
     default-server inter 300ms fall 2 rise 2
     server gw1 127.0.0.1:${gwPorts[0]} check
     server gw2 127.0.0.1:${gwPorts[1]} check
@@ -420,6 +424,16 @@ t.test('allowance exact across gateways: 50 parallel calls, split over both, aga
   const okBy = [0, 1].map((g) => results.filter((r, i) => i % 2 === g && r.status === 200).length);
   t.same(await freeCalls(a), { total: 10, used: 10, remaining: 0 });
   figure(`allowance: 50 parallel calls (25 per gateway) against 10 credits → ${ok.length} × 200 (gateway 1: ${okBy[0]}, gateway 2: ${okBy[1]}), ${refused.length} × 402, in ${ms} ms`);
+  // Usage (issue 28): each gateway records its answers off the request path, in batches, into the one
+  // accounts database; once both have flushed, the account's usage equals what the allowance says.
+  const usage = await until('both gateways flushed the usage of the 50 calls', async () => {
+    const u = await get(`${consoleUrl}/api/usage`, { authorization: `Bearer ${a.session}` });
+    return u.status === 200 && u.body.usage.totals.total >= 50 ? u.body.usage : null;
+  }, 30_000, gateways);
+  t.match(usage.totals, { charged: 10, refunded: 0, refused: 40, total: 50 }, 'usage: 10 charged (the credits consumed), 40 refused, 50 in all: nothing lost or counted twice across gateways');
+  t.match(usage.by_route, [{ route: '/represent', charged: 10, refused: 40, total: 50 }], 'all on /represent');
+  t.equal(usage.recent.filter((r: { status: number }) => r.status === 402).length, 40, 'the recent requests list each 402');
+  figure(`usage over 2 gateways: ${usage.totals.charged} charged / ${usage.totals.refused} refused / ${usage.totals.total} recorded for 50 calls against 10 credits`);
 });
 
 const loadAccount = await account(false);
