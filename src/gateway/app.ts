@@ -33,6 +33,7 @@ import { useJsonBodyParser } from '../http/json-body.js';
 import { BodyBudget } from '../http/body-budget.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
 import { recordUsage } from './usage.js';
+import { registerConsoleCors } from './cors.js';
 
 export const VERSION: string = PACKAGE_VERSION;
 
@@ -245,6 +246,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   await app.register(multipart, { throwFileSizeLimit: true });
   useJsonBodyParser(app);
+  // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
+  await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
 
   /** Settles a reserved call by the answer (src/accounts/charging.ts): kept only when compute ran. */
   async function settle(req: FastifyRequest, status: number | null): Promise<void> {
