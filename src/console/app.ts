@@ -18,6 +18,7 @@ import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
 import pageRoutes from './routes/pages.js';
 import docsRoutes from './routes/docs.js';
+import tryRoutes from './routes/try.js';
 import referenceRoutes from './routes/reference.js';
 import stripeWebhookRoutes from './routes/stripe-webhook.js';
 import { PACKAGE_ROOT, PACKAGE_VERSION } from '../package-root.js';
@@ -105,6 +106,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     publicBaseUrl: config.accounts.publicBaseUrl,
     publicMcpUrl: config.accounts.publicMcpUrl,
   });
+  await app.register(tryRoutes, { publicBaseUrl: config.accounts.publicBaseUrl });
   await app.register(docsRoutes, {
     freeCalls: config.accounts.freeCalls,
     publicBaseUrl: config.accounts.publicBaseUrl,

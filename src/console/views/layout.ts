@@ -20,15 +20,16 @@ export interface LayoutOptions {
 /**
  * The Content-Security-Policy of every page: nothing but this page's own inline style and script (and
  * the stylesheets and scripts it names with the same nonce). `fetches` lets the page's script fetch
- * from the console itself: the API reference reads /openapi.json; no other page fetches anything.
+ * from the console itself: the API reference reads /openapi.json, Try it the account and its keys;
+ * `connectTo` adds the origins it may also call (Try it: the gateway's). No other page fetches anything.
  */
-export function pageCsp(nonce: string, opts: { fetches?: boolean } = {}): string {
+export function pageCsp(nonce: string, opts: { fetches?: boolean; connectTo?: readonly string[] } = {}): string {
   return [
     "default-src 'none'",
     `style-src 'nonce-${nonce}'`,
     `script-src 'nonce-${nonce}'`,
     "img-src 'self' data:",
-    ...(opts.fetches ? ["connect-src 'self'"] : []),
+    ...(opts.fetches ? [["connect-src 'self'", ...(opts.connectTo ?? [])].join(' ')] : []),
     "form-action 'self'",
     "frame-ancestors 'none'",
     "base-uri 'none'",
@@ -58,7 +59,7 @@ export function layout(o: LayoutOptions): Html {
     o.signedIn === null
       ? html`${navLink('/', 'Console', o.current)}${navLink('/docs/', 'Docs', o.current)}`
       : o.signedIn
-        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/usage', 'Usage', o.current)}${navLink('/docs/', 'Docs', o.current)}`
+        ? html`${navLink('/account', 'Account', o.current)}${navLink('/keys', 'API keys', o.current)}${navLink('/mcp', 'MCP', o.current)}${navLink('/try', 'Try it', o.current)}${navLink('/usage', 'Usage', o.current)}${navLink('/docs/', 'Docs', o.current)}`
         : html`${navLink('/signin', 'Sign in', o.current)}${navLink('/signup', 'Sign up', o.current)}${navLink('/docs/', 'Docs', o.current)}`;
   // Outside the navigation landmark: it is an action, and on a phone it shares the brand's row.
   const signOut = o.signedIn

@@ -87,6 +87,44 @@ table.stack td.words code { overflow-wrap:normal; }
 .doc pre code { background:none; padding:0; }
 .doc img { max-width:100%; height:auto; }
 .doc .repo-path { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:.9em; }
+/* Try it: the form, the photos with their faces boxed (boxes in percent of the image: they follow its
+   displayed size), the distance scale. */
+fieldset.try-source { border:1px solid var(--line); border-radius:8px; margin:1rem 0 0; padding:.25rem 1rem 1rem; min-width:0; }
+fieldset.try-source legend { font-weight:600; padding:0 .25rem; }
+label.inline { display:flex; gap:.5rem; align-items:baseline; font-weight:400; margin:.5rem 0 0; }
+.try-options { display:flex; gap:0 1rem; flex-wrap:wrap; }
+.try-options > div { flex:1 1 12rem; min-width:0; }
+select { width:100%; padding:.55rem .6rem; font:inherit; border:1px solid #9ca3af; border-radius:6px; background:#fff; color:var(--ink); }
+input[type=file] { max-width:100%; font:inherit; }
+.try-status { min-height:1.5em; margin:.75rem 0 0; }
+.try-status.error { color:var(--danger); }
+.try-status.ok { color:var(--ok); }
+.verdict { font-size:1.1rem; }
+.verdict.same { color:var(--ok); font-weight:700; }
+.verdict.different, .verdict.error { color:var(--danger); font-weight:700; }
+.try-pair { display:grid; grid-template-columns:repeat(auto-fit, minmax(240px, 1fr)); gap:1rem; align-items:start; }
+.try-figure { margin:0; min-width:0; }
+.try-figure figcaption { font-size:.85rem; color:var(--muted); margin-top:.35rem; overflow-wrap:anywhere; }
+.try-stage { position:relative; line-height:0; }
+.try-stage img { display:block; width:100%; height:auto; border-radius:6px; background:#e5e7eb; }
+.try-boxes { position:absolute; inset:0; pointer-events:none; }
+.face-box { position:absolute; border:2px dashed #f79009; border-radius:3px; }
+.face-box.used { border:3px solid #12b76a; box-shadow:0 0 0 1px #fff, inset 0 0 0 1px #fff; }
+.eye { position:absolute; width:8px; height:8px; margin:-4px 0 0 -4px; border-radius:50%; background:#f04438; box-shadow:0 0 0 1.5px #fff; }
+.swatch.try-used { border:3px solid #12b76a; } .swatch.try-other { border:2px dashed #f79009; } .swatch.try-eye { background:#f04438; border-radius:50%; }
+.try-scale { position:relative; height:28px; background:#fee4e2; border-radius:6px; margin:.75rem 0 1rem; }
+.try-scale .accept { position:absolute; left:0; top:0; bottom:0; background:#d1fadf; border-radius:6px 0 0 6px; }
+.try-scale .tick { position:absolute; top:-5px; bottom:-5px; width:4px; margin-left:-2px; border-radius:2px; }
+.tick.distance, .swatch.tick-distance { background:#1d4ed8; }
+.tick.threshold, .swatch.tick-threshold { background:#111827; }
+.tick.deepface, .swatch.tick-deepface { background:#7a5af8; }
+.tick.far-1e-2, .swatch.tick-far-1e-2 { background:#f79009; }
+.tick.far-1e-3, .swatch.tick-far-1e-3 { background:#b42318; }
+.try-scale .tick.distance { width:6px; margin-left:-3px; top:-8px; bottom:-8px; }
+dl.try-marks dt { display:flex; align-items:center; gap:.25rem; }
+dl.try-marks .tar { font-weight:400; font-size:.85rem; }
+#try-result pre { white-space:pre-wrap; overflow-wrap:anywhere; }
+#try-json, #try-represent-json { max-height:24rem; overflow-y:auto; overflow-x:hidden; }
 @media (max-width: 600px) {
   header.top .inner { gap:.5rem 1rem; padding:.6rem 1rem; }
   /* Brand and Sign out share the first row; the navigation takes the second, whole. */
