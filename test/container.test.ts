@@ -145,8 +145,9 @@ t.test('the image tree serves from a read-only root filesystem as uid 10001', as
   for (const [name, port] of [['console', ports.CONSOLE_PORT], ['MCP endpoint', ports.MCP_PORT]] as const) {
     t.equal((await fetch(`http://127.0.0.1:${port}/readiness`)).status, 200, `the ${name} is ready`);
   }
-  // The image ships the documentation the console renders, the API reference's assets and the licence.
-  for (const path of ['/docs/', '/docs/errors.md', '/docs/api', '/docs/api/assets/swagger-ui-bundle.js', '/openapi.json']) {
+  // The image ships the documentation the console renders, the API reference's assets, the Try it
+  // page's script and sample photos, and the licence.
+  for (const path of ['/docs/', '/docs/errors.md', '/docs/api', '/docs/api/assets/swagger-ui-bundle.js', '/openapi.json', '/assets/try-it.js', '/samples/img1.jpg']) {
     t.equal((await fetch(`${consoleUrl}${path}`)).status, 200, `the console serves ${path} from the image tree`);
   }
   t.ok(existsSync(join(APP, 'LICENSE')), 'the licence is in the image');

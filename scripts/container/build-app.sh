@@ -53,11 +53,14 @@ case "$step" in
     # What `facecompute` reads at run time (src/package-root.ts finds them beside package.json):
     # the bundle (bin/facecompute.js prefers it), the addon and its loader, the model manifest, the
     # thresholds /capabilities publishes (models/calibration), openapi.json and docs/ (the console serves
-    # and renders them), and the licence.
+    # and renders them), the console's browser script (assets/) and the sample photos its Try it page
+    # offers (samples/, with their licence), and the licence.
     cp bin/facecompute.js "$out/bin/"
     cp -R dist/bundle "$out/dist/bundle"
     cp package.json package-lock.json openapi.json index.js LICENSE "${addons[@]}" "$out/"
     cp -R docs "$out/docs"
+    cp -R assets "$out/assets"
+    cp -R samples "$out/samples"
     cp models/manifest.json "$out/models/"
     cp -R models/calibration "$out/models/calibration"
     # The production packages, as npm resolved and built them here (native addons included). Nested

@@ -37,8 +37,12 @@ export interface TryOptions {
   publicBaseUrl: string;
 }
 
-/** The browser script: a plain file beside the sources, read once (the bundle does not carry it). */
-export const TRY_SCRIPT_PATH = join(PACKAGE_ROOT, 'src', 'console', 'assets', 'try-it.js');
+/**
+ * The browser script: a plain file under assets/ beside package.json, read once at start-up (the
+ * bundle does not carry it, and the container image ships no sources; scripts/container/build-app.sh
+ * copies assets/ and samples/).
+ */
+export const TRY_SCRIPT_PATH = join(PACKAGE_ROOT, 'assets', 'console', 'try-it.js');
 /** The photos of samples/ (README.md there gives their origin and licence). */
 const SAMPLES_DIR = join(PACKAGE_ROOT, 'samples');
 const SAMPLES = ['img1.jpg', 'img2.jpg', 'img3.jpg'] as const;

@@ -1,5 +1,5 @@
 /*
- * The console's "Try it" page (src/console/views/try.ts renders its markup): verifies two photos with a
+ * The console's "Try it" page (src/console/views/try.ts renders its markup, src/console/routes/try.ts serves this file): verifies two photos with a
  * REST key of the signed-in account, calling the gateway straight from the browser.
  *
  * Served as a static file (GET /assets/try-it.js) under the page's CSP: no inline script, no third
