@@ -88,7 +88,9 @@ async function signedInPage(t: Test, width: number, email: string): Promise<Page
   const page = await context.newPage();
   page.on('pageerror', (err) => t.fail(`page error: ${err.message}`));
   page.on('console', (msg) => {
-    if (msg.type() === 'error') t.fail(`console error (a CSP violation, CORS refusal or failed load): ${msg.text()}`);
+    // The API's refusals (422 no face, …) are reported by Chromium; a 404 would be a missing asset.
+    const refusal = /status of 4(0[0-35-9]|[1-9]\d) /.test(msg.text());
+    if (msg.type() === 'error' && !refusal) t.fail(`console error (a CSP violation, CORS refusal or failed load): ${msg.text()}`);
   });
   await page.goto(`${consoleUrl}/signup`);
   await page.getByLabel('Email', { exact: true }).fill(email);
@@ -103,9 +105,16 @@ async function signedInPage(t: Test, width: number, email: string): Promise<Page
   return page;
 }
 
-async function run(page: Page): Promise<{ verify: any; represent: any }> {
+/** Clicks Verify and waits until the run has finished, answered or not. */
+async function submit(page: Page): Promise<void> {
+  const runs = Number((await page.locator('#try-form').getAttribute('data-runs')) ?? 0);
   await page.getByRole('button', { name: 'Verify' }).click();
-  await page.locator('#try-result[data-drawn="true"]').waitFor({ timeout: 60_000 });
+  await page.locator(`#try-form[data-runs="${runs + 1}"]`).waitFor({ timeout: 60_000 });
+}
+
+async function run(t: Test, page: Page): Promise<{ verify: any; represent: any }> {
+  await submit(page);
+  t.equal(await page.locator('#try-result').getAttribute('data-drawn'), 'true', `drawn (${await page.locator('#try-status').textContent()})`);
   const verify = JSON.parse((await page.locator('#try-json').textContent())!);
   const represent = JSON.parse((await page.locator('#try-represent-json').textContent())!);
   return { verify, represent };
@@ -160,7 +169,7 @@ for (const width of [390, 1280]) {
     const page = await signedInPage(t, width, email);
     const key = await page.evaluate(() => sessionStorage.getItem('facecompute.try-it.key'));
     t.match(key, /^fc_live_/, 'the key made for the page is kept in this tab');
-    const { verify, represent } = await run(page);
+    const { verify, represent } = await run(t, page);
     t.equal(verify.verified, true, 'img1.jpg and img2.jpg: the same person');
     t.match(await page.locator('#try-verdict').textContent(), /^Same person: distance/);
     const scales: number[] = [];
@@ -211,7 +220,7 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   await page.getByLabel('First photo').setInputFiles(join(ROBUSTNESS_DIR, 'multi_face', 'face_recognition__examples__two_people.jpg'));
   await page.getByLabel('Second photo').setInputFiles(join(REPO_ROOT, 'samples', 'img1.jpg'));
   await page.getByLabel('Detector').selectOption('yunet');
-  const { verify, represent } = await run(page);
+  const { verify, represent } = await run(t, page);
   const faces: Area[] = represent.results[0].map((r: { facial_area: Area }) => r.facial_area);
   t.equal(faces.length, 2, 'the API found both people');
   t.equal(verify.verified, true, 'one of them is the person of img1.jpg');
@@ -220,6 +229,24 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   t.match(await page.locator('#try-curl').textContent(), '-F img1=@face_recognition__examples__two_people.jpg -F img2=@img1.jpg');
   t.match(await page.locator('#try-curl').textContent(), '-F detector_backend=yunet');
   await page.screenshot({ path: join(SHOTS, 'try-it-two-people-1280.png'), fullPage: true });
+  await page.context().close();
+});
+
+t.test('a photo without a face: the error, one call spent, no /represent', async (t) => {
+  const page = await signedInPage(t, 1280, 'no-face@example.com');
+  await page.getByLabel('My own photos').check();
+  await page.getByLabel('First photo').setInputFiles(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png'));
+  await page.getByLabel('Second photo').setInputFiles(join(REPO_ROOT, 'samples', 'img1.jpg'));
+  const calls: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().startsWith(gatewayUrl) && r.method() === 'POST') calls.push(new URL(r.url()).pathname);
+  });
+  await submit(page);
+  t.match(await page.locator('#try-verdict').textContent(), /^The API answered 422 no_face_detected: /);
+  t.same(calls, ['/verify'], 'no /represent after a refused /verify');
+  t.equal(await page.locator('#try-json').textContent().then((j) => JSON.parse(j!).error), 'no_face_detected', 'the raw JSON is the error');
+  t.equal(await page.getByTestId('try-remaining').getAttribute('data-spent'), '1', 'compute ran: one call charged, as the Usage page counts it');
+  t.equal(await page.locator('#try-answer').isVisible(), false, 'no photos or scale for a refused call');
   await page.context().close();
 });
 

@@ -19,7 +19,7 @@ function figure(i: 1 | 2): Html {
 
 export function tryPage(o: TryPageOptions): Html {
   return html`<h1>Try it</h1>
-<p class="muted">Verify two photos with a REST key of this account. Your browser sends them straight to <code>${o.gatewayUrl}</code>, as any client would: each run spends the account's calls (one for <code>/verify</code>, one more for <code>/represent</code> when every face is boxed).</p>
+<p class="muted">Verify two photos with a REST key of this account. Your browser sends them straight to <code>${o.gatewayUrl}</code>, as any client would: each run spends the account's calls (one for <code>/verify</code>, and one more for <code>/represent</code> when every face is boxed and <code>/verify</code> answered).</p>
 <form id="try-form" class="card" data-gateway="${o.gatewayUrl}" data-csrf="${o.csrf}" novalidate>
 <h2 id="try-key-h">Key</h2>
 <label for="try-key">REST key of this account</label>
