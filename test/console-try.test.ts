@@ -192,6 +192,10 @@ for (const width of [390, 1280]) {
     t.notOk((await page.content()).includes(key!), 'the key is not in the page (only in its password field)');
     t.notOk(page.url().includes(key!.slice(8)), 'nor in a URL');
 
+    const unlabelled = await page.$$eval('input:not([type=hidden]), select, textarea', (els) =>
+      els.filter((el) => !(el as HTMLInputElement).labels?.length && !el.getAttribute('aria-label')).map((el) => el.outerHTML),
+    );
+    t.same(unlabelled, [], 'every form control has a label');
     const problems = await layoutProblems(page, true);
     t.same(problems, [], `fits ${width} px: ${problems.slice(0, 5).map((p) => `${p.el}: ${p.what}`).join('; ')}`);
     await page.screenshot({ path: join(SHOTS, `try-it-${width}.png`), fullPage: true });
@@ -228,19 +232,36 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   await checkBoxes(t, page, 2, represent.results[1].map((r: { facial_area: Area }) => r.facial_area), verify.facial_areas.img2);
   t.match(await page.locator('#try-curl').textContent(), '-F img1=@face_recognition__examples__two_people.jpg -F img2=@img1.jpg');
   t.match(await page.locator('#try-curl').textContent(), '-F detector_backend=yunet');
+
+  // The other sample pair: two people.
+  await page.getByLabel('Sample pair: two people (img1.jpg, img3.jpg)').check();
+  const other = await run(t, page);
+  t.equal(other.verify.verified, false, 'img1.jpg and img3.jpg: two people');
+  t.match(await page.locator('#try-verdict').textContent(), /^Different people: distance/);
+  t.match(await page.locator('#try-curl').textContent(), '-F img1=@img1.jpg -F img2=@img3.jpg');
   await page.screenshot({ path: join(SHOTS, 'try-it-two-people-1280.png'), fullPage: true });
   await page.context().close();
 });
 
 t.test('a photo without a face: the error, one call spent, no /represent', async (t) => {
   const page = await signedInPage(t, 1280, 'no-face@example.com');
-  await page.getByLabel('My own photos').check();
-  await page.getByLabel('First photo').setInputFiles(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png'));
-  await page.getByLabel('Second photo').setInputFiles(join(REPO_ROOT, 'samples', 'img1.jpg'));
+  // A key of another account is refused before any call: it would spend that account's calls.
+  const mine = await page.locator('#try-key').inputValue();
+  const { session_token } = await store.signupAnonymous('127.0.0.1');
+  const { key: theirs } = await store.createKey((await store.sessionAccount(session_token))!, 'rest', 'theirs');
+  await page.locator('#try-key').fill(theirs);
   const calls: string[] = [];
   page.on('request', (r) => {
     if (r.url().startsWith(gatewayUrl) && r.method() === 'POST') calls.push(new URL(r.url()).pathname);
   });
+  await submit(page);
+  t.match(await page.locator('#try-status').textContent(), 'This key is not an active REST key of this account.');
+  t.same(calls, [], 'and no call was made');
+  await page.locator('#try-key').fill(mine);
+
+  await page.getByLabel('My own photos').check();
+  await page.getByLabel('First photo').setInputFiles(join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png'));
+  await page.getByLabel('Second photo').setInputFiles(join(REPO_ROOT, 'samples', 'img1.jpg'));
   await submit(page);
   t.match(await page.locator('#try-verdict').textContent(), /^The API answered 422 no_face_detected: /);
   t.same(calls, ['/verify'], 'no /represent after a refused /verify');
