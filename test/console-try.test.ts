@@ -239,6 +239,11 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   t.equal(other.verify.verified, false, 'img1.jpg and img3.jpg: two people');
   t.match(await page.locator('#try-verdict').textContent(), /^Different people: distance/);
   t.match(await page.locator('#try-curl').textContent(), '-F img1=@img1.jpg -F img2=@img3.jpg');
+
+  // Signing out from the page forgets the key kept in the tab.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${consoleUrl}/signin`);
+  t.equal(await page.evaluate(() => sessionStorage.getItem('facecompute.try-it.key')), null, 'signed out: the key is forgotten');
   await page.screenshot({ path: join(SHOTS, 'try-it-two-people-1280.png'), fullPage: true });
   await page.context().close();
 });

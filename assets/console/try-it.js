@@ -39,6 +39,13 @@
     if (kept) keyInput.value = kept;
   } catch (e) { /* storage refused (private mode): the key is typed each time */ }
 
+  // Signing out from this page forgets the key too (a key pasted by someone else is refused anyway:
+  // checkKey accepts only the signed-in account's keys).
+  var signout = document.querySelector('form.signout');
+  if (signout) signout.addEventListener('submit', function () {
+    try { sessionStorage.removeItem(KEY_STORE); } catch (e) { /* see above */ }
+  });
+
   keyInput.addEventListener('change', function () {
     try { sessionStorage.setItem(KEY_STORE, keyInput.value.trim()); } catch (e) { /* see above */ }
   });
