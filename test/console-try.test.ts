@@ -233,6 +233,8 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   t.match(await page.locator('#try-curl').textContent(), '-F img1=@face_recognition__examples__two_people.jpg -F img2=@img1.jpg');
   t.match(await page.locator('#try-curl').textContent(), '-F detector_backend=yunet');
 
+  await page.screenshot({ path: join(SHOTS, 'try-it-two-people-1280.png'), fullPage: true });
+
   // The other sample pair: two people.
   await page.getByLabel('Sample pair: two people (img1.jpg, img3.jpg)').check();
   const other = await run(t, page);
@@ -244,7 +246,6 @@ t.test('two people in one photo: both boxed, the one /verify chose highlighted',
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL(`${consoleUrl}/signin`);
   t.equal(await page.evaluate(() => sessionStorage.getItem('facecompute.try-it.key')), null, 'signed out: the key is forgotten');
-  await page.screenshot({ path: join(SHOTS, 'try-it-two-people-1280.png'), fullPage: true });
   await page.context().close();
 });
 
