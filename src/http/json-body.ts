@@ -9,10 +9,12 @@
  * loop, before JSON.parse sees it (NATIVE_CHECK_MIN_BYTES), so an invalid one costs the event loop
  * nothing but the diagnosis.
  */
-import type { FastifyInstance } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { ServiceError } from '../errors/index.js';
 import { checkJsonSyntax } from '../native/json.js';
+import { collectBody } from './body-collector.js';
 
 /**
  * How far either side of the parse error the diagnosis looks. V8 quotes 10 characters either side
@@ -125,9 +127,12 @@ export async function parseJsonBody(body: Buffer): Promise<unknown> {
  * Replaces the application/json parser of `app` with parseJsonBody: secure-json-parse, the library
  * Fastify's own parser uses, called here so that a syntax error reaches the NaN/Infinity diagnosis
  * with V8's message (Fastify's parser replaces it with FST_ERR_CTP_INVALID_JSON_BODY), after the
- * native check of a large body.
+ * native check of a large body. The body is read by collectBody into one buffer of its declared length
+ * (Fastify's `parseAs: 'buffer'` held it twice), within the route's body limit.
  */
 export function useJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req: unknown, body: Buffer | string) => parseJsonBody(typeof body === 'string' ? Buffer.from(body) : body));
+  app.addContentTypeParser('application/json', async (req: FastifyRequest, payload: IncomingMessage) =>
+    parseJsonBody(await collectBody(payload, req.headers['content-length'], req.routeOptions.bodyLimit)),
+  );
 }
