@@ -111,6 +111,15 @@ export function attacks(inputs: Inputs): Attack[] {
   const overLimit = Array.from({ length: 100_001 }, () => [0]);
   return [
     {
+      // The floor the rows below are read against: serve's own stall and RSS movement in a window with
+      // only the well-behaved client's traffic (its /verify calls, their GC), on the same machine.
+      name: 'control: no attack, the well-behaved client alone',
+      item: 'control',
+      expect: 'nothing sent',
+      repeat: 0,
+      run: () => Promise.reject(new Error('the control sends nothing')),
+    },
+    {
       name: 'gateway: 25 MiB of unterminated JSON (valid key)',
       item: 'high 1',
       expect: '400 invalid_request',

@@ -2,6 +2,7 @@
  * The adversary suite (issue 24): every attack of the issue against a live `serve`, one at a time,
  * while a well-behaved client keeps calling /verify, loopback only:
  *   npm run build:ts && npm run bench:adversary [-- --window-seconds 12 --baseline-seconds 30 --out bench/results/adversary.json]
+ *   (--only 'a,b' runs the attacks whose names hold a or b; --serve-root DIR attacks another checkout's build)
  *
  * Memory limits like the Helm chart's, without cgroups (bench/adversary/watchdog.ts): every 10 ms a
  * watchdog reads each process's peak RSS (VmHWM) and SIGKILLs a process past its limit, as the OOM
@@ -24,6 +25,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { loadavg, tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { processTree, procMemory, settle } from '../lib/proc.js';
@@ -44,6 +46,11 @@ const WINDOW_S = Number(arg('window-seconds', '12'));
 const BASELINE_S = Number(arg('baseline-seconds', '30'));
 const OUT = resolve(REPO_ROOT, arg('out', 'bench/results/adversary.json'));
 const ONLY = arg('only', '');
+/**
+ * The checkout whose `serve` is attacked (its build): another branch's, to compare before and after
+ * with the same attacks in the same harness. This checkout by default.
+ */
+const SERVE_ROOT = resolve(arg('serve-root', REPO_ROOT));
 const MIB = 2 ** 20;
 /** The chart's memory limits (deploy/helm/facecompute/values.yaml). */
 const LIMIT = { serve: 1024 * MIB, 'model-server': 4096 * MIB } as const;
@@ -51,11 +58,11 @@ type Role = keyof typeof LIMIT;
 
 /** dist/ must be the code under test: `serve` runs bin/facecompute.js, which prefers the build. */
 function checkBuild(): void {
-  const built = join(REPO_ROOT, 'dist', 'bundle', 'main.js');
+  const built = join(SERVE_ROOT, 'dist', 'bundle', 'main.js');
   if (!existsSync(built)) return;
   const newest = (dir: string): number =>
     readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
-  if (newest(join(REPO_ROOT, 'src')) > statSync(built).mtimeMs) {
+  if (newest(join(SERVE_ROOT, 'src')) > statSync(built).mtimeMs) {
     console.error('dist/ is older than src/: run `npm run build:ts` first (serve runs the build)');
     process.exit(2);
   }
@@ -130,6 +137,7 @@ async function main(): Promise<void> {
   const svc = await startOurs({
     label: 'adversary',
     logDir,
+    root: SERVE_ROOT,
     eventLoopProbe: true,
     models: ['Dlib'],
     env: { FACECOMPUTE_LOCAL_IMAGES_ROOT: localRoot, FACECOMPUTE_LOG_LEVEL: 'warn' },
@@ -209,6 +217,8 @@ async function main(): Promise<void> {
     await good.stop();
     const out = {
       machine: machineInfo(),
+      // The attacked build, when it is another checkout's (--serve-root): machine.commit is the harness's.
+      ...(SERVE_ROOT !== REPO_ROOT ? { serve_root: { path: SERVE_ROOT, commit: execFileSync('git', ['-C', SERVE_ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim() } } : {}),
       load_average: { before: loadavg().map((x) => round(x, 1)), at_start: load0.map((x) => round(x, 1)) },
       limits_mib: { serve: LIMIT.serve / MIB, 'model-server': LIMIT['model-server'] / MIB },
       window_s: WINDOW_S,

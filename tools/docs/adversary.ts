@@ -43,7 +43,7 @@ export function adversaryTable(): string {
     `other sessions: 1-minute load average ${d.load_average.at_start[0]} at the start. The client without attack: ` +
     `p50 ${b.p50_ms} ms, p99 ${b.p99_ms} ms, ${b.errors} errors (${b.n} requests).`;
   const rows = d.results.map((r) => {
-    const answers = [...new Set(r.answers.map(answer))].join(', ');
+    const answers = [...new Set(r.answers.map(answer))].join(', ') || 'nothing sent (control)';
     const serve = proc(r, 'serve');
     const model = proc(r, 'model-server');
     return `| ${cell(r.attack)} | ${cell(answers)} | ${r.answers.map((a) => a.ms).join('/')} | ${serve.rise_mb} / ${model.rise_mb} | ` +
