@@ -15,7 +15,7 @@ import { runInNewContext } from 'node:vm';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { useJsonBodyParser } from '../src/http/json-body.js';
 import { registerErrorHandling, toServiceError } from '../src/http/error-handler.js';
-import { CHUNKED_INITIAL_BYTES, collectBody } from '../src/http/body-collector.js';
+import { CHUNKED_INITIAL_BYTES, EAGER_MIN_BYTES, collectBody } from '../src/http/body-collector.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -97,6 +97,42 @@ t.test('a 32 MiB body: each chunk can be collected once copied, and one buffer o
   // (When the last chunk arrives Fastify's reader held the same 32 MiB, as chunks; its second copy came
   // after, in Buffer.concat, which the WeakRefs above rule out.)
   t.ok(peak <= 32 * MIB + 8 * MIB, `external memory over the test's own copy while reading: ${(peak / MIB).toFixed(1)} MiB`);
+});
+
+t.test('an upload that declares 25 MiB and has sent 1 MiB holds about 1 MiB, not its declaration', async (t) => {
+  // The body budget's held uploads: a buffer of the declared length allocated at the headers made V8
+  // count 25 MiB of external memory each, and serve ran major GCs the old reader never caused.
+  const body = doc(25 * MIB);
+  let sent = 0;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const stream = new Readable({
+    read() {
+      setImmediate(() => {
+        if (sent >= MIB) {
+          void held.then(() => this.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
+          return;
+        }
+        this.push(Buffer.from(body.subarray(sent, sent + 64 * 1024)));
+        sent += 64 * 1024;
+      });
+    },
+  });
+  // Settle what earlier tests left (one collection can leave what a finalizer frees for the next).
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const before = process.memoryUsage().arrayBuffers;
+  const collecting = collectBody(stream, String(body.length), LIMIT).then(() => null, (e: unknown) => e);
+  while (sent < MIB) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 20));
+  gc();
+  const holding = process.memoryUsage().arrayBuffers - before;
+  t.ok(holding <= 3 * MIB, `held while 1 MiB of 25 has arrived: ${(holding / MIB).toFixed(1)} MiB`);
+  release();
+  t.match(await collecting, { message: 'aborted', statusCode: 400 });
+  t.equal(EAGER_MIN_BYTES, MIB, 'a declared body gets its buffer from 1 MiB or an eighth of it');
 });
 
 t.test('a chunked body grows its buffer geometrically and parses as sent', async (t) => {

@@ -18,6 +18,11 @@ import { errorCodes } from 'fastify';
 /** The first buffer of a body sent without Content-Length; it doubles from here, up to the limit. */
 export const CHUNKED_INITIAL_BYTES = 64 * 1024;
 
+/** A declared body's one buffer is allocated once this much of it, or an eighth of it, has arrived. */
+export const EAGER_MIN_BYTES = 1024 * 1024;
+
+const EMPTY = Buffer.alloc(0);
+
 /**
  * Collects `payload` (the request stream Fastify hands a content-type parser) into one Buffer of
  * exactly the body's length. `contentLength` is the request's Content-Length header, if any; `limit`
@@ -31,9 +36,15 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
       return;
     }
     const known = Number.isInteger(declared) && declared >= 0;
+    // A declared body's buffer is allocated once an eighth of it (at least 1 MiB) has arrived; until
+    // then its chunks are kept as they came. Allocated at the headers, the uploads that declare 25 MiB
+    // and send 1 MiB (held open within the body budget) made V8 count 25 MiB each of external memory,
+    // and serve ran major GCs (12-31 ms) that the old reader never caused.
+    const eagerAt = known ? Math.min(declared, Math.max(EAGER_MIN_BYTES, Math.ceil(declared / 8))) : 0;
+    let early: Buffer[] | null = known ? [] : null;
     // Uninitialised memory is never handed out: the buffer is returned only when exactly its length
     // has been written into it (a shorter body is refused below).
-    let buf = Buffer.allocUnsafe(known ? declared : Math.min(CHUNKED_INITIAL_BYTES, limit));
+    let buf = known ? EMPTY : Buffer.allocUnsafe(Math.min(CHUNKED_INITIAL_BYTES, limit));
     let received = 0;
 
     const stop = (): void => {
@@ -50,15 +61,26 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
       // stream may report a larger encoded length).
       if (received > limit || (payload.receivedEncodedLength ?? 0) > limit) {
         stop();
-        buf = Buffer.alloc(0);
+        buf = EMPTY;
+        early = null;
         reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
         return;
       }
-      if (received > buf.length) {
+      if (known) {
         // A declared body that runs past its length is refused at its end (Content-Length mismatch);
         // its excess is counted, not kept.
-        if (known) return;
-        const grown = Buffer.allocUnsafeSlow(Math.min(limit, Math.max(received, buf.length * 2)));
+        if (received > declared) return;
+        if (early) {
+          early.push(chunk);
+          if (received < eagerAt) return;
+          buf = Buffer.allocUnsafe(declared);
+          let o = 0;
+          for (const c of early) o += c.copy(buf, o);
+          early = null;
+          return;
+        }
+      } else if (received > buf.length) {
+        const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(received, buf.length * 2)));
         buf.copy(grown, 0, 0, at);
         buf = grown;
       }
