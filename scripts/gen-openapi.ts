@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildOpenApi } from '../src/http/openapi.js';
-import { VERSION, gatewayLimits } from '../src/gateway/app.js';
+import { VERSION } from '../src/gateway/app.js';
+import { gatewayLimits } from '../src/service/configured.js';
 import { loadConfig } from '../src/config/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');

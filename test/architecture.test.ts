@@ -47,7 +47,6 @@ const SURFACES = 1;
 
 /** Today's exceptions: `from -> to` (paths under src/), and why they are still there. */
 const KNOWN: Record<string, string> = {
-  'mcp/main.ts -> gateway/app.ts': "issue 30 step 2/3: the configured compute, limiter and upstream factories move from the gateway into src/service/",
   'config/config.ts -> models/sources.ts': 'the weight source kinds (SOURCE_KINDS) are a closed set still derived from the manifest type in src/models/',
 };
 

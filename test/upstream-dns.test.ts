@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { loadConfig } from '../src/config/index.js';
-import { createConfiguredUpstream } from '../src/gateway/app.js';
+import { createConfiguredUpstream } from '../src/service/configured.js';
 import type { Upstream } from '../src/model-client/client.js';
 import type { RepresentHeader } from '../src/model-client/protocol.js';
 import { startFakeModelServer, type Proc } from './helpers/procs.js';

@@ -15,14 +15,13 @@ import { registerContractHeaders, requestIdOptions } from '../http/contract-head
 import type { Logger } from '../logging/logger.js';
 import { registerErrorHandling, sendError } from '../http/error-handler.js';
 import * as S from '../vocabulary/schemas.js';
-import { createComputeService, type ComputeService, type GatewayLimits, type VerifyBody, type RepresentBody, type CompareBody } from '../service/compute-service.js';
-import { createUpstream, type Upstream } from '../model-client/client.js';
-import { superviseUpstream, type UpstreamSupervision } from '../model-client/supervised.js';
-import { ImageResolver, type InputSettings } from '../service/inputs/resolve.js';
-import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from '../service/inputs/remote-fetch.js';
-import { createQueue, type AdmissionTicket, type ComputeQueue } from '../service/queue.js';
+import type { ComputeService, VerifyBody, RepresentBody, CompareBody } from '../service/compute-service.js';
+import type { Upstream } from '../model-client/client.js';
+import type { UpstreamSupervision } from '../model-client/supervised.js';
+import type { RemoteFetchOptions, RemoteFetcher } from '../service/inputs/remote-fetch.js';
+import type { AdmissionTicket, ComputeQueue } from '../service/queue.js';
 import type { Limiter } from '../service/limits/limiter.js';
-import { createMemoryLimiter } from '../service/limits/memory.js';
+import { createComputeStack } from '../service/configured.js';
 import { strikeGuard } from '../service/limits/strikes.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
 import { parseMultipart } from './multipart.js';
@@ -100,66 +99,6 @@ interface RequestState {
   ticket?: AdmissionTicket;
 }
 
-/**
- * A ComputeService wired from the configuration: image-input policy, remote fetcher, limits and the
- * allowlist fallback. The MCP endpoint calls it with its own policy, e.g.
- * `{ inputPolicy: mcpInputPolicy(cfg) }` (src/mcp/main.ts).
- */
-export function createConfiguredCompute(
-  cfg: Config,
-  o: { upstream: Upstream; queue: ComputeQueue; remoteFetch?: Partial<RemoteFetchOptions>; inputPolicy?: Partial<Pick<InputSettings, 'remoteImages' | 'localImagesRoot'>>; onQueueWait?: (ms: number) => void },
-): { compute: ComputeService; fetcher: RemoteFetcher | null } {
-  const inputSettings: InputSettings = {
-    remoteImages: o.inputPolicy?.remoteImages ?? cfg.inputs.remoteImages,
-    localImagesRoot: o.inputPolicy?.localImagesRoot ?? cfg.inputs.localImagesRoot,
-    maxImageBytes: cfg.limits.maxImageBytes,
-    maxImagePixels: cfg.limits.maxImagePixels,
-  };
-  const fetcher =
-    inputSettings.remoteImages === 'off'
-      ? null
-      : createRemoteFetcher({
-          mode: inputSettings.remoteImages,
-          allowedOrigins: cfg.inputs.remoteOrigins,
-          maxBytes: cfg.limits.maxImageBytes,
-          timeoutMs: cfg.inputs.remoteTimeoutMs,
-          maxRedirects: cfg.inputs.remoteMaxRedirects,
-          ...o.remoteFetch,
-        });
-  const compute = createComputeService({
-    upstream: o.upstream,
-    resolver: new ImageResolver(inputSettings, fetcher),
-    queue: o.queue,
-    inputSettings,
-    limits: gatewayLimits(cfg),
-    fallback: { allowedModels: cfg.models.allowedModels, defaultModel: cfg.models.defaultModel, allowedDetectors: cfg.models.allowedDetectors, defaultDetector: cfg.models.defaultDetector },
-    ...(o.onQueueWait ? { onQueueWait: o.onQueueWait } : {}),
-  });
-  return { compute, fetcher };
-}
-
-export function gatewayLimits(c: Config): GatewayLimits {
-  return {
-    max_request_bytes: c.limits.maxRequestBytes,
-    max_image_bytes: c.limits.maxImageBytes,
-    max_image_pixels: c.limits.maxImagePixels,
-    max_request_pixels: c.limits.maxRequestPixels,
-    max_targets: c.limits.maxTargets,
-    max_sources: c.limits.maxSources,
-    max_compare_results: c.limits.maxCompareResults,
-    max_compare_bytes: c.limits.maxCompareBytes,
-    max_batch_images: c.limits.maxBatchImages,
-    max_upstream_response_bytes: c.limits.maxUpstreamResponseBytes,
-    queue_capacity: c.capacity.queueCapacity,
-    queue_timeout_ms: c.capacity.queueTimeoutMs,
-    upstream_concurrency: c.capacity.upstreamConcurrency,
-    upstream_timeout_ms: c.capacity.upstreamTimeoutMs,
-    rate_limit_requests: c.capacity.rateLimitRequests,
-    rate_limit_window_ms: c.capacity.rateLimitWindowMs,
-    rate_limit_concurrent: c.capacity.rateLimitConcurrent,
-  };
-}
-
 function bearer(req: FastifyRequest): string | null {
   const h = req.headers['authorization'];
   if (typeof h === 'string' && h.length > 0) {
@@ -172,50 +111,22 @@ function bearer(req: FastifyRequest): string | null {
   return null;
 }
 
-/**
- * The per-account limiter the configuration asks for: Redis when FACECOMPUTE_REDIS_URL is set. The
- * Redis client is imported only then: loading ioredis costs every other start about 20 ms.
- */
-export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
-  const c = cfg.capacity;
-  // A slot outlives any request that holds it: the body's receive time, the queue wait, and an
-  // upstream call with its one retry on another replica, plus a minute. It ends earlier only if its
-  // holder died without releasing it.
-  const slotDeadlineMs = c.requestReceiveTimeoutMs + c.queueTimeoutMs + 2 * c.upstreamTimeoutMs + 60_000;
-  const s = { requests: c.rateLimitRequests, windowMs: c.rateLimitWindowMs, concurrent: c.rateLimitConcurrent, slotDeadlineMs, strikeWindowMs: c.strikeWindowMs };
-  if (!cfg.redisUrl) return createMemoryLimiter(s);
-  const { createRedisLimiter } = await import('../service/limits/redis.js');
-  return createRedisLimiter(cfg.redisUrl, s);
-}
-
-/** The model-server client the configuration asks for: its replicas (URLs, DNS) and the internal token. */
-export function createConfiguredUpstream(cfg: Config, onError?: (kind: string) => void, logger?: Logger): Upstream {
-  return createUpstream({
-    urls: cfg.modelServerUrls,
-    dns: cfg.modelServer.dns,
-    internalToken: cfg.modelServer.internalToken,
-    timeoutMs: cfg.capacity.upstreamTimeoutMs,
-    maxResponseBytes: cfg.limits.maxUpstreamResponseBytes,
-    connections: Math.max(4, cfg.capacity.upstreamConcurrency * 2),
-    ...(onError ? { onError } : {}),
-    ...(logger ? { logger } : {}),
-  });
-}
-
 export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config: cfg, accounts, logger } = deps;
-  const limiter = deps.limiter ?? (await createConfiguredLimiter(cfg));
-  const queue = deps.queue ?? createQueue(cfg.capacity.upstreamConcurrency, cfg.capacity.queueCapacity, cfg.capacity.queueTimeoutMs, cfg.capacity.admission, undefined, cfg.capacity.queueHeadroom);
-  const metrics = createMetrics(() => queue.stats());
-  const direct = deps.upstream ?? createConfiguredUpstream(cfg, (k) => metrics.upstreamErrors.inc({ kind: k }), logger.child({ component: 'upstream' }));
-  if (direct.replicas) registerReplicaMetrics(metrics.registry, direct.replicas.bind(direct));
-  const upstream = deps.supervision ? superviseUpstream(direct, deps.supervision) : direct;
-  const { compute, fetcher } = createConfiguredCompute(cfg, {
-    upstream,
-    queue,
+  // The compute stack REST shares with MCP (src/service/configured.ts); metrics read its queue lazily.
+  const metrics: GatewayMetrics = createMetrics(() => stack.queue.stats());
+  const stack = await createComputeStack(cfg, {
+    limiter: deps.limiter,
+    queue: deps.queue,
+    upstream: deps.upstream,
+    supervision: deps.supervision,
     remoteFetch: deps.remoteFetch,
+    logger: logger.child({ component: 'upstream' }),
+    onUpstreamError: (k) => metrics.upstreamErrors.inc({ kind: k }),
     onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
   });
+  const { compute, fetcher, limiter, queue, upstream } = stack;
+  if (stack.client.replicas) registerReplicaMetrics(metrics.registry, stack.client.replicas.bind(stack.client));
 
   const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes);
   let draining = false;

@@ -169,7 +169,7 @@ export function withServer(doc: Record<string, unknown>, url: string): Record<st
 }
 
 export interface OpenApiOptions {
-  /** The limits a default deployment reports in /capabilities (the example); the gateway's `gatewayLimits` of the default configuration. */
+  /** The limits a default deployment reports in /capabilities (the example); `gatewayLimits` (src/service/configured.ts) of the default configuration. */
   limits: Record<string, number>;
 }
 

@@ -7,8 +7,9 @@ import { assertStartupConfig, loadConfig } from '../config/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { createAccountsStore } from '../accounts/index.js';
 import type { AccountsPort } from '../accounts/api.js';
-import { createConfiguredCompute, createConfiguredLimiter, createConfiguredUpstream, VERSION } from '../gateway/app.js';
-import { createQueue, type ComputeQueue } from '../service/queue.js';
+import { PACKAGE_VERSION } from '../package-root.js';
+import { createComputeStack } from '../service/configured.js';
+import type { ComputeQueue } from '../service/queue.js';
 import type { Limiter } from '../service/limits/limiter.js';
 import type { Upstream } from '../model-client/client.js';
 import type { RemoteFetchOptions } from '../service/inputs/remote-fetch.js';
@@ -50,14 +51,15 @@ export async function createMcp(opts: McpRunOptions = {}) {
   const accounts = opts.accounts ?? store!;
   const recorder: UsageRecorder | null = opts.usage === undefined && store ? createUsageRecorder(store, { ...config.usage, log: logger }) : null;
   const usage = opts.usage ?? recorder;
-  const limiter = opts.limiter ?? (await createConfiguredLimiter(config));
-  const upstream = opts.upstream ?? createConfiguredUpstream(config, undefined, logger.child({ component: 'upstream' }));
-  const queue = opts.queue ?? createQueue(config.capacity.upstreamConcurrency, config.capacity.queueCapacity, config.capacity.queueTimeoutMs, config.capacity.admission, undefined, config.capacity.queueHeadroom);
-  const { compute } = createConfiguredCompute(config, {
-    upstream,
-    queue,
+  // The compute stack REST sits on too (src/service/configured.ts); `serve` passes the gateway's
+  // limiter, queue and upstream, so both surfaces count against one budget.
+  const { compute, limiter, upstream } = await createComputeStack(config, {
+    limiter: opts.limiter,
+    queue: opts.queue,
+    upstream: opts.upstream,
     inputPolicy: mcpInputPolicy(config),
     remoteFetch: { httpsOnly: true, ...opts.remoteFetch },
+    logger: logger.child({ component: 'upstream' }),
   });
   const app = await buildMcp({
     logger,
@@ -70,7 +72,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
     allowedOrigins: config.mcp.allowedOrigins,
-    version: VERSION,
+    version: PACKAGE_VERSION,
     ...(usage ? { usage } : {}),
   });
   return { app, accounts, limiter, upstream, config, logger, recorder };
