@@ -16,6 +16,7 @@ import { inputModes } from './inputs/resolve.js';
 import { PixelBudget } from './inputs/pixel-budget.js';
 import type { AdmissionTicket, ComputeQueue } from './queue.js';
 import type { StrikeGuard } from './limits/strikes.js';
+import type { RepresentRequest, VerifyRequest } from '../vocabulary/schemas.js';
 
 export type Bool = boolean | 'true' | 'false' | '1' | '0' | 0 | 1;
 
@@ -28,19 +29,9 @@ interface CommonBody {
   normalization?: Normalization;
   detector_fallback?: Bool;
 }
-export interface VerifyBody extends CommonBody {
-  img1: string | number[];
-  img2: string | number[];
-  distance_metric?: DistanceMetric;
-  threshold?: number;
-  anti_spoofing?: Bool;
-}
-export interface RepresentBody extends CommonBody {
-  img: string | string[];
-  max_faces?: number;
-  l2_normalize?: Bool;
-  anti_spoofing?: Bool;
-}
+/** The bodies as their JSON Schemas describe them (src/vocabulary/schemas.ts): one description. */
+export type VerifyBody = VerifyRequest;
+export type RepresentBody = RepresentRequest;
 export interface SourceRef {
   img?: string;
   embedding?: number[];

@@ -3,6 +3,7 @@
  * serialization, and by scripts/gen-openapi.ts for openapi.json. Schemas first: the compute service
  * may assume a body that passed these.
  */
+import type { FromSchema } from 'json-schema-to-ts';
 import { DISTANCE_METRICS, NORMALIZATIONS } from './closed-sets.js';
 
 const bool = {
@@ -66,6 +67,10 @@ export const representBody = {
   },
 } as const;
 
+/** The bodies that passed verifyBody and representBody, as types (the gateway's routes and MCP's tools get these). */
+export type VerifyRequest = FromSchema<typeof verifyBody>;
+export type RepresentRequest = FromSchema<typeof representBody>;
+
 const compareSource = {
   type: 'object',
   additionalProperties: false,
@@ -99,6 +104,9 @@ export const compareBody = {
     top_k: { type: 'integer', minimum: 1, description: 'Return only the k nearest targets per source, nearest first (ties by index). Recommended: 10 to 100 for search and de-duplication; without it every target gets a result (100,000 results are about 7 MB of JSON).' },
   },
 } as const;
+
+/** A body that passed compareBody, as a type. */
+export type CompareRequest = FromSchema<typeof compareBody>;
 
 const facialArea = {
   type: 'object',

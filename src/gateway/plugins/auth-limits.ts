@@ -1,0 +1,75 @@
+/**
+ * Auth and limits of the compute routes, one plugin, from the headers alone, before the body is read:
+ * the declared body size, the key, the rate limit (with the RateLimit headers), the process-wide body
+ * budget, the queue's admission (/verify and /represent) and the account's concurrent slot. Wrapped in
+ * fastify-plugin so that its onRequest hook joins the context that registers it (compute-routes.ts),
+ * and only that one: the probes and /capabilities stay open.
+ */
+import fp from 'fastify-plugin';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AccountsPort } from '../../accounts/api.js';
+import { ServiceError } from '../../errors/index.js';
+import type { BodyBudget } from '../../http/body-budget.js';
+import type { Limiter } from '../../service/limits/limiter.js';
+import type { ComputeQueue } from '../../service/queue.js';
+
+export interface AuthLimitsOptions {
+  accounts: AccountsPort;
+  limiter: Limiter;
+  queue: ComputeQueue;
+  bodyBudget: BodyBudget;
+  /** The rate-limit policy the headers describe (FACECOMPUTE_RATE_LIMIT_WINDOW_MS, _CONCURRENT). */
+  rateLimitWindowMs: number;
+  rateLimitConcurrent: number;
+  /** A route's body limit (/compare has its own, larger one). */
+  bodyLimitOf: (req: FastifyRequest) => number;
+}
+
+/** The caller's key from `Authorization: Bearer <key>` or `x-api-key`, or null when neither is sent. */
+function bearer(req: FastifyRequest): string | null {
+  const h = req.headers['authorization'];
+  if (typeof h === 'string' && h.length > 0) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (!m) throw new ServiceError('invalid_api_key', 'the Authorization header must be "Bearer <key>"');
+    return m[1]!;
+  }
+  const k = req.headers['x-api-key'];
+  if (typeof k === 'string' && k.length > 0) return k.trim();
+  return null;
+}
+
+export const authAndLimits = fp<AuthLimitsOptions>(
+  async (app, o) => {
+    app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+      const declared = Number(req.headers['content-length'] ?? NaN);
+      const limit = o.bodyLimitOf(req);
+      if (Number.isFinite(declared) && declared > limit) {
+        throw new ServiceError('request_too_large', `the request body is larger than the limit of ${limit} bytes`, { headers: { connection: 'close' } });
+      }
+      const secret = bearer(req);
+      if (!secret) throw new ServiceError('missing_api_key', 'an API key is required: Authorization: Bearer <key> or x-api-key');
+      req.auth = await o.accounts.authenticate(secret, 'rest');
+      const w = await o.limiter.hit(req.auth.accountId);
+      const resetS = Math.ceil(w.resetMs / 1000);
+      const windowS = Math.ceil(o.rateLimitWindowMs / 1000);
+      reply.header('ratelimit-limit', String(w.limit));
+      reply.header('ratelimit-remaining', String(w.remaining));
+      reply.header('ratelimit-reset', String(resetS));
+      reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${o.rateLimitConcurrent}`);
+      reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
+      if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
+      // The process-wide budget of bodies held at once (src/http/body-budget.ts), before the body is read.
+      o.bodyBudget.hold(req, reply, limit);
+      if (req.url === '/verify' || req.url === '/represent') {
+        // Deadline-aware admission before the body is read; the place is held until the job queues.
+        const ticket = o.queue.admit();
+        req.fc!.ticket = ticket;
+        reply.raw.once('close', () => ticket.release());
+      }
+      const c = await o.limiter.acquire(req.auth.accountId);
+      if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
+      req.fc!.slot = c.slot;
+    });
+  },
+  { name: 'facecompute-auth-limits', fastify: '5.x', dependencies: ['facecompute-request-state'] },
+);
