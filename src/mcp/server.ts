@@ -6,7 +6,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
@@ -18,10 +17,8 @@ import type { ComputeContext, ComputeService } from '../service/compute-service.
 import type { Limiter } from '../service/limits/limiter.js';
 import { strikeGuard, type StrikeSettings } from '../service/limits/strikes.js';
 import { metered } from './metering.js';
-import { comparePlain } from '../service/compare-result.js';
 import { useJsonBodyParser } from '../http/json-body.js';
-import { EMBEDDING_JSON_SCHEMA, TOOL_DESCRIPTIONS, TOOL_INPUTS, embedding, summarize, type ToolName } from './tools.js';
-import { parseArguments } from './arguments.js';
+import { TOOLS, isToolName, type PreparedCall, type ToolName } from './tools.js';
 import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
@@ -72,9 +69,10 @@ function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'
 }
 
 /**
- * The low-level SDK `Server`, not `McpServer`: McpServer validates tool arguments itself and turns a
- * failure into free text, while a bad argument here must be a tool error with the REST codes
- * (src/mcp/arguments.ts). The listed input schemas are the same zod schemas, as JSON Schema.
+ * The low-level SDK `Server`, not `McpServer`: McpServer validates tool arguments with zod itself and
+ * turns a failure into free text, while a bad argument here must be a tool error with the REST codes,
+ * checked by the REST schemas (src/mcp/validate.ts). tools/list and tools/call are answered from the
+ * tool table (src/mcp/tools.ts): a new tool is an entry there.
  */
 function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): Server {
   const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: { tools: {} } });
@@ -97,23 +95,23 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       at: Date.now(),
     });
   };
-  const run = async (tool: ToolName, t0: number, work: (ctx: ComputeContext) => Promise<unknown>) => {
+  const run = async (tool: ToolName, t0: number, call: PreparedCall) => {
     // Refused before metering (the rate limit): nothing was charged.
     let outcome: UsageOutcome = 'not_charged';
     try {
       const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
-      const result = (await (tool === 'get_capabilities'
-        ? work(ctx)
+      const result = (await (TOOLS[tool].free
+        ? call(deps.compute, ctx)
         : metered(
             deps,
             key.accountId,
-            (reserve) => work({ ...ctx, reserve }),
+            (reserve) => call(deps.compute, { ...ctx, reserve }),
             (o) => {
               outcome = o;
             },
           ))) as Record<string, unknown>;
       record(tool, t0, null, outcome);
-      return { content: [{ type: 'text' as const, text: summarize(tool, result) }], structuredContent: result };
+      return { content: [{ type: 'text' as const, text: TOOLS[tool].summarize(result) }], structuredContent: result };
     } catch (err) {
       if (!isServiceError(err) || err.status >= 500) deps.logger.error({ err, requestId, tool }, 'mcp tool failed');
       const answer = toolError(err);
@@ -121,43 +119,25 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       return answer;
     }
   };
-  const compute: Record<ToolName, (args: never, ctx: ComputeContext) => Promise<unknown>> = {
-    get_capabilities: () => deps.compute.capabilities({ requestId }),
-    verify_faces: (args, ctx) => deps.compute.verify(args, ctx),
-    represent_face: (args, ctx) => deps.compute.represent(args, ctx),
-    compare_inputs: async (args, ctx) => comparePlain(await deps.compute.compare(args, ctx)),
-  };
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: LISTED_TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const name = request.params.name;
-    if (!Object.prototype.hasOwnProperty.call(TOOL_INPUTS, name)) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
-    const tool = name as ToolName;
+    const tool = request.params.name;
+    if (!isToolName(tool)) throw new McpError(ErrorCode.InvalidParams, `Tool ${tool} not found`);
     const t0 = performance.now();
-    let args: unknown;
+    let call: PreparedCall;
     try {
-      args = parseArguments(tool, request.params.arguments ?? {}, deps.arrayLimits);
+      call = TOOLS[tool].prepare(request.params.arguments ?? {}, deps.arrayLimits);
     } catch (err) {
       record(tool, t0, fromNative(err), 'not_charged');
       return toolError(err);
     }
-    return run(tool, t0, (ctx) => compute[tool](args as never, ctx));
+    return run(tool, t0, call);
   });
   return server;
 }
 
-const LISTED_TOOLS = (Object.keys(TOOL_INPUTS) as ToolName[]).map((name) => ({
-  name,
-  description: TOOL_DESCRIPTIONS[name],
-  inputSchema: z.toJSONSchema(TOOL_INPUTS[name], {
-    target: 'draft-7',
-    io: 'input',
-    // An embedding is a custom check (one loop, not a schema per element); it is listed as what it accepts.
-    unrepresentable: 'any',
-    override: (ctx) => {
-      if (ctx.zodSchema === embedding) Object.assign(ctx.jsonSchema, EMBEDDING_JSON_SCHEMA);
-    },
-  }) as { type: 'object'; [k: string]: unknown },
-}));
+/** tools/list's answer, the same for every caller: built once. */
+const LISTED_TOOLS = (Object.keys(TOOLS) as ToolName[]).map((name) => ({ name, description: TOOLS[name].description, inputSchema: TOOLS[name].inputSchema }));
 
 export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   const app = Fastify({

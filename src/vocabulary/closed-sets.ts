@@ -4,7 +4,7 @@
  * The binding spells the same sets as `#[napi(string_enum)]`s (crates/facecompute-node/src/types.rs);
  * `satisfies` makes each value here one of the binding's at compile time, and
  * test/architecture.test.ts checks at run time that the lists are the binding's, in the same order.
- * (Tuples, `as const`: JSON Schema `enum` and zod's `z.enum` want them.)
+ * (Tuples, `as const`: JSON Schema `enum` and json-schema-to-ts's FromSchema want them.)
  */
 import type * as Binding from '../../index.js';
 
