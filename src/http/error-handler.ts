@@ -14,13 +14,13 @@ interface AjvError {
   message?: string;
 }
 
-/** '/source/img' → 'source.img'; '/targets/3/1' → 'targets[3][1]'. */
-export function fieldName(path: string, extra?: string): string {
+/** '/source/img' → 'source.img'; '/targets/3/1' → 'targets[3][1]'; the empty path is `root`. */
+export function fieldName(path: string, extra?: string, root = 'body'): string {
   const parts = path.split('/').filter((p) => p.length > 0);
   if (extra !== undefined) parts.push(extra);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
-  return out || 'body';
+  return out || root;
 }
 
 const BOOL_FIELDS = new Set(['align', 'enforce_detection', 'l2_normalize', 'anti_spoofing', 'detector_fallback']);

@@ -7,9 +7,10 @@
  * Embeddings and array lengths are checked before it (bounded-arrays.ts), with their own codes.
  */
 import { Ajv, type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv';
+import { ServiceError } from '../errors/index.js';
+import { fieldName } from '../http/error-handler.js';
 
 export type { ValidateFunction };
-import { ServiceError } from '../errors/index.js';
 
 const ajv = new Ajv({ removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, unicode: false, strict: false });
 
@@ -18,14 +19,8 @@ export function compileArguments<T>(schema: SchemaObject): ValidateFunction<T> {
   return ajv.compile<T>(schema);
 }
 
-/** 'source.embedding[3]', like the REST details, from an Ajv instance path and an optional key. */
-export function argumentName(instancePath: string, key?: string): string {
-  const parts = instancePath.split('/').filter((p) => p.length > 0);
-  if (key !== undefined) parts.push(key);
-  let out = '';
-  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
-  return out || 'arguments';
-}
+/** 'source.embedding[3]', as the REST details name fields, from an Ajv instance path and an optional key. */
+export const argumentName = (instancePath: string, key?: string): string => fieldName(instancePath, key, 'arguments');
 
 /**
  * The contract error for arguments their tool's schema refused: an unknown argument is
