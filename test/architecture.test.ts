@@ -36,6 +36,7 @@ const LAYERS: Record<string, number> = {
   accounts: 3,
   deepface: 3,
   models: 3,
+  'docs-index': 3,
   vocabulary: 4,
   native: 4,
   config: 4,

@@ -29,6 +29,9 @@ Console (accounts and keys): ${u.console}
 - [Skill: sign up, create a key, call the API](${u.console}/skill.md): step-by-step with curl, and what to do on each error
 - [OpenAPI 3.1 document](${u.console}/openapi.json): every REST route, request and response ([rendered](${u.console}/docs/api))
 - [Documentation](${u.console}/docs/): quickstart, API, errors, limits, thresholds, migrating from DeepFace
+- [The whole documentation in one text](${u.console}/llms-full.txt)
+- [Skills index](${u.console}/.well-known/skills/index.json): the skills this service publishes (Agent Skills discovery)
+- [Sign up in a browser](${u.console}/signup?agent=1): one click for an agent driving a browser
 
 ## Quick start
 
@@ -213,4 +216,78 @@ curl -s -X POST ${u.console}/api/mcp-keys -H "Authorization: Bearer $SESSION_TOK
 Then connect your MCP client to \`${u.mcp}\` with the header \`Authorization: Bearer <MCP_KEY>\`.
 Tools: \`get_capabilities\` (free), \`verify_faces\`, \`represent_face\`, \`compare_inputs\`.
 `;
+}
+
+/**
+ * The addresses the docs use for a local installation (the default ports), and what each becomes in
+ * a deployment's /llms-full.txt: an agent reading it must be given the addresses that work for it.
+ */
+function localAddresses(u: DocUrls): Array<[string, string]> {
+  return [
+    ['http://127.0.0.1:8081/mcp', u.mcp],
+    ['http://localhost:8081/mcp', u.mcp],
+    ['http://localhost:8080', u.base],
+    ['http://127.0.0.1:8080', u.base],
+    ['http://localhost:8082', u.console],
+    ['http://127.0.0.1:8082', u.console],
+  ];
+}
+
+/**
+ * One docs page as it reads in /llms-full.txt: links between pages become the console's absolute
+ * URLs (`errors.md#x` → `<console>/docs/errors.md#x`), links into the repository's code become the
+ * path they name (the console does not serve the code), and the local default addresses the
+ * deployment's.
+ */
+export function pageForAgents(markdown: string, u: DocUrls): string {
+  let text = markdown.replace(/\[([^\]]*)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(href) || href.startsWith('#') || href.startsWith('/')) return whole;
+    if (href.startsWith('../')) return `${label} (\`${href.replace(/^(\.\.\/)+/, '')}\` in the repository)`;
+    const [path, frag] = href.split('#', 2) as [string, string | undefined];
+    const target = path === 'README.md' ? `${u.console}/docs/` : `${u.console}/docs/${path}`;
+    return `[${label}](${target}${frag ? `#${frag}` : ''})`;
+  });
+  for (const [local, deployed] of localAddresses(u)) text = text.replaceAll(local, deployed);
+  return text;
+}
+
+export interface AgentDocPage {
+  name: string;
+  title: string;
+  markdown: string;
+}
+
+/**
+ * /llms-full.txt (llmstxt.org's companion to /llms.txt): every page of the documentation in one text,
+ * in the order the docs' index lists them, each introduced by its title and its URL.
+ */
+export function llmsFullTxt(u: DocUrls, calls: FreeCallLimits, pages: AgentDocPage[]): string {
+  const head = `# facecompute: the complete documentation
+
+> Face verification, embeddings and comparison over HTTP, with DeepFace's models and semantics. Agents can sign up anonymously (no email), create their own API key and get ${calls.anonymous} free calls. This file holds every page of the documentation (${u.console}/docs/) in one text; the short index is ${u.console}/llms.txt and the step-by-step skill ${u.console}/skill.md.
+
+REST gateway: ${u.base}
+MCP endpoint (Streamable HTTP): ${u.mcp}
+Console (accounts and keys): ${u.console}
+
+Pages: ${pages.map((p) => p.title).join(' · ')}
+`;
+  const body = pages.map((p) => `\n---\n\n<!-- ${p.title}: ${p.name === 'README.md' ? `${u.console}/docs/` : `${u.console}/docs/${p.name}`} -->\n\n${pageForAgents(p.markdown, u).trim()}\n`);
+  return head + body.join('');
+}
+
+/** One skill of the discovery index (src/console/routes/skills.ts). */
+export interface Skill {
+  name: string;
+  description: string;
+  document: string;
+}
+
+/** The skills this deployment publishes; each document's frontmatter names it and describes it. */
+export function skills(u: DocUrls, calls: FreeCallLimits): Skill[] {
+  return [skillMd(u, calls)].map((document) => {
+    const front = /^---\n([\s\S]*?)\n---\n/.exec(document)?.[1] ?? '';
+    const field = (k: string) => new RegExp(`^${k}: (.*)$`, 'm').exec(front)?.[1]?.trim() ?? '';
+    return { name: field('name'), description: field('description'), document };
+  });
 }

@@ -112,6 +112,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
     publicBaseUrl: config.accounts.publicBaseUrl,
     publicMcpUrl: config.accounts.publicMcpUrl,
     openapiPath: deps.openapiPath ?? resolve(repoRoot(), 'openapi.json'),
+    docsDir: deps.docsDir ?? resolve(repoRoot(), 'docs'),
   });
   await app.register(referenceRoutes, { docsDir: deps.docsDir ?? resolve(repoRoot(), 'docs') });
   return app;

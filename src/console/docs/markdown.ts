@@ -7,16 +7,9 @@
  * they could carry anyway.
  */
 import { Marked, type Tokens } from 'marked';
+import { slug } from '../../docs-index/slug.js';
 
-/** GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens. */
-export function slug(text: string): string {
-  return text
-    .toLowerCase()
-    .replace(/<[^>]*>/g, '')
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .trim()
-    .replace(/\s/g, '-');
-}
+export { slug };
 
 const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 

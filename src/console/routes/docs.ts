@@ -1,16 +1,20 @@
-/** Agent-readable documents: /llms.txt, /skill.md and the repository's OpenAPI document. */
+/** Agent-readable documents: /llms.txt, /llms-full.txt, /skill.md and the repository's OpenAPI document. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { readFile } from 'node:fs/promises';
 import { ServiceError } from '../../errors/index.js';
-import { llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
+import { llmsFullTxt, llmsTxt, skillMd, type DocUrls } from '../agent-docs.js';
+import { loadDocPages } from '../../docs-index/pages.js';
 import type { FreeCallLimits } from '../../accounts/index.js';
 import { withServer } from '../../http/openapi.js';
+import skillsRoutes from './skills.js';
 
 export interface DocsOptions {
   freeCalls: FreeCallLimits;
   publicBaseUrl: string;
   publicMcpUrl: string;
   openapiPath: string;
+  /** The docs/ pages /llms-full.txt concatenates. */
+  docsDir: string;
 }
 
 export default async function docsRoutes(app: FastifyInstance, opts: DocsOptions): Promise<void> {
@@ -19,6 +23,11 @@ export default async function docsRoutes(app: FastifyInstance, opts: DocsOptions
   const urls = (req: FastifyRequest): DocUrls => ({ console: `${req.protocol}://${req.host}`, base: opts.publicBaseUrl.replace(/\/+$/, ''), mcp: opts.publicMcpUrl });
 
   app.get('/llms.txt', async (req, reply) => reply.type('text/plain; charset=utf-8').send(llmsTxt(urls(req), opts.freeCalls)));
+  await app.register(skillsRoutes, { freeCalls: opts.freeCalls, urls });
+
+  // Read once: the pages are the installed docs, not user input.
+  const pages = loadDocPages(opts.docsDir);
+  app.get('/llms-full.txt', async (req, reply) => reply.type('text/plain; charset=utf-8').send(llmsFullTxt(urls(req), opts.freeCalls, pages)));
   app.get('/skill.md', async (req, reply) => reply.type('text/markdown; charset=utf-8').send(skillMd(urls(req), opts.freeCalls)));
 
   app.get('/openapi.json', async (_req, reply) => {
