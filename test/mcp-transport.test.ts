@@ -81,7 +81,7 @@ t.test('a request of exactly 25 MiB is answered; one byte more is 413 request_to
   const url = replicas[0]!;
   const at = await post(url, padded(config.mcp.maxBodyBytes));
   t.equal(at.status, 200, `${config.mcp.maxBodyBytes} bytes: 200 (${at.body.slice(0, 120)})`);
-  t.equal((JSON.parse(at.body) as { result: { tools: unknown[] } }).result.tools.length, 4, 'the four tools listed');
+  t.equal((JSON.parse(at.body) as { result: { tools: unknown[] } }).result.tools.length, 5, 'the five tools listed');
   for (const chunked of [false, true]) {
     const over = await post(url, padded(config.mcp.maxBodyBytes + 1), { chunked });
     const how = chunked ? 'chunked' : 'with its length';
@@ -102,7 +102,7 @@ t.test('stateless: a session begun on one replica goes on at the other; no sessi
   answers.push(initialized);
   const list = await post(b, rpc(2, 'tools/list'), { headers: after });
   t.equal(list.status, 200, 'tools/list on replica B');
-  t.same((JSON.parse(list.body) as { result: { tools: Array<{ name: string }> } }).result.tools.map((x) => x.name).sort(), ['compare_inputs', 'get_capabilities', 'represent_face', 'verify_faces']);
+  t.same((JSON.parse(list.body) as { result: { tools: Array<{ name: string }> } }).result.tools.map((x) => x.name).sort(), ['compare_inputs', 'get_capabilities', 'represent_face', 'search_docs', 'verify_faces']);
   const call = await post(a, rpc(3, 'tools/call', { name: 'get_capabilities', arguments: {} }), { headers: after });
   t.equal(call.status, 200, 'a tool call back on replica A');
   t.equal((JSON.parse(call.body) as { result: { structuredContent: { default_model: string } } }).result.structuredContent.default_model, 'Facenet', 'the tool answered');

@@ -78,7 +78,7 @@ t.test('the four tools are listed with precise input schemas', async (t) => {
   const c = await client(mcp);
   t.teardown(() => c.close());
   const { tools } = await c.listTools();
-  t.same(tools.map((x) => x.name).sort(), ['compare_inputs', 'get_capabilities', 'represent_face', 'verify_faces']);
+  t.same(tools.map((x) => x.name).sort(), ['compare_inputs', 'get_capabilities', 'represent_face', 'search_docs', 'verify_faces']);
   const verify = tools.find((x) => x.name === 'verify_faces');
   t.ok(verify?.description && verify.description.length > 40, 'verify_faces has an actionable description');
   const props = (verify?.inputSchema as { properties: Record<string, { description?: string }>; required?: string[] }).properties;

@@ -6,12 +6,9 @@
  * files (multipart, or base64 through pipes and --rawfile), never passed as command-line arguments.
  */
 import type { FreeCallLimits } from '../accounts/index.js';
+import { pageForAgents, type DocUrls } from '../docs-index/for-agents.js';
 
-export interface DocUrls {
-  console: string;
-  base: string;
-  mcp: string;
-}
+export type { DocUrls };
 
 const IMAGES_NOTE = 'The examples read two photos of one person, `img1.jpg` and `img2.jpg`, from the current directory (JPEG, PNG, WebP, GIF or BMP).';
 
@@ -177,7 +174,7 @@ Errors: a binary part that is not a whole number of rows is \`400 embedding_dime
 ## Free calls
 
 A call is used only when compute ran: a result of /verify, /represent, /compare or an MCP tool other
-than get_capabilities, or a 422 no_face_detected. Everything refused before compute (4xx), capacity
+than get_capabilities and search_docs, or a 422 no_face_detected. Everything refused before compute (4xx), capacity
 refusals (503) and failures on our side (5xx) cost nothing. Check what is left:
 
 \`\`\`sh
@@ -214,41 +211,9 @@ curl -s -X POST ${u.console}/api/mcp-keys -H "Authorization: Bearer $SESSION_TOK
 \`\`\`
 
 Then connect your MCP client to \`${u.mcp}\` with the header \`Authorization: Bearer <MCP_KEY>\`.
-Tools: \`get_capabilities\` (free), \`verify_faces\`, \`represent_face\`, \`compare_inputs\`.
+Tools: \`get_capabilities\` (free), \`verify_faces\`, \`represent_face\`, \`compare_inputs\`, and \`search_docs\`
+(free: ranked passages of this service's documentation; every page is also an MCP resource).
 `;
-}
-
-/**
- * The addresses the docs use for a local installation (the default ports), and what each becomes in
- * a deployment's /llms-full.txt: an agent reading it must be given the addresses that work for it.
- */
-function localAddresses(u: DocUrls): Array<[string, string]> {
-  return [
-    ['http://127.0.0.1:8081/mcp', u.mcp],
-    ['http://localhost:8081/mcp', u.mcp],
-    ['http://localhost:8080', u.base],
-    ['http://127.0.0.1:8080', u.base],
-    ['http://localhost:8082', u.console],
-    ['http://127.0.0.1:8082', u.console],
-  ];
-}
-
-/**
- * One docs page as it reads in /llms-full.txt: links between pages become the console's absolute
- * URLs (`errors.md#x` → `<console>/docs/errors.md#x`), links into the repository's code become the
- * path they name (the console does not serve the code), and the local default addresses the
- * deployment's.
- */
-export function pageForAgents(markdown: string, u: DocUrls): string {
-  let text = markdown.replace(/\[([^\]]*)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
-    if (/^[a-z][a-z0-9+.-]*:/i.test(href) || href.startsWith('#') || href.startsWith('/')) return whole;
-    if (href.startsWith('../')) return `${label} (\`${href.replace(/^(\.\.\/)+/, '')}\` in the repository)`;
-    const [path, frag] = href.split('#', 2) as [string, string | undefined];
-    const target = path === 'README.md' ? `${u.console}/docs/` : `${u.console}/docs/${path}`;
-    return `[${label}](${target}${frag ? `#${frag}` : ''})`;
-  });
-  for (const [local, deployed] of localAddresses(u)) text = text.replaceAll(local, deployed);
-  return text;
 }
 
 export interface AgentDocPage {

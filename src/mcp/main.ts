@@ -17,6 +17,9 @@ import { buildMcp } from './server.js';
 import { BodyBudget } from '../http/body-budget.js';
 import { listenSurface } from '../http/listen.js';
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from '../accounts/usage/recorder.js';
+import { createDocsCorpus } from './docs-tools.js';
+import { resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../package-root.js';
 
 export interface McpRunOptions {
   config?: Config;
@@ -30,6 +33,8 @@ export interface McpRunOptions {
   bodyBudget?: BodyBudget;
   /** Where tool calls' usage goes; null records none. Unset: a recorder on the store opened here, if any. */
   usage?: UsageSink | null;
+  /** The docs pages search_docs and the resources serve; defaults to docs/ at the package root. */
+  docsDir?: string;
 }
 
 /**
@@ -74,6 +79,11 @@ export async function createMcp(opts: McpRunOptions = {}) {
     allowedOrigins: config.mcp.allowedOrigins,
     version: PACKAGE_VERSION,
     ...(usage ? { usage } : {}),
+    docs: createDocsCorpus(opts.docsDir ?? resolve(PACKAGE_ROOT, 'docs'), {
+      console: config.accounts.publicConsoleUrl.replace(/\/+$/, ''),
+      base: config.accounts.publicBaseUrl.replace(/\/+$/, ''),
+      mcp: config.accounts.publicMcpUrl,
+    }),
   });
   return { app, accounts, limiter, upstream, config, logger, recorder };
 }

@@ -5,7 +5,7 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListResourcesRequestSchema, ListToolsRequestSchema, McpError, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
@@ -24,6 +24,8 @@ import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
 import type { UsageOutcome } from '../accounts/schema.js';
+import { LISTED_DOCS_TOOLS, isDocsTool, type DocsCorpus, type DocsToolName } from './docs-tools.js';
+import { TOOL_OUTPUTS } from './output-schemas.js';
 
 export interface McpDeps {
   logger: Logger;
@@ -45,6 +47,8 @@ export interface McpDeps {
   version: string;
   /** Where each tool call's usage goes once answered (src/accounts/usage/recorder.ts). */
   usage?: UsageSink;
+  /** The docs tools and resources (src/mcp/docs-tools.ts); without it, neither is offered. */
+  docs?: DocsCorpus;
 }
 
 declare module 'fastify' {
@@ -75,13 +79,13 @@ function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'
  * tool table (src/mcp/tools.ts): a new tool is an entry there.
  */
 function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): Server {
-  const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: { tools: {} } });
+  const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: deps.docs ? { tools: {}, resources: {} } : { tools: {} } });
   /**
    * The usage record of one tool call (only of a listed tool: the route column never holds a name a
    * caller made up). Its status is the REST status of the same answer (200, or the error's), so that
    * the Usage page counts a refused MCP call as it counts a refused REST one.
    */
-  const record = (tool: ToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) => {
+  const record = (tool: ToolName | DocsToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) => {
     deps.usage?.record({
       accountId: key.accountId,
       keyId: key.keyId,
@@ -95,12 +99,13 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       at: Date.now(),
     });
   };
-  const run = async (tool: ToolName, t0: number, call: PreparedCall) => {
+  const run = async (tool: ToolName | DocsToolName, t0: number, call: PreparedCall) => {
     // Refused before metering (the rate limit): nothing was charged.
     let outcome: UsageOutcome = 'not_charged';
     try {
       const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
-      const result = (await (TOOLS[tool].free
+      // Docs tools are metered (the rate limit) but never reserve a call (src/mcp/docs-tools.ts).
+      const result = (await (!isDocsTool(tool) && TOOLS[tool].free
         ? call(deps.compute, ctx)
         : metered(
             deps,
@@ -111,7 +116,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
             },
           ))) as Record<string, unknown>;
       record(tool, t0, null, outcome);
-      return { content: [{ type: 'text' as const, text: TOOLS[tool].summarize(result) }], structuredContent: result };
+      return { content: [{ type: 'text' as const, text: isDocsTool(tool) ? deps.docs!.summarize(tool, result) : TOOLS[tool].summarize(result) }], structuredContent: result };
     } catch (err) {
       if (!isServiceError(err) || err.status >= 500) deps.logger.error({ err, requestId, tool }, 'mcp tool failed');
       const answer = toolError(err);
@@ -119,9 +124,18 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       return answer;
     }
   };
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: LISTED_TOOLS }));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: deps.docs ? [...LISTED_TOOLS, ...LISTED_DOCS_TOOLS] : LISTED_TOOLS }));
+  if (deps.docs) {
+    const docs = deps.docs;
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: docs.listResources() }));
+    server.setRequestHandler(ReadResourceRequestSchema, (request) => docs.readResource(request.params.uri));
+  }
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = request.params.name;
+    if (deps.docs && isDocsTool(tool)) {
+      const docs = deps.docs;
+      return run(tool, performance.now(), async () => docs.call(tool, request.params.arguments ?? {}));
+    }
     if (!isToolName(tool)) throw new McpError(ErrorCode.InvalidParams, `Tool ${tool} not found`);
     const t0 = performance.now();
     let call: PreparedCall;
@@ -137,7 +151,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
 }
 
 /** tools/list's answer, the same for every caller: built once. */
-const LISTED_TOOLS = (Object.keys(TOOLS) as ToolName[]).map((name) => ({ name, description: TOOLS[name].description, inputSchema: TOOLS[name].inputSchema }));
+const LISTED_TOOLS = (Object.keys(TOOLS) as ToolName[]).map((name) => ({ name, description: TOOLS[name].description, inputSchema: TOOLS[name].inputSchema, outputSchema: TOOL_OUTPUTS[name] }));
 
 export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   const app = Fastify({
