@@ -121,6 +121,16 @@ const scenarios: Scenario[] = [
       await p.getByRole('alert').waitFor();
     },
   },
+  { name: 'signup-agent', session: 'none', open: (p) => go(p, '/signup?agent=1') },
+  {
+    name: 'keys-agent',
+    session: 'none',
+    async open(p) {
+      await go(p, '/signup?agent=1');
+      await p.getByRole('button', { name: 'Create an anonymous account and API key' }).click();
+      await p.getByTestId('new-key').waitFor();
+    },
+  },
   { name: 'not-found', session: 'none', open: (p) => go(p, '/no/such/page', 404) },
   { name: 'llms-txt', session: 'none', open: (p) => go(p, '/llms.txt'), html: false },
   { name: 'skill-md', session: 'none', open: (p) => go(p, '/skill.md'), html: false },

@@ -26,8 +26,11 @@ export interface FlashOptions {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Leaves `flash` for the next page this session reads. */
-    setFlash(req: FastifyRequest, reply: FastifyReply, flash: Flash): void;
+    /**
+     * Leaves `flash` for the next page this session reads; `sessionToken` names the session when it
+     * began with this very response (its cookie is not in the request yet).
+     */
+    setFlash(req: FastifyRequest, reply: FastifyReply, flash: Flash, sessionToken?: string): void;
     /** The flash left for this session, or null; the cookie is cleared either way. */
     takeFlash(req: FastifyRequest, reply: FastifyReply): Flash | null;
   }
@@ -72,8 +75,8 @@ async function flash(app: FastifyInstance, opts: FlashOptions): Promise<void> {
   const name = flashCookieName(opts.secureCookies);
   const cookie = { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: opts.secureCookies };
 
-  app.decorate('setFlash', (req: FastifyRequest, reply: FastifyReply, value: Flash) => {
-    const token = app.sessionToken(req);
+  app.decorate('setFlash', (req: FastifyRequest, reply: FastifyReply, value: Flash, sessionToken?: string) => {
+    const token = sessionToken ?? app.sessionToken(req);
     if (token === null) return;
     void reply.setCookie(name, seal(token, value), { ...cookie, maxAge: FLASH_MAX_AGE_S });
   });

@@ -15,6 +15,8 @@ import type { Flash } from '../plugins/flash.js';
 import { KEY_PREFIX } from '../../accounts/secrets.js';
 import { usageReport } from '../../accounts/usage/report.js';
 import { usagePage } from '../views/usage.js';
+import { AGENT_KEY_NAME, agentSignupPage, type AgentUrls } from '../views/agent.js';
+import { html } from '../views/html.js';
 
 export interface PagesOptions {
   store: AccountsStore;
@@ -63,7 +65,13 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
 
   // ---- sign up / sign in / sign out --------------------------------------------------------------
 
-  app.get('/signup', async (req, reply) => send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, '')));
+  /** The addresses an agent is told: the console as it reached it, the configured gateway and MCP. */
+  const agentUrls = (req: FastifyRequest): AgentUrls => ({ console: `${req.protocol}://${req.host}`, base: opts.publicBaseUrl.replace(/\/+$/, ''), mcp: opts.publicMcpUrl });
+  const forAgent = (req: FastifyRequest) => (req.query as { agent?: string } | undefined)?.agent === '1';
+  const agentSignup = (req: FastifyRequest, reply: FastifyReply, n?: Notice, status = 200) =>
+    send(req, reply, 'Sign up as an AI agent', '/signup', false, (csrf) => agentSignupPage(csrf, opts.freeCalls, agentUrls(req), n ? html`<div class="alert error" role="alert">${n.text}</div>` : ''), status);
+
+  app.get('/signup', async (req, reply) => (forAgent(req) ? agentSignup(req, reply) : send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, ''))));
   app.post('/signup', async (req, reply) => {
     const email = field(req.body, 'email');
     try {
@@ -78,13 +86,20 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
   });
 
   app.post('/signup/anonymous', async (req, reply) => {
+    // From /signup?agent=1: the account and its REST key in one click, then the key page in agent mode.
+    const agent = field(req.body, 'agent') === '1';
     try {
       app.checkCsrf(req, field(req.body, '_csrf'));
-      const { session_token } = await store.signupAnonymous(req.ip);
+      const { session_token, account } = await store.signupAnonymous(req.ip);
       app.startSession(reply, session_token);
+      if (agent) {
+        app.setFlash(req, reply, { created: await store.createKey(account.id, 'rest', AGENT_KEY_NAME) }, session_token);
+        return reply.redirect('/keys?agent=1', 303);
+      }
       return reply.redirect('/keys', 303);
     } catch (err) {
       const n = errorNotice(err);
+      if (agent) return agentSignup(req, reply, n, isServiceError(err) ? err.status : 400);
       return send(req, reply, 'Sign up', '/signup', false, (csrf) => signupPage(csrf, opts.freeCalls, '', n), isServiceError(err) ? err.status : 400);
     }
   });
@@ -190,7 +205,8 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       const keys = await store.listKeys(id, s.kind);
       const view = s.kind === 'rest' ? keysPage : mcpPage;
       reply.header('cache-control', 'no-store');
-      return send(req, reply, s.title, s.page, true, (csrf) => view({ csrf, kind: s.kind, keys, mcpUrl: opts.publicMcpUrl, baseUrl: opts.publicBaseUrl, ...extra }), status);
+      const agent = forAgent(req) || field(req.body, 'agent') === '1' ? { agent: agentUrls(req) } : {};
+      return send(req, reply, s.title, s.page, true, (csrf) => view({ csrf, kind: s.kind, keys, mcpUrl: opts.publicMcpUrl, baseUrl: opts.publicBaseUrl, ...agent, ...extra }), status);
     };
 
     app.get(s.page, async (req, reply) => {
@@ -207,7 +223,7 @@ export default async function pageRoutes(app: FastifyInstance, opts: PagesOption
       if (id === null) return reply;
       try {
         const created = await store.createKey(id, s.kind, field(req.body, 'name'));
-        return done(req, reply, s.page, { created });
+        return done(req, reply, field(req.body, 'agent') === '1' ? `${s.page}?agent=1` : s.page, { created });
       } catch (err) {
         return render(req, reply, id, { notice: errorNotice(err) }, (err as ServiceError).status);
       }

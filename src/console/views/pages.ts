@@ -2,6 +2,7 @@
 import { html, when, type Html } from './html.js';
 import type { AccountView, CardView, CreatedKey, FreeCallLimits, KeyView } from '../../accounts/index.js';
 import { PASSWORD_MIN } from '../../accounts/validation.js';
+import { agentGuide, type AgentUrls } from './agent.js';
 
 export interface Notice {
   kind: 'error' | 'success' | 'warn';
@@ -122,7 +123,7 @@ ${verify}
 <h2 id="calls-h">Free calls</h2>
 <p><strong data-testid="calls-used">${fc.used}</strong> used of <strong data-testid="calls-total">${fc.total}</strong> · <strong data-testid="calls-remaining">${fc.remaining}</strong> left</p>
 <progress max="${fc.total}" value="${fc.used}" aria-label="${fc.used} of ${fc.total} free calls used">${pct}%</progress>
-<p class="hint">A call is used only when compute ran on REST or MCP (a result, or no face found). Requests refused before compute, capacity refusals and failures on our side cost nothing; get_capabilities is free.</p>
+<p class="hint">A call is used only when compute ran on REST or MCP (a result, or no face found). Requests refused before compute, capacity refusals and failures on our side cost nothing; get_capabilities and search_docs are free.</p>
 </section>
 ${upgrade}
 ${cardSection}`;
@@ -136,6 +137,8 @@ export interface KeysPageOptions {
   notice?: Notice;
   mcpUrl: string;
   baseUrl: string;
+  /** Agent mode (?agent=1): instructions for an agent driving a browser, kept across the create form. */
+  agent?: AgentUrls;
 }
 
 function keyTable(o: KeysPageOptions): Html {
@@ -178,7 +181,7 @@ function createForm(o: KeysPageOptions): Html {
   const label = o.kind === 'rest' ? 'API key' : 'MCP key';
   return html`<section class="card" aria-labelledby="create-h">
 <h2 id="create-h">Create ${o.kind === 'rest' ? 'an API key' : 'an MCP key'}</h2>
-<form method="post" action="${action}">${csrfField(o.csrf)}
+<form method="post" action="${action}">${csrfField(o.csrf)}${o.agent ? html`<input type="hidden" name="agent" value="1">` : ''}
 <label for="key-name">Name</label>
 <input id="key-name" name="name" type="text" required maxlength="100" autocomplete="off" aria-describedby="key-name-hint">
 <p class="hint" id="key-name-hint">Something that tells you where it is used, e.g. “laptop” or “billing-service”.</p>
@@ -191,6 +194,7 @@ export function keysPage(o: KeysPageOptions): Html {
   return html`<h1>API keys</h1>
 <p class="muted">REST keys (<code>fc_live_…</code>) work on the REST gateway at <code>${o.baseUrl}</code> only. Send one as <code>Authorization: Bearer &lt;key&gt;</code>.</p>
 ${notice(o.notice)}
+${o.agent ? agentGuide(o.kind, o.created !== undefined, o.agent) : ''}
 ${createdBox(o.created)}
 ${createForm(o)}
 <section class="card" aria-labelledby="list-h"><h2 id="list-h">Your API keys</h2>${keyTable(o)}</section>`;
@@ -229,8 +233,9 @@ export function mcpConfigs(mcpUrl: string, key: string): Array<{ id: string; tit
 export function mcpPage(o: KeysPageOptions): Html {
   const key = o.created?.key ?? '<MCP_KEY>';
   return html`<h1>MCP</h1>
-<p class="muted">MCP keys (<code>fc_mcp_…</code>) work on the MCP endpoint only: <code>${o.mcpUrl}</code>. Tools: get_capabilities (free), verify_faces, represent_face, compare_inputs.</p>
+<p class="muted">MCP keys (<code>fc_mcp_…</code>) work on the MCP endpoint only: <code>${o.mcpUrl}</code>. Tools: get_capabilities (free), verify_faces, represent_face, compare_inputs, search_docs (free: searches these docs, whose pages are also MCP resources).</p>
 ${notice(o.notice)}
+${o.agent ? agentGuide(o.kind, o.created !== undefined, o.agent) : ''}
 ${createdBox(o.created)}
 ${createForm(o)}
 <section class="card" aria-labelledby="list-h"><h2 id="list-h">Your MCP keys</h2>${keyTable(o)}</section>
