@@ -46,6 +46,26 @@ export function tokenize(text: string): string[] {
   return out;
 }
 
+/**
+ * A query's terms: each once, stop words out, at most MAX_QUERY_TERMS. Every term is a walk of the
+ * index (with prefix and fuzzy matching), so a 500-character query repeating words cost 42 ms of the
+ * event loop before; a search is free for the caller, so its cost stays small and bounded.
+ */
+export const MAX_QUERY_TERMS = 24;
+export function queryTerms(text: string): string[] {
+  const terms = new Set<string>();
+  for (const token of tokenize(text)) {
+    const t = token.toLowerCase();
+    if (!STOP_WORDS.has(t)) terms.add(t);
+    if (terms.size === MAX_QUERY_TERMS) break;
+  }
+  return [...terms];
+}
+
+/** Prefix and fuzzy matching for words of ordinary length; a very long term is matched exactly. */
+const prefix = (term: string) => term.length >= 4 && term.length <= 24;
+const fuzzy = (term: string) => (term.length >= 6 && term.length <= 24 ? 0.15 : false);
+
 function processTerm(term: string): string | null {
   const t = term.toLowerCase();
   return STOP_WORDS.has(t) ? null : t;
@@ -101,7 +121,7 @@ export function createDocsSearch(pages: DocPage[], opts: { maxChars?: number } =
     fields: ['heading', 'title', 'body'],
     tokenize,
     processTerm,
-    searchOptions: { boost: { heading: 3, title: 1.5, body: 1 }, prefix: (term) => term.length >= 4, fuzzy: (term) => (term.length >= 6 ? 0.15 : false), combineWith: 'OR' },
+    searchOptions: { boost: { heading: 3, title: 1.5, body: 1 }, prefix, fuzzy, combineWith: 'OR', tokenize: queryTerms },
   });
   index.addAll(sections.map((s, id) => ({ id, heading: s.heading, title: s.title, body: s.markdown })));
   return {
