@@ -11,22 +11,41 @@
  * keys made; resources/list and resources/read, like tools/list, are protocol reads and are neither
  * metered nor recorded.
  */
-import { z } from 'zod';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { ServiceError } from '../errors/index.js';
 import { loadDocPages, type DocPage } from '../docs-index/pages.js';
 import { createDocsSearch, type DocsSearch } from '../docs-index/search.js';
 import { pageForAgents, type DocUrls } from '../docs-index/for-agents.js';
+import { argumentsError, compileArguments, type ValidateFunction } from './validate.js';
 
 /** The most passages one search returns. */
 export const MAX_DOC_RESULTS = 20;
 
+/**
+ * The docs tools' inputs as JSON Schema, validated by src/mcp/validate.ts (Ajv, the gateway's options)
+ * as the compute tools' are, so a bad argument gets the same invalid_request details.
+ */
 export const DOCS_TOOL_INPUTS = {
-  search_docs: z.strictObject({
-    query: z.string().trim().min(1).max(500).describe('What you want to know, in words or as an error code, e.g. "what does queue_full mean" or "which threshold for 1:N search".'),
-    limit: z.number().int().min(1).max(MAX_DOC_RESULTS).optional().describe(`How many passages to return, best first (1-${MAX_DOC_RESULTS}, default 5).`),
-  }),
+  search_docs: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['query'],
+    properties: {
+      query: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 500,
+        pattern: '\\S',
+        description: 'What you want to know, in words or as an error code, e.g. "what does queue_full mean" or "which threshold for 1:N search".',
+      },
+      limit: { type: 'integer', minimum: 1, maximum: MAX_DOC_RESULTS, description: `How many passages to return, best first (1-${MAX_DOC_RESULTS}, default 5).` },
+    },
+  },
 } as const;
+
+interface SearchArguments {
+  query: string;
+  limit?: number;
+}
 
 export type DocsToolName = keyof typeof DOCS_TOOL_INPUTS;
 
@@ -80,17 +99,15 @@ export function createDocsCorpus(docsDir: string, urls: DocUrls): DocsCorpus {
   const pages = loadDocPages(docsDir);
   const index: DocsSearch = createDocsSearch(pages);
   const byName = new Map(pages.map((p) => [p.name, p]));
+  let validate: ValidateFunction<SearchArguments> | undefined;
   const pageUrl = (name: string) => (name === 'README.md' ? `${urls.console}/docs/` : `${urls.console}/docs/${name}`);
   return {
     pages,
     call(name, args) {
-      const parsed = DOCS_TOOL_INPUTS[name].safeParse(args);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        const where = issue?.path.length ? issue.path.join('.') : 'arguments';
-        throw new ServiceError('invalid_request', `${where}: ${issue?.message ?? 'invalid'}`);
-      }
-      const { query, limit } = parsed.data;
+      validate ??= compileArguments<SearchArguments>(DOCS_TOOL_INPUTS[name]);
+      if (!validate(args)) throw argumentsError(validate.errors);
+      const query = args.query.trim();
+      const limit = args.limit;
       const results = index.search(query, limit ?? 5).map((p) => ({
         ...p,
         url: `${pageUrl(p.page)}${p.anchor ? `#${p.anchor}` : ''}`,
@@ -119,7 +136,7 @@ export function createDocsCorpus(docsDir: string, urls: DocUrls): DocsCorpus {
 export const LISTED_DOCS_TOOLS = (Object.keys(DOCS_TOOL_INPUTS) as DocsToolName[]).map((name) => ({
   name,
   description: DOCS_TOOL_DESCRIPTIONS[name],
-  inputSchema: z.toJSONSchema(DOCS_TOOL_INPUTS[name], { target: 'draft-7', io: 'input' }) as { type: 'object'; [k: string]: unknown },
+  inputSchema: DOCS_TOOL_INPUTS[name] as unknown as { type: 'object'; [k: string]: unknown },
   outputSchema: DOCS_TOOL_OUTPUTS[name],
   annotations: { readOnlyHint: true, openWorldHint: false },
 }));
