@@ -150,6 +150,11 @@ t.test('no `as never` in src/: bodies and tool arguments are typed from their sc
   t.same(casts, [], 'src/ lines with `as never`');
 });
 
+t.test('only src/native/ reaches the addon (native/addon.ts); the other layers call its typed wrappers', async (t) => {
+  const users = [...edges].flatMap(([from, tos]) => (top(from) !== 'native' && tos.includes(join('native', 'addon.ts')) ? [from] : []));
+  t.same(users, [], 'src/ files outside native/ importing native/addon.ts');
+});
+
 t.test('the bench-only exports of the binding are not used by the service', async (t) => {
   const users = files.filter((f) => /\bnative\.bench[A-Z]/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
   t.same(users, [], 'src/ files calling native.bench* (crates/facecompute-node/src/bench.rs)');

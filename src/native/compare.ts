@@ -197,3 +197,17 @@ export function packVectors(vectors: readonly unknown[], dims: number, name = 't
   }
   return out;
 }
+
+/**
+ * The JSON text of /compare results, written natively from the kernel's arrays
+ * (crates/facecompute-core/src/compare/json.rs): `offsets` (K+1 entries) makes it a list per source.
+ * `coefficients` is DeepFace's confidence calibration (w, b, normalizer, maxTrue, minTrue, maxFalse,
+ * minFalse), or null where the model has none.
+ */
+export async function compareResultsJson(indices: Uint32Array, distances: Float64Array, offsets: Uint32Array | null, threshold: number, pretuned: number, coefficients: Float64Array | null): Promise<Buffer> {
+  try {
+    return await native.compareResultsJson(indices, distances, offsets, threshold, pretuned, coefficients);
+  } catch (err) {
+    throw fromNative(err);
+  }
+}

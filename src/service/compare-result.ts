@@ -8,8 +8,7 @@
  * calibrated confidence.
  */
 import { confidenceCoefficients, findConfidence, roundDistance, type Metric } from '../deepface/decision.js';
-import { fromNative } from '../errors/index.js';
-import { native } from '../native/addon.js';
+import { compareResultsJson } from '../native/compare.js';
 
 export interface Decide {
   model: string;
@@ -63,11 +62,7 @@ export class CompareRows {
     const { model, metric, pretuned, threshold } = this.decide;
     const c = confidenceCoefficients(model, metric);
     const coefficients = c ? new Float64Array([c.w, c.b, c.normalizer, c.maxTrue, c.minTrue, c.maxFalse, c.minFalse]) : null;
-    try {
-      return await native.compareResultsJson(this.indices, this.distances, this.offsets, threshold, pretuned, coefficients);
-    } catch (err) {
-      throw fromNative(err);
-    }
+    return compareResultsJson(this.indices, this.distances, this.offsets, threshold, pretuned, coefficients);
   }
 }
 
