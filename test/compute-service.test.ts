@@ -7,6 +7,7 @@ import type { Upstream } from '../src/model-client/client.js';
 import { ServiceError } from '../src/errors/index.js';
 import { makePng } from './helpers/images.js';
 import { comparePlain, compareJson, type CompareResponse } from '../src/service/compare-result.js';
+import { CompareTargets } from '../src/service/compare-targets.js';
 
 const plain = async (r: Promise<CompareResponse>) => comparePlain(await r) as any;
 
@@ -62,7 +63,9 @@ t.test('vector-only requests never call the model server (not even for capabilit
   t.equal(c.source, null);
   const b64 = Buffer.from(new Float32Array(128).fill(0.1).buffer).toString('base64');
   t.equal((await plain(svc.compare({ source: [{ embedding: Array(128).fill(0.1) }, { embedding: Array(128).fill(0.2) }], targets_b64: b64 }, ctx))).results.length, 2);
-  t.not(svc.planCompareStream({ source: { embedding: Array(128).fill(0.1) }, model_name: 'Facenet', distance_metric: 'cosine' }, 'r'), null);
+  const planned = svc.openCompareTargets();
+  t.not(planned.openStream({ source: { embedding: Array(128).fill(0.1) }, model_name: 'Facenet', distance_metric: 'cosine' }, Buffer.from('\r\n--b')), null);
+  planned.release();
   await new Promise((r) => setImmediate(r));
   t.same(calls, [], 'no call at all, not even a background capabilities fetch');
 });
@@ -145,29 +148,36 @@ t.test('many-to-many limits are 413 too_many_targets with the limit in the detai
   t.equal(images?.code, 'request_too_large', 'image sources are capped like a represent batch');
 });
 
+/** Binary targets as the multipart reader leaves them: adopted by their owner. */
+function binary(bytes: Uint8Array): CompareTargets {
+  const owner = new CompareTargets();
+  owner.adopt(bytes);
+  return owner;
+}
+
 t.test('binary targets are read in place; bad lengths and values name the row', async (t) => {
   const { svc } = setup();
   const f = new Float32Array(3 * 128);
   for (let i = 0; i < f.length; i++) f[i] = Math.sin(i);
   const bytes = new Uint8Array(f.buffer);
   const source = { embedding: Array.from(f.subarray(128, 256)) };
-  const r = await plain(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: bytes }));
+  const r = await plain(svc.compare({ source, top_k: 1 }, { ...ctx, targets: binary(bytes) }));
   t.same(r.results.map((x: { index: number }) => x.index), [1]);
   const j = await plain(svc.compare({ source, targets: [0, 1, 2].map((i) => Array.from(f.subarray(i * 128, (i + 1) * 128))), top_k: 1 }, ctx));
   t.same(r.results, j.results, 'same answer as JSON targets');
   const err = async (p: Promise<unknown>) => p.then(() => null, (e: ServiceError) => e);
-  const short = await err(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: bytes.subarray(0, 2 * 512 + 100) }));
+  const short = await err(svc.compare({ source, top_k: 1 }, { ...ctx, targets: binary(bytes.subarray(0, 2 * 512 + 100)) }));
   t.equal(short?.code, 'embedding_dimension_mismatch');
   t.match(short?.detail, /1124 bytes: 2 whole rows .* expected 1024 or 1536 bytes/);
   const nan = new Float32Array(f);
   nan[2 * 128 + 5] = NaN;
-  const bad = await err(svc.compare({ source, top_k: 1 }, { ...ctx, binaryTargets: new Uint8Array(nan.buffer) }));
+  const bad = await err(svc.compare({ source, top_k: 1 }, { ...ctx, targets: binary(new Uint8Array(nan.buffer)) }));
   t.equal(bad?.code, 'invalid_embedding');
   t.match(bad?.detail, /vector 2 .*position 5/);
-  const over = await err(svc.compare({ source }, { ...ctx, binaryTargets: new Uint8Array(11 * 512) }));
+  const over = await err(svc.compare({ source }, { ...ctx, targets: binary(new Uint8Array(11 * 512)) }));
   t.equal(over?.code, 'too_many_targets');
   t.match(over?.detail, /11 vectors; the limit is 10/);
-  const both = await err(svc.compare({ source, targets: [vec(1)] }, { ...ctx, binaryTargets: bytes }));
+  const both = await err(svc.compare({ source, targets: [vec(1)] }, { ...ctx, targets: binary(bytes) }));
   t.equal(both?.code, 'invalid_request', 'exactly one kind of targets');
 });
 

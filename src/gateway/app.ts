@@ -24,7 +24,6 @@ import type { ComputeQueue } from '../service/queue.js';
 import type { Limiter } from '../service/limits/limiter.js';
 import { createComputeStack } from '../service/configured.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
-import { BufferPool } from '../service/buffer-pool.js';
 import { useJsonBodyParser } from '../http/json-body.js';
 import { BodyBudget } from '../http/body-budget.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
@@ -88,8 +87,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes);
   const inFlight = new InFlight();
-  /** Binary /compare targets land in reused buffers, returned when the response is sent. */
-  const targetBuffers = new BufferPool();
 
   const app = Fastify({
     loggerInstance: logger.child({ component: 'gateway' }) as unknown as FastifyBaseLogger,
@@ -117,7 +114,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   useJsonBodyParser(app);
   // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
   await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
-  await app.register(requestState, { accounts, limiter, metrics, inFlight, targetBuffers, usage: deps.usage });
+  await app.register(requestState, { accounts, limiter, metrics, inFlight, usage: deps.usage });
   app.addSchema(S.errorResponse);
 
   /** A route's body limit: /compare carries vectors and has its own (FACECOMPUTE_MAX_COMPARE_BYTES). */
@@ -135,7 +132,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     accounts,
     limiter,
     metrics,
-    targetBuffers,
     maxImageBytes: cfg.limits.maxImageBytes,
     maxCompareBytes: cfg.limits.maxCompareBytes,
     strikes: { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs },

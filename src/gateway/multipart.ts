@@ -10,36 +10,37 @@ import { ServiceError } from '../errors/index.js';
 import { MULTIPART_FIELD_KIND } from '../vocabulary/schemas.js';
 import { UPLOAD_MARK } from '../service/inputs/resolve.js';
 import { nonFiniteAtParseError } from '../http/json-body.js';
-import type { BufferPool } from '../service/buffer-pool.js';
+import type { CompareTargets } from '../service/compare-targets.js';
+import type { TargetStream } from '../native/compare-stream.js';
 import { boundaryOf, readMultipart, type PartHead, type PartSink, type ReadPart } from './multipart-reader.js';
-import { TargetStream, type StreamPlan } from '../native/compare-stream.js';
-
-/**
- * Decides, from the fields read before a binary `targets` part, whether its rows can be compared as
- * they arrive (src/service/compute-service.ts); null keeps the part in one buffer.
- */
-export type PlanStream = (fieldsBefore: Record<string, unknown>) => StreamPlan | null;
 
 export interface MultipartBody {
   body: Record<string, unknown>;
   uploads: Map<string, Buffer>;
-  /**
-   * The raw bytes of a `targets` file part (application/octet-stream, little-endian float32, N×dims),
-   * 4-byte aligned so that the comparison reads them in place. Never part of `body`: the JSON
-   * Schema describes JSON values only.
-   */
-  binaryTargets?: Uint8Array;
-  /** The `targets` part compared while it arrived, instead of `binaryTargets`. */
-  streamedTargets?: TargetStream;
 }
 
 /**
- * The parts as a body; a malformed envelope (no boundary, a body that never reaches its closing
+ * The body of /verify or /represent, whose parts are images and fields, read through busboy
+ * (@fastify/multipart). A binary `targets` part is read (and counted against the limit) but refused:
+ * only /compare takes one. A malformed envelope (no boundary, a body that never reaches its closing
  * boundary, bytes that are not multipart at all) is the caller's `400 invalid_request`, not ours.
  */
-export async function parseMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, reader: 'busboy' | 'stream' = 'busboy', planStream?: PlanStream): Promise<MultipartBody> {
+export async function readImageMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<MultipartBody> {
   try {
-    return await (reader === 'stream' ? streamParts(req, maxImageBytes, maxRequestBytes, pool, planStream) : collectParts(req, maxImageBytes, maxRequestBytes, pool));
+    return await collectParts(req, maxImageBytes, maxRequestBytes);
+  } catch (err) {
+    throw malformedMultipart(err);
+  }
+}
+
+/**
+ * The body of /compare, read by our own reader (multipart-reader.ts): its binary `targets` part,
+ * most of the body, goes to `targets` (src/service/compare-targets.ts), which owns it from then on,
+ * whether the body turns out well or not. Errors as readImageMultipart's.
+ */
+export async function readCompareMultipart(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, targets: CompareTargets): Promise<MultipartBody> {
+  try {
+    return await streamParts(req, maxImageBytes, maxRequestBytes, targets);
   } catch (err) {
     throw malformedMultipart(err);
   }
@@ -84,8 +85,8 @@ export function isPartAFile(_name: string | undefined, contentType: string | und
 class PartCollector {
   readonly body: Record<string, unknown> = {};
   readonly uploads = new Map<string, Buffer>();
-  binaryTargets: Uint8Array | undefined;
-  streamedTargets: TargetStream | undefined;
+  /** A binary `targets` part was taken (its bytes are the CompareTargets' or refused). */
+  hasTargets = false;
   total = 0;
 
   constructor(
@@ -98,23 +99,18 @@ class PartCollector {
     if (name === '__proto__' || name === 'constructor' || name === 'prototype') throw new ServiceError('invalid_request', `field '${name}' is not allowed`);
     if (!isFile) return 'field';
     if (name !== 'targets') return 'file';
-    if (this.binaryTargets || this.streamedTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
+    if (this.hasTargets) throw new ServiceError('invalid_request', "field 'targets' is given more than once");
     if (mimetype !== 'application/octet-stream') {
       throw new ServiceError('invalid_request', `the targets file part must be application/octet-stream (little-endian float32, row-major), not ${JSON.stringify(mimetype.slice(0, 60))}`);
     }
     return 'targets';
   }
 
-  targets(bytes: Uint8Array): void {
+  /** A binary `targets` part of `byteLength` bytes (kept in a buffer, or compared as it arrived). */
+  targets(byteLength: number): void {
     this.headOf('targets', true, 'application/octet-stream');
-    this.binaryTargets = bytes;
-    this.total += bytes.byteLength;
-  }
-
-  streamed(s: TargetStream): void {
-    this.headOf('targets', true, 'application/octet-stream');
-    this.streamedTargets = s;
-    this.total += s.byteLength;
+    this.hasTargets = true;
+    this.total += byteLength;
   }
 
   file(name: string, buf: Buffer): void {
@@ -156,12 +152,7 @@ class PartCollector {
   }
 
   result(): MultipartBody {
-    return {
-      body: this.body,
-      uploads: this.uploads,
-      ...(this.binaryTargets ? { binaryTargets: this.binaryTargets } : {}),
-      ...(this.streamedTargets ? { streamedTargets: this.streamedTargets } : {}),
-    };
+    return { body: this.body, uploads: this.uploads };
   }
 
   private add(name: string, value: unknown, repeatable: boolean): void {
@@ -175,7 +166,7 @@ class PartCollector {
 }
 
 /** Through busboy (@fastify/multipart): /verify and /represent, whose parts are images. */
-async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool): Promise<MultipartBody> {
+async function collectParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number): Promise<MultipartBody> {
   const c = new PartCollector(maxImageBytes, maxRequestBytes);
   const declared = Number(req.headers['content-length'] ?? NaN);
   // File parts are counted as they stream (readFilePart), so the busboy cap only has to stay out of
@@ -186,7 +177,7 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
     if (kind === 'targets' && part.type === 'file') {
       // The whole request's declared length bounds the part: one allocation, no copy of chunks.
       const hint = Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes - c.total) : 0;
-      c.targets(await readFilePart(part.file, maxRequestBytes - c.total, hint, () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`), pool));
+      c.targets((await readFilePart(part.file, maxRequestBytes - c.total, hint, () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`))).byteLength);
       continue;
     }
     if (part.type === 'file') {
@@ -198,6 +189,7 @@ async function collectParts(req: FastifyRequest, maxImageBytes: number, maxReque
     // decide what each field holds, from its text, whatever the part's type.
     c.field(name, typeof part.value === 'string' ? part.value : part.value === undefined ? '' : JSON.stringify(part.value));
   }
+  if (c.hasTargets) throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
   return c.result();
 }
 
@@ -219,21 +211,20 @@ function jsonTypedText(mimetype: string, raw: string): string {
 
 /**
  * Through our own reader (multipart-reader.ts): /compare, whose binary targets part is either
- * compared as it arrives (when `planStream` accepts the fields read before it: no copy at all) or
- * copied once into one buffer (from `pool`, sized from Content-Length) and searched for its end
- * natively.
+ * compared as it arrives (when `targets` plans a stream from the fields read before it: no copy at
+ * all) or copied once into one buffer (from `targets`' pool, sized from Content-Length) and searched
+ * for its end natively.
  */
-async function streamParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, pool?: BufferPool, planStream?: PlanStream): Promise<MultipartBody> {
+async function streamParts(req: FastifyRequest, maxImageBytes: number, maxRequestBytes: number, targets: CompareTargets): Promise<MultipartBody> {
   const c = new PartCollector(maxImageBytes, maxRequestBytes);
   const declared = Number(req.headers['content-length'] ?? NaN);
   const kinds = new Map<PartHead, 'targets' | 'file' | 'field'>();
-  const streams = new Map<PartHead, TargetStream>();
+  const streamed = new Map<PartHead, TargetStream>();
   const isFile = (h: PartHead) => isPartAFile(h.name, h.mimetype, h.filename);
   const boundary = boundaryOf(req.headers['content-type']);
 
-  /** A streamed comparison when the text fields before the part say all it needs, else null. */
-  const startStream = (earlier: readonly ReadPart[]): TargetStream | null => {
-    if (!planStream) return null;
+  /** The text fields before the part, as a body, or null when an earlier part is not a field. */
+  const fieldsBefore = (earlier: readonly ReadPart[]): Record<string, unknown> | null => {
     const before = new PartCollector(maxImageBytes, maxRequestBytes);
     try {
       for (const { head, bytes } of earlier) {
@@ -241,55 +232,44 @@ async function streamParts(req: FastifyRequest, maxImageBytes: number, maxReques
         if (kinds.get(head) !== 'field') return null;
         before.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
       }
-      const plan = planStream(before.body);
-      return plan ? new TargetStream(plan, Buffer.from(`\r\n--${boundary}`)) : null;
+      return before.body;
     } catch {
       // Whatever is wrong with those fields is reported, as usual, once the body is read.
       return null;
     }
   };
 
-  let parts: ReadPart[];
-  try {
-    parts = await readMultipart(req.raw, {
-      boundary,
-      maxBytes: maxRequestBytes,
-      isFile,
-      alloc: (n) => (pool ? pool.acquire(n) : Buffer.allocUnsafeSlow(n)),
-      release: (b) => pool?.release(b),
-      onPart(h, earlier): PartSink {
-        const kind = c.headOf(h.name, isFile(h), h.mimetype);
-        kinds.set(h, kind);
-        if (kind === 'targets') {
-          const s = startStream(earlier);
-          if (s) {
-            streams.set(h, s);
-            return { kind: 'stream', feed: (chunk) => s.feed(chunk) };
-          }
-          const tooLarge = () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`);
-          return { kind: 'contiguous', limit: maxRequestBytes, sizeHint: Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes) : 0, tooLarge };
+  const parts = await readMultipart(req.raw, {
+    boundary,
+    maxBytes: maxRequestBytes,
+    isFile,
+    alloc: (n) => targets.alloc(n),
+    release: (b) => targets.discard(b),
+    onPart(h, earlier): PartSink {
+      const kind = c.headOf(h.name, isFile(h), h.mimetype);
+      kinds.set(h, kind);
+      if (kind === 'targets') {
+        const fields = fieldsBefore(earlier);
+        // The stream is `targets`' from here: it frees it however the body ends.
+        const s = fields ? targets.openStream(fields, Buffer.from(`\r\n--${boundary}`)) : null;
+        if (s) {
+          streamed.set(h, s);
+          return { kind: 'stream', feed: (chunk) => s.feed(chunk) };
         }
-        if (kind === 'file') return { kind: 'collect', limit: maxImageBytes, tooLarge: () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`) };
-        return { kind: 'collect', limit: maxRequestBytes, tooLarge: () => new ServiceError('request_too_large', 'the request body is larger than the limit') };
-      },
-    });
-  } catch (err) {
-    for (const s of streams.values()) s.close();
-    throw err;
-  }
-  try {
-    for (const { head, bytes } of parts) {
-      const kind = kinds.get(head);
-      const s = streams.get(head);
-      if (s) c.streamed(s);
-      else if (kind === 'targets') c.targets(bytes);
-      else if (kind === 'file') c.file(head.name, bytes);
-      else c.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
-    }
-  } catch (err) {
-    for (const s of streams.values()) s.close();
-    for (const p of parts) if (kinds.get(p.head) === 'targets' && !streams.has(p.head)) pool?.release(p.bytes);
-    throw err;
+        const tooLarge = () => new ServiceError('request_too_large', `the request body is larger than the limit of ${maxRequestBytes} bytes`);
+        return { kind: 'contiguous', limit: maxRequestBytes, sizeHint: Number.isFinite(declared) && declared > 0 ? Math.min(declared, maxRequestBytes) : 0, tooLarge };
+      }
+      if (kind === 'file') return { kind: 'collect', limit: maxImageBytes, tooLarge: () => new ServiceError('image_too_large', `an uploaded file is larger than the image limit of ${maxImageBytes} bytes`) };
+      return { kind: 'collect', limit: maxRequestBytes, tooLarge: () => new ServiceError('request_too_large', 'the request body is larger than the limit') };
+    },
+  });
+  // Every contiguous targets part is `targets`' before any check can refuse the body.
+  for (const p of parts) if (kinds.get(p.head) === 'targets' && !streamed.has(p.head)) targets.adopt(p.bytes);
+  for (const { head, bytes } of parts) {
+    const kind = kinds.get(head);
+    if (kind === 'targets') c.targets(streamed.get(head)?.byteLength ?? bytes.byteLength);
+    else if (kind === 'file') c.file(head.name, bytes);
+    else c.field(head.name, jsonTypedText(head.mimetype, bytes.toString('utf8')));
   }
   return c.result();
 }
@@ -297,15 +277,14 @@ async function streamParts(req: FastifyRequest, maxImageBytes: number, maxReques
 /**
  * Reads a file part, refusing it (`tooLarge()`) on the first chunk past `limit`, so that an oversized
  * part is never buffered in full. With a size hint (the request's Content-Length) the bytes land in
- * one preallocated, uninitialised buffer (from `pool`, which the caller refills with `release`);
- * otherwise the chunks are joined once at the end. The result
+ * one preallocated, uninitialised buffer; otherwise the chunks are joined once at the end. The result
  * always starts on its own ArrayBuffer (offset 0), so float32 data can be viewed in place. 'data'
  * events, not `for await`: the async iterator costs a promise per chunk, which was most of the time
  * of a 50 MB part.
  */
-function readFilePart(stream: Readable, limit: number, hint: number, tooLarge: () => ServiceError, pool?: BufferPool): Promise<Uint8Array> {
+function readFilePart(stream: Readable, limit: number, hint: number, tooLarge: () => ServiceError): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
-    const alloc = (n: number) => (pool ? pool.acquire(n) : Buffer.allocUnsafeSlow(n));
+    const alloc = (n: number) => Buffer.allocUnsafeSlow(n);
     let out: Buffer | null = hint > 0 ? alloc(hint) : null;
     const chunks: Buffer[] = [];
     let length = 0;
@@ -313,7 +292,6 @@ function readFilePart(stream: Readable, limit: number, hint: number, tooLarge: (
     const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
-      if (out) pool?.release(out);
       stream.removeAllListeners('data');
       stream.resume();
       reject(err);

@@ -5,8 +5,11 @@
  * verifies and every compare in the gateway (no model-server hop), and sends the rest upstream.
  */
 import { ServiceError } from '../errors/index.js';
-import { compareManyToMany, compareOneToMany, decodeVectorsB64, floatsOfBytes, METRICS, type Metric } from '../native/compare.js';
-import { STREAM_MAX_SOURCES, type StreamPlan, type TargetStream } from '../native/compare-stream.js';
+import { compareManyToMany, compareOneToMany, METRICS, type Metric } from '../native/compare.js';
+import { STREAM_MAX_SOURCES, type StreamPlan } from '../native/compare-stream.js';
+import { CompareTargets } from './compare-targets.js';
+import { checkEmbedding } from './embeddings.js';
+import { BufferPool } from './buffer-pool.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
 import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
 import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../model-client/protocol.js';
@@ -49,10 +52,11 @@ export interface CompareBody extends CommonBody {
 export interface ComputeContext extends InputContext {
   requestId: string;
   signal?: AbortSignal;
-  /** The bytes of a binary `targets` part (multipart, little-endian float32 N×dims), /compare only. */
-  binaryTargets?: Uint8Array;
-  /** The binary `targets` part, compared while it arrived (planCompareStream), /compare only. */
-  streamedTargets?: TargetStream;
+  /**
+   * /compare only: the targets of a multipart body (`openCompareTargets`), which `compare` consumes
+   * and frees. Without it the targets are the body's JSON fields.
+   */
+  targets?: CompareTargets;
   /**
    * Reserves the caller's free call; called once a request has passed every check that needs no
    * compute, right before the compute starts (src/accounts/charging.ts settles it by the answer).
@@ -99,23 +103,26 @@ export interface ComputeDeps {
   fallback: { allowedModels: string[]; defaultModel: string; allowedDetectors: string[]; defaultDetector: string };
   capabilitiesTtlMs?: number;
   onQueueWait?: (ms: number) => void;
+  /** Where binary /compare targets land (default: a pool of two buffers, src/service/buffer-pool.ts). */
+  targetBuffers?: BufferPool;
 }
 
 export interface ComputeService {
   capabilities(ctx?: { requestId: string }): Promise<CapabilitiesResponse>;
   verify(body: VerifyBody, ctx: ComputeContext): Promise<unknown>;
   represent(body: RepresentBody, ctx: ComputeContext): Promise<unknown>;
-  /** Results stay typed arrays (CompareRows) until rendered: REST writes JSON text, MCP plain objects. */
+  /**
+   * Results stay typed arrays (CompareRows) until rendered: REST writes JSON text, MCP plain objects.
+   * Consumes `ctx.targets` (frees what it holds when done, whatever the outcome).
+   */
   compare(body: CompareBody, ctx: ComputeContext): Promise<CompareResponse>;
   /**
-   * Whether a binary `targets` part can be compared while it arrives, from the multipart fields read
-   * before it: only when nothing that follows can change the comparison. `source` (1 to
-   * STREAM_MAX_SOURCES embeddings), `model_name` (the row length) and `distance_metric` must be
-   * there, since a later part cannot repeat them; `top_k` may come later (every distance is kept
-   * until then). Anything else, or anything invalid, is null: the part is then kept in one buffer
-   * and the request runs, and fails, exactly as it would have.
+   * The targets of one /compare whose multipart body is about to be read, for `compare`'s
+   * `ctx.targets`: a binary part lands in this service's pooled buffers, or is compared while it
+   * arrives when the fields before it allow (`planStream`). The caller calls `release()` when the
+   * request ends however it ends.
    */
-  planCompareStream(fieldsBefore: Record<string, unknown>, requestId: string): StreamPlan | null;
+  openCompareTargets(): CompareTargets;
 }
 
 
@@ -128,61 +135,6 @@ const NULL_AREA: NullArea = { x: null, y: null, w: null, h: null, left_eye: null
 
 function round2(x: number): number {
   return Math.round(x * 100) / 100;
-}
-
-function checkEmbedding(v: number[], dims: number, what: string): Float32Array {
-  if (v.length !== dims) throw new ServiceError('embedding_dimension_mismatch', `${what} has ${v.length} dimensions; the model expects ${dims}`);
-  const f = Float32Array.from(v);
-  for (let i = 0; i < v.length; i++) {
-    if (typeof v[i] !== 'number' || !Number.isFinite(v[i]) || !Number.isFinite(f[i]!)) throw new ServiceError('invalid_embedding', `${what}[${i}] is not a finite float32 number`);
-  }
-  return f;
-}
-
-/**
- * The targets of a /compare as one row-major Float32Array: JSON arrays, `targets_b64`, or the binary
- * `targets` part (read in place, no copy). Exactly one of the three; counts over the limit are
- * `413 too_many_targets`, a byte length that is not whole rows `400 embedding_dimension_mismatch`.
- * NaN and Infinity are found by the kernel, which names the row (`400 invalid_embedding`).
- */
-function compareTargets(b: CompareBody, ctx: ComputeContext, dims: number, maxTargets: number): Float32Array | TargetStream {
-  const binary = ctx.binaryTargets !== undefined || ctx.streamedTargets !== undefined;
-  const given = [b.targets !== undefined, b.targets_b64 !== undefined, binary].filter(Boolean).length;
-  if (given !== 1) throw new ServiceError('invalid_request', 'exactly one of targets (JSON arrays or a binary application/octet-stream part) or targets_b64 is required');
-  if (ctx.streamedTargets !== undefined) {
-    binaryRows(ctx.streamedTargets.byteLength, dims, maxTargets);
-    return ctx.streamedTargets;
-  }
-  if (ctx.binaryTargets !== undefined) {
-    binaryRows(ctx.binaryTargets.byteLength, dims, maxTargets);
-    return floatsOfBytes(ctx.binaryTargets);
-  }
-  if (b.targets !== undefined) {
-    if (b.targets.length > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${maxTargets}`);
-    const targets = new Float32Array(b.targets.length * dims);
-    for (const [i, v] of b.targets.entries()) targets.set(checkEmbedding(v, dims, `targets[${i}]`), i * dims);
-    return targets;
-  }
-  const approx = Math.floor((b.targets_b64!.length * 3) / 4 / 4 / dims);
-  if (approx > maxTargets) throw new ServiceError('too_many_targets', `targets_b64 holds about ${approx} vectors; the limit is ${maxTargets}`);
-  const targets = decodeVectorsB64(b.targets_b64!, dims);
-  if (targets.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
-  return targets;
-}
-
-/** The rows of `byteLength` bytes of binary targets, or the error that refuses them. */
-function binaryRows(byteLength: number, dims: number, maxTargets: number): number {
-  const rowBytes = dims * 4;
-  const rows = Math.floor(byteLength / rowBytes);
-  if (rows > maxTargets) throw new ServiceError('too_many_targets', `the binary targets hold ${rows} vectors; the limit is ${maxTargets}`);
-  if (byteLength % rowBytes !== 0) {
-    throw new ServiceError(
-      'embedding_dimension_mismatch',
-      `the binary targets are ${byteLength} bytes: ${rows} whole rows of ${dims} float32 (${rowBytes} bytes each) and ${byteLength - rows * rowBytes} bytes of a truncated row; expected ${rows * rowBytes} or ${(rows + 1) * rowBytes} bytes`,
-    );
-  }
-  if (rows === 0) throw new ServiceError('invalid_request', 'the binary targets hold no vectors');
-  return rows;
 }
 
 /** A remote image URL (fetched by the gateway), as ImageResolver tells them apart. */
@@ -198,18 +150,11 @@ async function reserveBeforeFetching(images: readonly unknown[], ctx: ComputeCon
   if (images.some(isRemote)) await ctx.reserve?.();
 }
 
-const sameFloats = (a: Float32Array, b: Float32Array) => {
-  if (a.length !== b.length) return false;
-  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-};
-
 export function createComputeService(d: ComputeDeps): ComputeService {
   let cached: { at: number; caps: CapabilitiesResponse } | null = null;
   let inflight: Promise<CapabilitiesResponse> | null = null;
   const ttl = d.capabilitiesTtlMs ?? 10_000;
+  const targetBuffers = d.targetBuffers ?? new BufferPool();
 
   function withGateway(c: CapabilitiesResponse): CapabilitiesResponse {
     return { ...c, limits: { ...(c.limits ?? {}), ...d.limits }, input_modes: inputModes(d.inputSettings), version: 'v1' };
@@ -400,96 +345,107 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },
 
-    planCompareStream(f) {
-      const b = f as Partial<CompareBody>;
-      if (b.source === undefined || b.model_name === undefined || b.distance_metric === undefined) return null;
-      if (b.targets !== undefined || b.targets_b64 !== undefined) return null;
-      if (!(METRICS as readonly unknown[]).includes(b.distance_metric)) return null;
-      if (b.top_k !== undefined && !(Number.isInteger(b.top_k) && b.top_k >= 1 && b.top_k <= 0xffff_ffff)) return null;
-      const sources = Array.isArray(b.source) ? (b.source as unknown[]) : [b.source];
-      if (sources.length < 1 || sources.length > STREAM_MAX_SOURCES) return null;
-      try {
-        const p = pipeline(b as CommonBody, capsNoHop());
-        const dims = dimsOf(capsNoHop(), p.model_name);
-        const vectors = new Float32Array(sources.length * dims);
-        for (const [i, src] of sources.entries()) {
-          const s = src as SourceRef | null;
-          if (typeof s !== 'object' || s === null || s.img !== undefined || !Array.isArray(s.embedding)) return null;
-          vectors.set(checkEmbedding(s.embedding, dims, 'source'), i * dims);
-        }
-        return { sources: vectors, dims, metric: b.distance_metric as Metric, ...(b.top_k !== undefined ? { topK: b.top_k } : {}), maxRows: d.limits.max_targets };
-      } catch {
-        return null;
-      }
+    openCompareTargets() {
+      return new CompareTargets(targetBuffers, planStream);
     },
 
     async compare(b, ctx) {
-      const t0 = performance.now();
-      const many = Array.isArray(b.source);
-      const sources: SourceRef[] = many ? (b.source as SourceRef[]) : [b.source as SourceRef];
-      if (sources.length > d.limits.max_sources) throw new ServiceError('too_many_targets', `source holds ${sources.length} entries; the limit is ${d.limits.max_sources}`);
-      const imageSources = sources.filter((x) => x.img !== undefined).length;
-      if (imageSources > d.limits.max_batch_images) throw new ServiceError('request_too_large', `source holds ${imageSources} images; at most ${d.limits.max_batch_images} image sources per request (send embeddings for the others)`);
-      const c = imageSources > 0 ? await caps(ctx.requestId) : capsNoHop();
-      const p = pipeline(b, c);
-      const metric = (b.distance_metric ?? 'cosine') as Metric;
-      const dims = dimsOf(c, p.model_name);
-      // Targets first: they are cheap to check and may refuse the request before any upstream work.
-      const targets = compareTargets(b, ctx, dims, d.limits.max_targets);
-      const n = targets instanceof Float32Array ? targets.length / dims : binaryRows(targets.byteLength, dims, d.limits.max_targets);
-      const perSource = b.top_k === undefined ? n : Math.min(b.top_k, n);
-      if (many && sources.length * perSource > d.limits.max_compare_results) {
-        throw new ServiceError('too_many_targets', `${sources.length} sources × ${perSource} results is ${sources.length * perSource} results; the limit is ${d.limits.max_compare_results} (lower top_k or send fewer sources)`);
-      }
-      const vectors = new Float32Array(sources.length * dims);
-      const infos: SourceInfo[] = [];
-      // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
-      // an image must be fetched.
-      if (imageSources > 0) await ctx.strikes?.check();
-      await reserveBeforeFetching(sources.map((x) => x.img), ctx);
-      const budget = new PixelBudget(d.limits.max_request_pixels);
-      const images = await Promise.all(
-        sources.map(async (src, i) => {
-          const what = many ? `source[${i}]` : 'source';
-          if (src.embedding !== undefined) {
-            vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
-            infos[i] = null;
-            return null;
-          }
-          return d.resolver.resolve(src.img!, `${what}.img`, ctx, budget);
-        }),
-      );
-      await ctx.reserve?.();
-      await Promise.all(
-        images.map(async (img, i) => {
-          if (img === null) return;
-          const what = many ? `source[${i}]` : 'source';
-          const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx);
-          vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
-          infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
-        }),
-      );
-      const pretuned = thresholdOf(c, p.model_name, metric);
-      const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
-      if (!(targets instanceof Float32Array)) {
-        // Fields that fix the comparison cannot be repeated, so the plan still holds; only a change
-        // of the model server's dimensions mid-request could break it.
-        const plan = targets.plan;
-        if (plan.dims !== dims || plan.metric !== metric || !sameFloats(plan.sources, vectors) || (plan.topK !== undefined && plan.topK !== b.top_k)) {
-          throw new ServiceError('internal_error', 'the targets were compared with other options than the request ended with; send the request again');
-        }
-        const r = targets.finish(b.top_k);
-        const rows = many ? new CompareRows(decide, r.indices, r.distances, r.offsets) : new CompareRows(decide, r.indices, r.distances);
-        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: many ? infos : (infos[0] ?? null), results: rows, time: round2((performance.now() - t0) / 1000) };
-      }
-      if (!many) {
-        const r = await compareOneToMany(vectors, targets, dims, metric, b.top_k);
-        const rows = new CompareRows(decide, r.indices, r.distances);
-        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
-      }
-      const r = await compareManyToMany(vectors, targets, dims, metric, b.top_k);
-      const lists = new CompareRows(decide, r.indices, r.distances, r.offsets);
-      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
+      const targets = ctx.targets ?? new CompareTargets();
+      return targets.consume(() => compareWith(b, ctx, targets));
     },
   };
+
+  /**
+   * Whether a binary `targets` part can be compared while it arrives, from the multipart fields read
+   * before it: only when nothing that follows can change the comparison. `source` (1 to
+   * STREAM_MAX_SOURCES embeddings), `model_name` (the row length) and `distance_metric` must be
+   * there, since a later part cannot repeat them; `top_k` may come later (every distance is kept
+   * until then). Anything else, or anything invalid, is null: the part is then kept in one buffer
+   * and the request runs, and fails, exactly as it would have.
+   */
+  function planStream(f: Record<string, unknown>): StreamPlan | null {
+    const b = f as Partial<CompareBody>;
+    if (b.source === undefined || b.model_name === undefined || b.distance_metric === undefined) return null;
+    if (b.targets !== undefined || b.targets_b64 !== undefined) return null;
+    if (!(METRICS as readonly unknown[]).includes(b.distance_metric)) return null;
+    if (b.top_k !== undefined && !(Number.isInteger(b.top_k) && b.top_k >= 1 && b.top_k <= 0xffff_ffff)) return null;
+    const sources = Array.isArray(b.source) ? (b.source as unknown[]) : [b.source];
+    if (sources.length < 1 || sources.length > STREAM_MAX_SOURCES) return null;
+    try {
+      const p = pipeline(b as CommonBody, capsNoHop());
+      const dims = dimsOf(capsNoHop(), p.model_name);
+      const vectors = new Float32Array(sources.length * dims);
+      for (const [i, src] of sources.entries()) {
+        const s = src as SourceRef | null;
+        if (typeof s !== 'object' || s === null || s.img !== undefined || !Array.isArray(s.embedding)) return null;
+        vectors.set(checkEmbedding(s.embedding, dims, 'source'), i * dims);
+      }
+      return { sources: vectors, dims, metric: b.distance_metric as Metric, ...(b.top_k !== undefined ? { topK: b.top_k } : {}), maxRows: d.limits.max_targets };
+    } catch {
+      return null;
+    }
+  }
+
+  async function compareWith(b: CompareBody, ctx: ComputeContext, owner: CompareTargets): Promise<CompareResponse> {
+    const t0 = performance.now();
+    const many = Array.isArray(b.source);
+    const sources: SourceRef[] = many ? (b.source as SourceRef[]) : [b.source as SourceRef];
+    if (sources.length > d.limits.max_sources) throw new ServiceError('too_many_targets', `source holds ${sources.length} entries; the limit is ${d.limits.max_sources}`);
+    const imageSources = sources.filter((x) => x.img !== undefined).length;
+    if (imageSources > d.limits.max_batch_images) throw new ServiceError('request_too_large', `source holds ${imageSources} images; at most ${d.limits.max_batch_images} image sources per request (send embeddings for the others)`);
+    const c = imageSources > 0 ? await caps(ctx.requestId) : capsNoHop();
+    const p = pipeline(b, c);
+    const metric = (b.distance_metric ?? 'cosine') as Metric;
+    const dims = dimsOf(c, p.model_name);
+    // Targets first: they are cheap to check and may refuse the request before any upstream work.
+    const targets = owner.resolve(b, dims, d.limits.max_targets);
+    const n = targets.count;
+    const perSource = b.top_k === undefined ? n : Math.min(b.top_k, n);
+    if (many && sources.length * perSource > d.limits.max_compare_results) {
+      throw new ServiceError('too_many_targets', `${sources.length} sources × ${perSource} results is ${sources.length * perSource} results; the limit is ${d.limits.max_compare_results} (lower top_k or send fewer sources)`);
+    }
+    const vectors = new Float32Array(sources.length * dims);
+    const infos: SourceInfo[] = [];
+    // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
+    // an image must be fetched.
+    if (imageSources > 0) await ctx.strikes?.check();
+    await reserveBeforeFetching(sources.map((x) => x.img), ctx);
+    const budget = new PixelBudget(d.limits.max_request_pixels);
+    const images = await Promise.all(
+      sources.map(async (src, i) => {
+        const what = many ? `source[${i}]` : 'source';
+        if (src.embedding !== undefined) {
+          vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
+          infos[i] = null;
+          return null;
+        }
+        return d.resolver.resolve(src.img!, `${what}.img`, ctx, budget);
+      }),
+    );
+    await ctx.reserve?.();
+    await Promise.all(
+      images.map(async (img, i) => {
+        if (img === null) return;
+        const what = many ? `source[${i}]` : 'source';
+        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx);
+        vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
+        infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
+      }),
+    );
+    const pretuned = thresholdOf(c, p.model_name, metric);
+    const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
+    if (targets.kind === 'streamed') {
+      const r = owner.finishStream(targets.stream, dims, metric, vectors, b.top_k);
+      const rows = many ? new CompareRows(decide, r.indices, r.distances, r.offsets) : new CompareRows(decide, r.indices, r.distances);
+      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: many ? infos : (infos[0] ?? null), results: rows, time: round2((performance.now() - t0) / 1000) };
+    }
+    if (!many) {
+      const r = await compareOneToMany(vectors, targets.rows, dims, metric, b.top_k);
+      const rows = new CompareRows(decide, r.indices, r.distances);
+      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
+    }
+    const r = await compareManyToMany(vectors, targets.rows, dims, metric, b.top_k);
+    const lists = new CompareRows(decide, r.indices, r.distances, r.offsets);
+    return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
+  }
 }

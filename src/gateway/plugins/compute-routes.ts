@@ -10,12 +10,11 @@ import type { AccountsPort } from '../../accounts/api.js';
 import { ServiceError } from '../../errors/index.js';
 import * as S from '../../vocabulary/schemas.js';
 import type { ComputeContext, ComputeService } from '../../service/compute-service.js';
-import type { BufferPool } from '../../service/buffer-pool.js';
 import { compareJson } from '../../service/compare-result.js';
 import type { Limiter } from '../../service/limits/limiter.js';
 import { strikeGuard, type StrikeSettings } from '../../service/limits/strikes.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { parseMultipart } from '../multipart.js';
+import { readCompareMultipart, readImageMultipart } from '../multipart.js';
 import { authAndLimits, type AuthLimitsOptions } from './auth-limits.js';
 
 export interface ComputeRoutesOptions {
@@ -23,8 +22,6 @@ export interface ComputeRoutesOptions {
   accounts: AccountsPort;
   limiter: Limiter;
   metrics: GatewayMetrics;
-  /** Binary /compare targets land in these reused buffers, returned once the kernel is done. */
-  targetBuffers: BufferPool;
   maxImageBytes: number;
   /** FACECOMPUTE_MAX_COMPARE_BYTES: /compare carries vectors and has its own, larger body limit. */
   maxCompareBytes: number;
@@ -47,23 +44,25 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
   const app = plain.withTypeProvider<BodyTypeProvider>();
   await app.register(authAndLimits, { ...o.auth, accounts: o.accounts, limiter: o.limiter });
 
-  const { compute, targetBuffers } = o;
-  app.addHook('preValidation', async function multipartBody(req: FastifyRequest): Promise<void> {
-    if (req.isMultipart()) {
-      // /compare reads its parts with our own reader: its binary targets are most of the body.
-      const compare = req.routeOptions.url === '/compare';
-      const plan = compare ? (fields: Record<string, unknown>) => compute.planCompareStream(fields, req.id) : undefined;
-      const r = await parseMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req), compare ? targetBuffers : undefined, compare ? 'stream' : 'busboy', plan);
-      if (r.binaryTargets) o.metrics.compareTargets.inc({ path: 'contiguous' });
-      if (r.streamedTargets) o.metrics.compareTargets.inc({ path: 'streamed' });
-      if (r.binaryTargets && req.routeOptions.url !== '/compare') {
-        throw new ServiceError('invalid_request', "a binary 'targets' part is only accepted by /compare");
-      }
+  const { compute } = o;
+  app.addHook('preValidation', async function multipartBody(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (!req.isMultipart()) return;
+    if (req.routeOptions.url !== '/compare') {
+      const r = await readImageMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req));
       req.body = r.body;
       req.uploads = r.uploads;
-      if (r.binaryTargets) req.binaryTargets = r.binaryTargets;
-      if (r.streamedTargets) req.streamedTargets = r.streamedTargets;
+      return;
     }
+    // /compare reads its parts with our own reader into one owner of its targets, which frees them
+    // once, when the response closes (answered, refused, or the client gone) or when compare ends.
+    const targets = compute.openCompareTargets();
+    req.compareTargets = targets;
+    reply.raw.once('close', () => targets.release());
+    const r = await readCompareMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req), targets);
+    const path = targets.binaryPath;
+    if (path) o.metrics.compareTargets.inc({ path });
+    req.body = r.body;
+    req.uploads = r.uploads;
   });
 
   /** The compute context; its signal aborts upstream work when the client goes away. */
@@ -83,8 +82,7 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
       authenticated: req.auth !== undefined,
       signal: ac.signal,
       reserve,
-      ...(req.binaryTargets ? { binaryTargets: req.binaryTargets } : {}),
-      ...(req.streamedTargets ? { streamedTargets: req.streamedTargets } : {}),
+      ...(req.compareTargets ? { targets: req.compareTargets } : {}),
       ...(req.fc?.ticket ? { admission: req.fc.ticket } : {}),
       strikes: strikeGuard(o.limiter, req.auth!.accountId, o.strikes),
     };
@@ -97,17 +95,7 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
   app.post('/compare', { bodyLimit: o.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
-    // The handler owns the targets buffer from here: it goes back to the pool only once the kernel
-    // is done with it (onResponse can fire earlier, when the client goes away).
-    const ctx = ctxOf(req, reply);
-    req.binaryTargets = undefined;
-    req.streamedTargets = undefined;
-    try {
-      const r = await compute.compare(req.body, ctx);
-      return reply.type('application/json; charset=utf-8').send(await compareJson(r));
-    } finally {
-      if (ctx.binaryTargets) targetBuffers.release(ctx.binaryTargets);
-      ctx.streamedTargets?.close();
-    }
+    const r = await compute.compare(req.body, ctxOf(req, reply));
+    return reply.type('application/json; charset=utf-8').send(await compareJson(r));
   });
 };

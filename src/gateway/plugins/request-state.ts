@@ -12,8 +12,7 @@ import { consumesCall } from '../../accounts/charging.js';
 import { ServiceError, type ErrorCode } from '../../errors/index.js';
 import type { Limiter } from '../../service/limits/limiter.js';
 import type { AdmissionTicket } from '../../service/queue.js';
-import type { BufferPool } from '../../service/buffer-pool.js';
-import type { TargetStream } from '../../native/compare-stream.js';
+import type { CompareTargets } from '../../service/compare-targets.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { recordUsage } from '../usage.js';
 
@@ -23,10 +22,8 @@ declare module 'fastify' {
     auth: AuthenticatedKey | undefined;
     /** Multipart file parts by field name (compute-routes.ts). */
     uploads: Map<string, Buffer> | undefined;
-    /** A binary /compare `targets` part read whole into a pooled buffer. */
-    binaryTargets: Uint8Array | undefined;
-    /** A binary /compare `targets` part compared while it arrives. */
-    streamedTargets: TargetStream | undefined;
+    /** /compare's targets (src/service/compare-targets.ts), released when the response closes (compute-routes.ts). */
+    compareTargets: CompareTargets | undefined;
     /** This request's bookkeeping, set by the first onRequest hook. */
     fc: RequestState | undefined;
   }
@@ -78,18 +75,15 @@ export interface RequestStateOptions {
   limiter: Limiter;
   metrics: GatewayMetrics;
   inFlight: InFlight;
-  /** Binary /compare targets parsed but never handed to the kernel go back here. */
-  targetBuffers: BufferPool;
   usage?: UsageSink | undefined;
 }
 
 export const requestState = fp<RequestStateOptions>(
-  async (app, { accounts, limiter, metrics, inFlight, targetBuffers, usage }) => {
+  async (app, { accounts, limiter, metrics, inFlight, usage }) => {
     // Declared up front, so every request object has the same shape (Fastify's advice for V8).
     app.decorateRequest('auth', undefined);
     app.decorateRequest('uploads', undefined);
-    app.decorateRequest('binaryTargets', undefined);
-    app.decorateRequest('streamedTargets', undefined);
+    app.decorateRequest('compareTargets', undefined);
     app.decorateRequest('fc', undefined);
 
     /** Settles a reserved call by the answer (src/accounts/charging.ts): kept only when compute ran. */
@@ -141,13 +135,6 @@ export const requestState = fp<RequestStateOptions>(
       const fc = req.fc;
       const route = req.routeOptions.url ?? 'unmatched';
       if (fc) metrics.latency.observe({ route }, (performance.now() - fc.t0) / 1000);
-      if (req.binaryTargets) {
-        // Parsed but never handed to the kernel (refused before the handler ran).
-        targetBuffers.release(req.binaryTargets);
-        req.binaryTargets = undefined;
-      }
-      req.streamedTargets?.close();
-      req.streamedTargets = undefined;
       metrics.requests.inc({ route, code: String(reply.statusCode) });
       req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
     });
