@@ -7,7 +7,7 @@
 import { ServiceError } from '../errors/index.js';
 import { compareManyToMany, compareOneToMany, METRICS, type Metric } from '../native/compare.js';
 import { STREAM_MAX_SOURCES, type StreamPlan } from '../native/compare-stream.js';
-import { CompareTargets } from './compare-targets.js';
+import { CompareTargets, type TargetFields } from './compare-targets.js';
 import { checkEmbedding } from './embeddings.js';
 import { BufferPool } from './buffer-pool.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
@@ -39,11 +39,10 @@ export interface SourceRef {
   img?: string;
   embedding?: number[];
 }
-export interface CompareBody extends CommonBody {
+/** The targets' body fields are CompareTargets' (src/service/compare-targets.ts), which reads them. */
+export interface CompareBody extends CommonBody, TargetFields {
   /** One source, or a list of them (many-to-many: one result list per source). */
   source: SourceRef | SourceRef[];
-  targets?: number[][];
-  targets_b64?: string;
   distance_metric?: DistanceMetric;
   threshold?: number;
   top_k?: number;
