@@ -29,6 +29,11 @@ export interface TargetFields {
   targets_b64?: string;
 }
 
+/** How many of the body's target fields are given. */
+function bodyShapes(b: TargetFields): number {
+  return [b.targets !== undefined, b.targets_b64 !== undefined].filter(Boolean).length;
+}
+
 /** Decides from the fields read before a binary `targets` part whether it is compared as it arrives. */
 export type StreamPlanner = (fieldsBefore: Record<string, unknown>) => StreamPlan | null;
 
@@ -78,7 +83,8 @@ export class CompareTargets {
    * the comparison (the planner), else null. The stream is the owner's from here.
    */
   openStream(fieldsBefore: Record<string, unknown>, delimiter: Uint8Array): TargetStream | null {
-    if (this.freed) return null;
+    // Targets in the body as well: the request fails once read; nothing to compare meanwhile.
+    if (this.freed || bodyShapes(fieldsBefore as TargetFields) > 0) return null;
     let s: TargetStream;
     try {
       const plan = this.planner?.(fieldsBefore) ?? null;
@@ -125,7 +131,7 @@ export class CompareTargets {
   resolve(b: TargetFields, dims: number, maxTargets: number): ResolvedTargets {
     const stream = this.streams[0];
     const bytes = this.buffers[0];
-    const given = [b.targets !== undefined, b.targets_b64 !== undefined, stream !== undefined || bytes !== undefined].filter(Boolean).length;
+    const given = bodyShapes(b) + (stream !== undefined || bytes !== undefined ? 1 : 0);
     if (given !== 1) throw new ServiceError('invalid_request', 'exactly one of targets (JSON arrays or a binary application/octet-stream part) or targets_b64 is required');
     if (stream !== undefined) return { kind: 'streamed', stream, count: binaryRows(stream.byteLength, dims, maxTargets) };
     if (bytes !== undefined) {

@@ -365,7 +365,6 @@ export function createComputeService(d: ComputeDeps): ComputeService {
   function planStream(f: Record<string, unknown>): StreamPlan | null {
     const b = f as Partial<CompareBody>;
     if (b.source === undefined || b.model_name === undefined || b.distance_metric === undefined) return null;
-    if (b.targets !== undefined || b.targets_b64 !== undefined) return null;
     if (!(METRICS as readonly unknown[]).includes(b.distance_metric)) return null;
     if (b.top_k !== undefined && !(Number.isInteger(b.top_k) && b.top_k >= 1 && b.top_k <= 0xffff_ffff)) return null;
     const sources = Array.isArray(b.source) ? (b.source as unknown[]) : [b.source];
