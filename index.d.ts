@@ -54,35 +54,6 @@ export declare class HaarDetector {
  */
 export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8Array, needle: Uint8Array, from: number): number
 
-export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
-
-/**
- * The many-to-many kernel on one thread (the calling one), so its FLOP rate can be set against the
- * single-core peak.
- */
-export declare function benchManySingleThread(sources: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK: number): BenchTime
-
-/**
- * This core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the calling thread (the
- * yardstick of the many-to-many kernel in bench/compare).
- */
-export declare function benchPeakF32Gflops(seconds: number): number
-
-/**
- * The sum of every float, read with the comparison's kernel and thread split (the
- * memory-bandwidth yardstick of bench/compare).
- */
-export declare function benchReadSum(data: Float32Array, dims: number): number
-
-export interface BenchTime {
-  wallSeconds: number
-  /**
-   * CPU time of the calling thread (Linux: /proc/thread-self/schedstat); equal to the wall time
-   * elsewhere. On a shared machine it leaves out the time the thread waited for its core.
-   */
-  cpuSeconds: number
-}
-
 /** The order of a 3-channel image's channels. */
 export type ChannelOrder = 'bgr' | 'rgb'
 
@@ -91,12 +62,6 @@ export type ChannelOrder = 'bgr' | 'rgb'
  * task, not copied.
  */
 export declare function checkJson(body: Buffer): Promise<JsonCheck>
-
-/** Which kernel and how many threads a comparison of `rows` × `dims` uses. */
-export interface CompareEngine {
-  kernel: string
-  threads: number
-}
 
 /**
  * Many sources (K×dims) against many targets (N×dims), on the libuv pool: the blocked GEMM screen

@@ -129,6 +129,12 @@ took "Python venvs"
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
 took "npm packages, Rust addon, TypeScript"
+# The bench's own addon, with the bench-only exports the shipped one leaves out (cargo feature
+# `bench`; bench/native/): test/compare.test.ts reads them. Only the binding crate is compiled again.
+if [ "$MODE" = test ]; then
+  npm run build:native:bench --silent
+  took "the bench addon"
+fi
 
 # ---- [node-lts] Node LTS for test/node-lts.test.ts (serve under the image's Node): its binary from the npm
 # registry (tools/node-lts, lock-pinned) and better-sqlite3 built for it in .node-lts/. Both skipped

@@ -158,6 +158,9 @@ t.test('only src/native/ reaches the addon (native/addon.ts); the other layers c
 t.test('the bench-only exports of the binding are not used by the service', async (t) => {
   const users = files.filter((f) => /\bnative\.bench[A-Z]/.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
   t.same(users, [], 'src/ files calling native.bench* (crates/facecompute-node/src/bench.rs)');
+  // The shipped addon is built without the cargo feature `bench` (npm run build:native).
+  t.same(Object.keys(native).filter((k) => /^bench[A-Z]/.test(k)), [], 'bench-only exports in the shipped addon (index.js)');
+  t.notMatch(readFileSync(join(REPO_ROOT, 'index.d.ts'), 'utf8'), /\bbench[A-Z]/, 'bench-only exports in index.d.ts');
 });
 
 t.test("the contract's closed sets are the binding's, written once in TypeScript", async (t) => {

@@ -9,7 +9,7 @@ import {
   METRICS,
   type Metric,
 } from '../src/native/compare.js';
-import { native } from '../src/native/addon.js';
+import { benchNative } from '../bench/lib/bench-native.js';
 import { ServiceError } from '../src/errors/index.js';
 
 /** Seeded LCG so failures reproduce. */
@@ -207,8 +207,8 @@ t.test('the bench-only exports read every float and describe the engine', async 
   const data = new Float32Array(100_001).map((_, i) => i % 5);
   let want = 0;
   for (const x of data) want += x;
-  t.equal(native.benchReadSum(data, 128), want);
-  const engine = native.benchCompareEngine(100_000, 512);
+  t.equal(benchNative.benchReadSum(data, 128), want);
+  const engine = benchNative.benchCompareEngine(100_000, 512);
   t.match(engine.kernel, /^(avx512|avx2|neon|scalar)$/);
   t.ok(engine.threads >= 1);
 });

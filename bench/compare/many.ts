@@ -10,7 +10,7 @@
  * Every pair is timed interleaved, best of several runs (timing.ts).
  */
 import { compareManyToMany, compareOneToMany } from '../../src/native/compare.js';
-import { native } from '../../src/native/addon.js';
+import { benchNative } from '../lib/bench-native.js';
 import { CompareRows, compareJson, comparePlain, type CompareResponse } from '../../src/service/compare-result.js';
 import { compareResponse } from '../../src/vocabulary/schemas.js';
 import { bestSecondsInterleaved } from './timing.js';
@@ -38,8 +38,8 @@ export async function benchMany(log: (line: string) => void, quick = false): Pro
   let gemmSeconds = Number.POSITIVE_INFINITY;
   let gemmWall = Number.POSITIVE_INFINITY;
   for (let round = 0; round < (quick ? 2 : 4); round++) {
-    peak = Math.max(peak, native.benchPeakF32Gflops(0.3));
-    const r = native.benchManySingleThread(s, t, dims, 'cosine', 10);
+    peak = Math.max(peak, benchNative.benchPeakF32Gflops(0.3));
+    const r = benchNative.benchManySingleThread(s, t, dims, 'cosine', 10);
     gemmSeconds = Math.min(gemmSeconds, r.cpuSeconds);
     gemmWall = Math.min(gemmWall, r.wallSeconds);
   }
@@ -57,7 +57,7 @@ export async function benchMany(log: (line: string) => void, quick = false): Pro
     for (let i = 0; i < k; i++) await compareOneToMany(sources.subarray(i * dims, (i + 1) * dims), targets, dims, 'cosine', 10);
   };
   const [manySeconds, callsSeconds] = (await bestSecondsInterleaved([() => compareManyToMany(sources, targets, dims, 'cosine', 10), calls], { minRuns: quick ? 1 : 3, minSeconds: 0, maxRuns: 3 })) as [number, number];
-  const threads = native.benchCompareEngine(n, dims).threads;
+  const threads = benchNative.benchCompareEngine(n, dims).threads;
   log(`${k} × ${n} × ${dims} cosine top_k 10: one many-to-many call ${fmt(manySeconds * 1e3)} ms, ${k} one-to-many calls ${fmt(callsSeconds * 1e3)} ms: ${fmt(callsSeconds / manySeconds)}× (goal ≥ 10×; ${threads} threads each)`);
 
   // 3. The answer for 100,000 targets without top_k.

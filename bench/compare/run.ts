@@ -16,7 +16,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpus } from 'node:os';
 import { compareOneToMany, compareOneToManyB64, decodeVectorsB64, METRICS, type Metric } from '../../src/native/compare.js';
-import { native } from '../../src/native/addon.js';
+import { benchNative } from '../lib/bench-native.js';
 import { compareJs } from './js-baseline.js';
 import { runNumpy } from './numpy.js';
 import { bestSeconds, bestSecondsInterleaved } from './timing.js';
@@ -63,7 +63,7 @@ async function kernels(): Promise<void> {
   const sizes = listArg('n', [1_000, 10_000, 100_000]);
   const dimsList = listArg('dims', [128, 512]);
   const configs = dimsList.flatMap((dims) => sizes.map((n) => ({ n, dims })));
-  const engine = native.benchCompareEngine(Math.max(...sizes), Math.max(...dimsList));
+  const engine = benchNative.benchCompareEngine(Math.max(...sizes), Math.max(...dimsList));
   process.stdout.write(`bench/compare on ${cpus()[0]?.model ?? 'unknown CPU'} (${cpus().length} cores), node ${process.version}; kernel ${engine.kernel}\n`);
 
   const rows: Row[] = [];
@@ -78,11 +78,11 @@ async function kernels(): Promise<void> {
   for (const { n, dims } of configs) {
     const targets = seededMatrix(n, dims, n + dims);
     const query = seededMatrix(1, dims, 7);
-    const threads = native.benchCompareEngine(n, dims).threads;
+    const threads = benchNative.benchCompareEngine(n, dims).threads;
     for (const metric of METRICS) {
       // Bandwidth is measured interleaved with the addon so both see the same machine load.
       const [readSeconds, addonSeconds] = await bestSecondsInterleaved([
-        () => native.benchReadSum(targets, dims),
+        () => benchNative.benchReadSum(targets, dims),
         () => compareOneToMany(query, targets, dims, metric),
       ]);
       const bw = row(n, dims, metric, 'read_bandwidth', readSeconds!);

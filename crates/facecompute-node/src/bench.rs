@@ -1,7 +1,7 @@
 //! Bench-only exports (cargo feature `bench`): yardsticks of bench/compare, read against the
-//! comparison kernels. The service never calls them (test/architecture.test.ts checks src/); a
-//! build without the feature (`cargo build -p facecompute-node --no-default-features`) leaves them
-//! out of the addon and of index.d.ts.
+//! comparison kernels. The shipped addon (`npm run build:native`) is built without the feature, so
+//! neither it nor index.d.ts has them; the bench's own addon (`npm run build:native:bench`, into
+//! bench/native/, loaded by bench/lib/bench-native.ts) has. test/architecture.test.ts checks both.
 
 use crate::guard;
 use crate::types::DistanceMetric;
