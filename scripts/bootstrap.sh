@@ -129,12 +129,6 @@ took "Python venvs"
 # ---- npm packages, the native addon and the TypeScript bundle: the image's compile step ------------
 bash scripts/container/build-app.sh compile
 took "npm packages, Rust addon, TypeScript"
-# The bench's own addon, with the bench-only exports the shipped one leaves out (cargo feature
-# `bench`; bench/native/): test/compare.test.ts reads them. Only the binding crate is compiled again.
-if [ "$MODE" = test ]; then
-  npm run build:native:bench --silent
-  took "the bench addon"
-fi
 
 # ---- [node-lts] Node LTS for test/node-lts.test.ts (serve under the image's Node): its binary from the npm
 # registry (tools/node-lts, lock-pinned) and better-sqlite3 built for it in .node-lts/. Both skipped
@@ -182,6 +176,12 @@ else
   log "first run: bootstrap.sh serve from an empty models cache, then npm start (scripts/first-run.sh)"
   bash scripts/first-run.sh
   took "models (fetch and convert)"
+  # The bench's own addon, with the bench-only exports the shipped one leaves out (cargo feature
+  # `bench`; bench/native/): test/compare.test.ts reads them. Only the binding crate is compiled again
+  # (about 30 CPU s); after first-run.sh, whose `bootstrap.sh serve` builds the shipped addon and
+  # would otherwise compile the binding crate once more, as cargo keeps one variant of a cdylib.
+  npm run build:native:bench --silent
+  took "the bench addon"
 fi
 
 case "$MODE" in
