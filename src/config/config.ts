@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { homedir } from 'node:os';
 import { isIP } from 'node:net';
 import { VARS, type VarSpec, type VarName } from './spec.js';
-import { SOURCE_KINDS, type SourceKind } from '../models/sources.js';
+import { SOURCE_KINDS, type SourceKind } from '../vocabulary/closed-sets.js';
 
 /** Raised for a configuration that cannot be used; the process refuses to start with its message. */
 export class ConfigError extends Error {

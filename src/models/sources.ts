@@ -4,11 +4,11 @@
  * Each source names the file it delivers (name, size, sha256); the operator's policy
  * (FACECOMPUTE_WEIGHT_SOURCES) decides which sources may be fetched and served at all.
  */
-import { ECOSYSTEMS, type Carrier, type Ecosystem, type WeightFile } from './manifest.js';
+import type { Carrier, WeightFile } from './manifest.js';
+import type { SourceKind } from '../vocabulary/closed-sets.js';
 
-/** `canonical`, or the ecosystem of a carrier (`debian`, `pypi`, `npm`). */
-export type SourceKind = 'canonical' | Ecosystem;
-export const SOURCE_KINDS: readonly SourceKind[] = ['canonical', ...ECOSYSTEMS];
+/** `canonical`, or the ecosystem of a carrier (`debian`, `pypi`, `npm`): written once, in src/vocabulary. */
+export { SOURCE_KINDS, type SourceKind } from '../vocabulary/closed-sets.js';
 
 /** The file one source provides: what the mirror and the cache hold, and what it must hash to. */
 export interface SourceFile {

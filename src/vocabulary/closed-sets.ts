@@ -13,3 +13,13 @@ export type DistanceMetric = (typeof DISTANCE_METRICS)[number];
 
 export const NORMALIZATIONS = ['base', 'raw', 'Facenet', 'Facenet2018', 'VGGFace', 'VGGFace2', 'ArcFace'] as const satisfies readonly Binding.Normalization[];
 export type Normalization = (typeof NORMALIZATIONS)[number];
+
+/**
+ * Where a weight file may come from (FACECOMPUTE_WEIGHT_SOURCES's values): its canonical URL, or a
+ * registry that carries it (src/models/carriers, one per ecosystem). Here, not in src/models, because
+ * the configuration validates the setting and sits below the models layer.
+ */
+export type Ecosystem = 'debian' | 'pypi' | 'npm';
+export const ECOSYSTEMS: readonly Ecosystem[] = ['debian', 'pypi', 'npm'];
+export type SourceKind = 'canonical' | Ecosystem;
+export const SOURCE_KINDS: readonly SourceKind[] = ['canonical', ...ECOSYSTEMS];
