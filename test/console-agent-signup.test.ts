@@ -6,38 +6,19 @@
  * Screenshots: test-output/screenshots/agent-signup-<width>-<step>.png.
  */
 import t from 'tap';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { loadConfig } from '../src/config/index.js';
-import { createAccountsStore } from '../src/accounts/index.js';
-import { buildConsole } from '../src/console/main.js';
-import { launchChromiumOrFail } from './helpers/browser.js';
+import type { Page } from 'playwright-core';
+import { consoleInChromium } from './helpers/console-browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
 mkdirSync(SHOTS, { recursive: true });
 
-const config = loadConfig({
-  FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-agent-signup-')),
+const { store, app, base, browser } = await consoleInChromium(t, 'agent-signup', {
   FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.facecompute.example',
   FACECOMPUTE_PUBLIC_MCP_URL: 'https://mcp.facecompute.example/mcp',
   FACECOMPUTE_FREE_CALLS_ANONYMOUS: '17',
-  FACECOMPUTE_LOG_LEVEL: 'silent',
-});
-const store = await createAccountsStore(config);
-const app = await buildConsole({ config, store });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-const browser: Browser = await launchChromiumOrFail(t, async () => {
-  await app.close();
-  await store.close();
-});
-t.teardown(async () => {
-  await browser.close();
-  await app.close();
-  await store.close();
 });
 
 async function fits(page: Page): Promise<string> {

@@ -7,14 +7,10 @@
  */
 import t from 'tap';
 import { verifyEmailOf } from './helpers/verify-email.js';
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { loadConfig } from '../src/config/index.js';
-import { createAccountsStore } from '../src/accounts/index.js';
-import { buildConsole } from '../src/console/main.js';
-import { launchChromiumOrFail } from './helpers/browser.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { consoleInChromium } from './helpers/console-browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 import { UsageRecorder } from '../src/accounts/usage/recorder.js';
 import { layoutProblems } from './helpers/layout.js';
@@ -28,25 +24,10 @@ const LONG_EMAIL = `firstname.middlename.lastname.departmentofresearch@${'mail.s
 const LONG_NAME = 'billing-service-production-eu-west-1-'.repeat(3).slice(0, 100);
 const PASSWORD = 'correct horse battery';
 
-const config = loadConfig({
-  FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-layout-')),
+const { store, base, browser } = await consoleInChromium(t, 'layout', {
   FACECOMPUTE_PUBLIC_BASE_URL: 'https://api.facecompute.example',
   FACECOMPUTE_PUBLIC_MCP_URL: 'https://mcp.facecompute.example/mcp',
   FACECOMPUTE_SIGNUP_RATE_LIMIT: '100',
-  FACECOMPUTE_LOG_LEVEL: 'silent',
-});
-const store = await createAccountsStore(config);
-const app = await buildConsole({ config, store });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-const browser: Browser = await launchChromiumOrFail(t, async () => {
-  await app.close();
-  await store.close();
-});
-t.teardown(async () => {
-  await browser.close();
-  await app.close();
-  await store.close();
 });
 
 // A real account with the longest values, keys listed (live and revoked), and a card.

@@ -8,33 +8,16 @@
  * leads to them.
  */
 import t from 'tap';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { loadConfig } from '../src/config/index.js';
-import { createAccountsStore } from '../src/accounts/index.js';
-import { buildConsole } from '../src/console/main.js';
-import { launchChromiumOrFail } from './helpers/browser.js';
+import type { Page } from 'playwright-core';
+import { consoleInChromium } from './helpers/console-browser.js';
 import { TEST_OUTPUT_DIR } from './helpers/shared.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
 mkdirSync(SHOTS, { recursive: true });
 
-const config = loadConfig({ FACECOMPUTE_DATA_DIR: mkdtempSync(join(tmpdir(), 'fc-docs-browser-')), FACECOMPUTE_LOG_LEVEL: 'silent' });
-const store = await createAccountsStore(config);
-const app = await buildConsole({ config, store });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-const browser: Browser = await launchChromiumOrFail(t, async () => {
-  await app.close();
-  await store.close();
-});
-t.teardown(async () => {
-  await browser.close();
-  await app.close();
-  await store.close();
-});
+const { base, browser } = await consoleInChromium(t, 'docs-browser');
 
 /** A page at this width that fails the test on any console error, page error or request leaving the console. */
 async function open(t: Tap.Test, width: number): Promise<{ page: Page; foreign: string[] }> {
