@@ -58,7 +58,12 @@ for (const entry of ENTRIES) test(`serve ${entry.name} starts every surface, bec
   const deadline = Date.now() + 240_000;
   let ready: Response | null = null;
   while (Date.now() < deadline) {
-    if (proc.exitCode !== null) t.fail(`serve exited ${proc.exitCode}: ${logs.join('')}`);
+    // One failure, not one per poll: serve that exited will not become ready (a child that could not
+    // listen once made this loop fail 4,442 times over its whole deadline).
+    if (proc.exitCode !== null) {
+      t.fail(`serve exited ${proc.exitCode}: ${logs.join('').slice(-4000)}`);
+      break;
+    }
     ready = await fetch(`${base}/readiness`).catch(() => null);
     if (ready?.status === 200) break;
     await new Promise((r) => setTimeout(r, 50));
