@@ -27,6 +27,7 @@ import { freePort } from './helpers/ports.js';
 import { startRealModelServer, stackConfig } from './helpers/real-stack.js';
 import { REPO_ROOT, ROBUSTNESS_DIR, TEST_OUTPUT_DIR } from './helpers/shared.js';
 import { layoutProblems } from './helpers/layout.js';
+import type { FacialArea } from '../src/model-client/protocol.js';
 
 const SHOTS = join(TEST_OUTPUT_DIR, 'screenshots');
 mkdirSync(SHOTS, { recursive: true });
@@ -66,14 +67,8 @@ const capabilities = (await (await fetch(`${gatewayUrl}/capabilities`)).json()) 
   calibration: { models: Record<string, Record<string, Record<string, Record<string, { threshold: number }>>>> };
 };
 
-interface Area {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  left_eye: [number, number] | null;
-  right_eye: [number, number] | null;
-}
+/** A facial area as the API returns it (the protocol's own type, not a copy). */
+type Area = FacialArea;
 
 /** A signed-in page at this width whose browser can reach the console and the gateway, nothing else. */
 async function signedInPage(t: Test, width: number, email: string): Promise<Page> {

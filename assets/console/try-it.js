@@ -155,23 +155,23 @@
     return { model_name: modelSel.value, detector_backend: detectorSel.value };
   }
 
-  function verifyForm(p) {
+  /** The two photos as `fields` (two names, or one name twice) with the chosen model and detector. */
+  function photosForm(fields, p) {
     var fd = new FormData();
-    fd.append('img1', p[0].blob, p[0].name);
-    fd.append('img2', p[1].blob, p[1].name);
+    fd.append(fields[0], p[0].blob, p[0].name);
+    fd.append(fields[1], p[1].blob, p[1].name);
     var o = options();
     Object.keys(o).forEach(function (k) { fd.append(k, o[k]); });
     return fd;
   }
 
+  function verifyForm(p) {
+    return photosForm(['img1', 'img2'], p);
+  }
+
   /** One /represent of both photos (one call): every face the detector finds, not only the pair used. */
   function representForm(p) {
-    var fd = new FormData();
-    fd.append('img', p[0].blob, p[0].name);
-    fd.append('img', p[1].blob, p[1].name);
-    var o = options();
-    Object.keys(o).forEach(function (k) { fd.append(k, o[k]); });
-    return fd;
+    return photosForm(['img', 'img'], p);
   }
 
   function sentence(text) {
