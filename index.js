@@ -773,12 +773,11 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, checkJson, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, DistanceMetric, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramid, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramid, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
 export { ChannelOrder }
-export { checkJson }
 export { compareManyToMany }
 export { compareOneToMany }
 export { compareOneToManyB64 }
@@ -789,6 +788,7 @@ export { coreVersion }
 export { cropPadded }
 export { decodeImage }
 export { decodeVectorsB64 }
+export { decodeVectorsB64Bytes }
 export { DistanceMetric }
 export { extractFaces }
 export { facesToTensor }
@@ -811,6 +811,7 @@ export { retinafaceDecodeResnet }
 export { retinafacePrepare }
 export { RetinafaceVariant }
 export { rotateImage }
+export { scanJson }
 export { TensorLayout }
 export { toGray }
 export { validateVectors }

@@ -15,7 +15,7 @@ import { runInNewContext } from 'node:vm';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { useJsonBodyParser } from '../src/http/json-body.js';
 import { registerErrorHandling, toServiceError } from '../src/http/error-handler.js';
-import { CHUNKED_INITIAL_BYTES, EAGER_MIN_BYTES, collectBody } from '../src/http/body-collector.js';
+import { CHUNKED_INITIAL_BYTES, EAGER_MIN_BYTES, POOLED_MIN_BYTES, collectBody, type BodyBuffers } from '../src/http/body-collector.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -25,7 +25,7 @@ const LIMIT = 40 * MIB;
 
 async function app(): Promise<FastifyInstance> {
   const a = Fastify({ bodyLimit: 1024 });
-  useJsonBodyParser(a);
+  useJsonBodyParser(a, { maxValues: 1 << 19 });
   registerErrorHandling(a);
   a.post('/x', { bodyLimit: LIMIT }, async (req) => ({ keys: Object.keys(req.body as object), bytes: req.headers['content-length'] ?? null }));
   a.post('/small', async (req) => ({ keys: Object.keys(req.body as object) }));
@@ -199,4 +199,65 @@ t.test('refusals are those of Fastify reader, through the gateway mapping (uncha
 
   const exact = await a.inject({ method: 'POST', url: '/small', headers: { 'content-type': 'application/json' }, payload: doc(1024) });
   t.equal(exact.statusCode, 200, 'a body of exactly the limit is read');
+});
+
+/** A pool that records what it lent and got back (src/service/buffer-pool.ts's contract). */
+function countingBuffers(): BodyBuffers & { lent: Buffer[]; back: Uint8Array[] } {
+  const lent: Buffer[] = [];
+  const back: Uint8Array[] = [];
+  return {
+    lent,
+    back,
+    acquire(size: number) {
+      const b = Buffer.allocUnsafeSlow(size);
+      lent.push(b);
+      return b;
+    },
+    release(b: Uint8Array) {
+      back.push(b);
+    },
+  };
+}
+
+t.test('a large declared body is read into a lent buffer, given back when refused, kept when read', async (t) => {
+  const body = doc(POOLED_MIN_BYTES + 100);
+  const ok = countingBuffers();
+  const got = await collectBody(chunks(body, 64 * 1024), String(body.length), LIMIT, ok);
+  t.equal(ok.lent.length, 1, 'one buffer lent');
+  t.equal(got.buffer, ok.lent[0]!.buffer, 'the body is that buffer');
+  t.ok(got.equals(body));
+  t.equal(ok.back.length, 0, "the caller's to give back once it has parsed it");
+
+  const aborted = countingBuffers();
+  await t.rejects(collectBody(chunks(body, 64 * 1024, { failAt: POOLED_MIN_BYTES / 2 + 64 * 1024 }), String(body.length), LIMIT, aborted));
+  t.equal(aborted.lent.length, 1);
+  t.same(aborted.back.map((b) => b.buffer), [aborted.lent[0]!.buffer], 'an aborted body gives its buffer back');
+
+  const short = countingBuffers();
+  await t.rejects(collectBody(chunks(body, 64 * 1024), String(body.length + 10), LIMIT, short), { code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' });
+  t.equal(short.back.length, 1, 'a body shorter than declared gives its buffer back');
+
+  const small = countingBuffers();
+  await collectBody(chunks(doc(POOLED_MIN_BYTES - 1), 64 * 1024), String(POOLED_MIN_BYTES - 1), LIMIT, small);
+  t.equal(small.lent.length, 0, `bodies under ${POOLED_MIN_BYTES} bytes are not worth a pooled buffer`);
+  const chunked = countingBuffers();
+  await collectBody(chunks(body, 64 * 1024), undefined, LIMIT, chunked);
+  t.equal(chunked.lent.length, 0, 'a chunked body grows its own buffer');
+});
+
+t.test('the JSON parser gives a pooled body back once parsed, whatever the outcome', async (t) => {
+  const pool = countingBuffers();
+  const a = Fastify({ bodyLimit: LIMIT });
+  useJsonBodyParser(a, { maxValues: 1 << 19, buffers: pool });
+  registerErrorHandling(a);
+  a.post('/x', async (req) => ({ keys: Object.keys(req.body as object) }));
+  await a.ready();
+  t.teardown(() => a.close());
+  const good = doc(POOLED_MIN_BYTES + 10);
+  t.equal((await a.inject({ method: 'POST', url: '/x', headers: { 'content-type': 'application/json' }, payload: good })).statusCode, 200);
+  const bad = Buffer.from(good);
+  bad[bad.length - 1] = 0x20;
+  t.equal((await a.inject({ method: 'POST', url: '/x', headers: { 'content-type': 'application/json' }, payload: bad })).statusCode, 400, 'not JSON');
+  t.equal(pool.lent.length, 2);
+  t.same(pool.back.map((b) => b.buffer), pool.lent.map((b) => b.buffer), 'both given back');
 });

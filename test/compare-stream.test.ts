@@ -116,8 +116,10 @@ t.test('the streaming path answers exactly what the contiguous path and JSON tar
         const contiguous = await postCounted(body([['targets', targetBytes], ...fields]));
         t.equal(contiguous.path, 'contiguous', `${what}: fields after the targets take the contiguous path`);
         t.equal(stable(streamed.text), stable(contiguous.text), `${what}: identical answers`);
+        const lifted = (await gw.metrics.compareJsonLifted.get()).values[0]?.value ?? 0;
         const json = await gw.app.inject({ method: 'POST', url: '/compare', headers: { authorization: 'Bearer k' }, payload: { source: JSON.parse(source), targets: Array.from({ length: 1500 }, (_, i) => row(targets, i)), model_name: 'Dlib', distance_metric: metric, ...(topK ? { top_k: Number(topK) } : {}) } });
         t.equal(stable(streamed.text), stable(json.body), `${what}: identical to JSON targets`);
+        t.equal((await gw.metrics.compareJsonLifted.get()).values[0]?.value, lifted + 1, `${what}: the JSON targets were read natively`);
       }
     }
   }

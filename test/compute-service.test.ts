@@ -12,7 +12,7 @@ import { CompareTargets } from '../src/service/compare-targets.js';
 const plain = async (r: Promise<CompareResponse>) => comparePlain(await r) as any;
 
 const LIMITS: GatewayLimits = {
-  max_request_bytes: 1e6, max_image_bytes: 1e6, max_image_pixels: 1e6, max_request_pixels: 2e6, max_targets: 10, max_sources: 6, max_compare_results: 20, max_compare_bytes: 1e6, max_batch_images: 2, max_upstream_response_bytes: 1e6,
+  max_request_bytes: 1e6, max_image_bytes: 1e6, max_image_pixels: 1e6, max_request_pixels: 2e6, max_targets: 10, max_sources: 6, max_compare_results: 20, max_compare_bytes: 1e6, max_json_values: 1e6, max_batch_images: 2, max_upstream_response_bytes: 1e6,
   queue_capacity: 1, queue_timeout_ms: 100, upstream_concurrency: 1, upstream_timeout_ms: 1000, rate_limit_requests: 1, rate_limit_window_ms: 1, rate_limit_concurrent: 1,
 };
 

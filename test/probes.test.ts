@@ -52,6 +52,7 @@ function mcpDeps(accounts: Partial<AccountsPort>, limiter: Limiter) {
     limiter,
     compute: {} as ComputeService,
     maxBodyBytes: 1 << 20,
+    maxJsonValues: 1 << 19,
     arrayLimits: { maxTargets: 100_000, maxSources: 1000, maxBatchImages: 16 },
     strikes: { limit: 3, windowMs: 86_400_000 },
     bodyBudget: new BodyBudget(1 << 30),

@@ -86,12 +86,6 @@ export interface BenchTime {
 /** The order of a 3-channel image's channels. */
 export type ChannelOrder = 'bgr' | 'rgb'
 
-/**
- * Checks that `body` is one JSON value (serde_json's grammar, nothing kept). The Buffer is held by the
- * task, not copied.
- */
-export declare function checkJson(body: Buffer): Promise<JsonCheck>
-
 /** Which kernel and how many threads a comparison of `rows` × `dims` uses. */
 export interface CompareEngine {
   kernel: string
@@ -147,6 +141,13 @@ export interface DecodeOptions {
 
 /** Decodes and validates base64 little-endian f32 vectors (N×dims, row-major). */
 export declare function decodeVectorsB64(b64: string, dims: number): Float32Array
+
+/**
+ * decodeVectorsB64 of base64 text given as bytes (a lifted `targets_b64`, src/http/json-body.ts), on
+ * the libuv pool: the same decoder and the same errors, without the event loop holding a string of
+ * up to 64 MiB. The Buffer is held by the task, not copied.
+ */
+export declare function decodeVectorsB64Bytes(b64: Buffer, dims: number): Promise<Float32Array>
 
 export interface DetectionInput {
   x: number
@@ -252,13 +253,47 @@ export interface ImageProbe {
 /** OpenCV's interpolations that DeepFace uses. */
 export type Interpolation = 'linear' | 'cubic' | 'area'
 
-/** The outcome of a syntax check: `valid`, or the byte offset and reason of the first error. */
-export interface JsonCheck {
+/**
+ * The top-level members to take out: `rows` when it holds rows of numbers, `text` when it is a
+ * string of ASCII without escapes.
+ */
+export interface JsonLift {
+  rows?: string
+  text?: string
+}
+
+/**
+ * Rows taken out of the body: `values` row-major, `rowLengths[i]` numbers in row i; the member's
+ * value was `body[start..end]`.
+ */
+export interface JsonLiftedRows {
+  values: Float32Array
+  rowLengths: Uint32Array
+  start: number
+  end: number
+}
+
+/** A string taken out of the body: its value, quotes included, was `body[start..end]`. */
+export interface JsonLiftedText {
+  start: number
+  end: number
+}
+
+/**
+ * A body read off the loop: not JSON (`valid` false, with the byte offset and serde_json's reason),
+ * or JSON with `values` values outside the lifted rows (`over`: more than the budget, counting
+ * stopped), and the rows when asked for and present.
+ */
+export interface JsonScan {
   valid: boolean
-  /** Byte offset of the error in the body (0 when valid). */
+  /** Byte offset of the syntax error (0 when valid). */
   offset: number
   /** serde_json's reason, without a position ("" when valid). */
   message: string
+  values: number
+  over: boolean
+  lifted?: JsonLiftedRows
+  liftedText?: JsonLiftedText
 }
 
 export declare function l2Normalize(vector: Float32Array): Float32Array
@@ -407,6 +442,13 @@ export declare function retinafacePrepare(image: NativeImage, variant: Retinafac
 export type RetinafaceVariant = 'mobilenet' | 'resnet50'
 
 export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
+/**
+ * Checks `body` (serde_json's grammar, nothing kept), counts its values up to `maxValues`, and takes
+ * out the top-level members `lift` names when they hold what it asks for. The Buffer is held by the
+ * task, not copied.
+ */
+export declare function scanJson(body: Buffer, lift: JsonLift, maxValues: number): Promise<JsonScan>
 
 /** A model input's layout. */
 export type TensorLayout = 'nchw' | 'nhwc'

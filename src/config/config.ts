@@ -94,6 +94,8 @@ export interface Config {
     maxSources: number;
     maxCompareResults: number;
     maxCompareBytes: number;
+    /** Values one JSON body may hold outside /compare's lifted targets (src/http/json-body.ts). */
+    maxJsonValues: number;
     /** V8 old-generation growth after a full collection, percent; 0: V8's own heuristics (src/gateway/heap.ts). */
     heapGrowthPercent: number;
     maxBatchImages: number;
@@ -235,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxSources: v.FACECOMPUTE_MAX_SOURCES,
       maxCompareResults: v.FACECOMPUTE_MAX_COMPARE_RESULTS,
       maxCompareBytes: v.FACECOMPUTE_MAX_COMPARE_BYTES,
+      maxJsonValues: v.FACECOMPUTE_MAX_JSON_VALUES,
       heapGrowthPercent: v.FACECOMPUTE_HEAP_GROWTH_PERCENT,
       maxBatchImages: v.FACECOMPUTE_MAX_BATCH_IMAGES,
       maxUpstreamResponseBytes: v.FACECOMPUTE_MAX_UPSTREAM_RESPONSE_BYTES,

@@ -28,9 +28,17 @@ import { useJsonBodyParser } from '../http/json-body.js';
 import { BodyBudget } from '../http/body-budget.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
 import { InFlight, requestState } from './plugins/request-state.js';
-import { computeRoutes } from './plugins/compute-routes.js';
+import { computeRoutes, compareTargetsLift } from './plugins/compute-routes.js';
 import { probes } from './plugins/probes.js';
 import { registerConsoleCors } from './cors.js';
+
+/**
+ * The validator's options: bodies are checked, never changed, and the first error is the answer.
+ * unicode: false counts string lengths in UTF-16 units (.length) instead of code points: with code
+ * points, `minLength: 1` on an image walked every character of a 150 KB base64 string, about 1 ms of
+ * the event loop per image. The only other length limits are on ASCII names.
+ */
+export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, unicode: false } as const;
 
 export const VERSION: string = PACKAGE_VERSION;
 
@@ -95,10 +103,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     return503OnClosing: false,
     // Our own one-line-per-request log (onResponse) replaces fastify's pair of lines.
     ...requestIdOptions({ disableRequestLogging: true }),
-    // unicode: false counts string lengths in UTF-16 units (.length) instead of code points: with
-    // code points, `minLength: 1` on an image walked every character of a 150 KB base64 string,
-    // about 1 ms of the event loop per image. The only other length limits are on ASCII names.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false, unicode: false } },
+    ajv: { customOptions: AJV_OPTIONS },
     // Bounds slow clients (a whole request must arrive in time); parser refusals in the contract's shape.
     ...transportOptions(cfg.capacity.requestReceiveTimeoutMs),
   });
@@ -111,7 +116,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
 
   await app.register(multipart, { throwFileSizeLimit: true });
-  useJsonBodyParser(app);
+  useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics) });
   // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
   await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
   await app.register(requestState, { accounts, limiter, metrics, inFlight, usage: deps.usage });

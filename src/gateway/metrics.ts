@@ -16,6 +16,8 @@ export interface GatewayMetrics {
   limiterRejections: Counter<'reason'>;
   /** Binary /compare targets by how they were read: compared as they arrived, or kept in one buffer. */
   compareTargets: Counter<'path'>;
+  /** Large JSON /compare bodies whose `targets` rows were read natively (src/http/json-body.ts). */
+  compareJsonLifted: Counter;
 }
 
 export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
@@ -27,12 +29,13 @@ export function createMetrics(queueStats: () => QueueStats): GatewayMetrics {
   const upstreamErrors = new Counter({ name: 'facecompute_gateway_upstream_errors_total', help: 'Model-server errors by kind.', labelNames: ['kind'] as const, registers: [registry] });
   const limiterRejections = new Counter({ name: 'facecompute_gateway_limiter_rejections_total', help: 'Requests refused by the rate limiter or the queue.', labelNames: ['reason'] as const, registers: [registry] });
   const compareTargets = new Counter({ name: 'facecompute_gateway_compare_binary_targets_total', help: 'Binary /compare targets parts read: path streamed (compared as they arrived) or contiguous (kept in one buffer, then compared).', labelNames: ['path'] as const, registers: [registry] });
+  const compareJsonLifted = new Counter({ name: 'facecompute_gateway_compare_json_targets_lifted_total', help: 'JSON /compare bodies whose targets rows were read natively as float32, off the event loop, and left out of JSON.parse.', registers: [registry] });
   new Gauge({ name: 'facecompute_gateway_queue_depth', help: 'Compute requests waiting for a slot.', registers: [registry], collect() { this.set(queueStats().waiting); } });
   new Gauge({ name: 'facecompute_gateway_queue_service_seconds', help: 'Moving average of the time a compute job holds its slot (the admission estimate uses it).', registers: [registry], collect() { this.set((queueStats().serviceMs ?? 0) / 1000); } });
   new Gauge({ name: 'facecompute_gateway_queue_wait_factor', help: 'Calibration of the admission estimate: actual ÷ estimated queue waits (mean + 2 SD).', registers: [registry], collect() { this.set(queueStats().waitFactor); } });
   new Gauge({ name: 'facecompute_gateway_queue_shed', help: 'Waiting compute requests shed (503 queue_full) since start because the estimate said they could no longer start before their deadline.', registers: [registry], collect() { this.set(queueStats().shed); } });
   new Gauge({ name: 'facecompute_gateway_upstream_in_flight', help: 'Compute requests running against the model servers.', registers: [registry], collect() { this.set(queueStats().running); } });
-  return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections, compareTargets };
+  return { registry, requests, latency, queueWait, upstreamErrors, limiterRejections, compareTargets, compareJsonLifted };
 }
 
 /** The model-server replicas as this process sees them (src/model-client/replicas.ts). */

@@ -24,11 +24,29 @@ export const EAGER_MIN_BYTES = 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 /**
+ * Where a large declared body's buffer comes from, and goes back to (src/service/buffer-pool.ts): a
+ * fresh 64 MiB buffer costs a page fault per 4 KiB as chunks are copied in, and V8 counts it as
+ * external memory, which starts full collections on the event loop (issue 24: a 64 MiB /compare body
+ * stalled serve's loop 170-340 ms). A resident one costs neither.
+ */
+export interface BodyBuffers {
+  /** A buffer of exactly `size` bytes; its contents are undefined. */
+  acquire(size: number): Buffer;
+  /** Gives back a buffer from `acquire` (any view of it). */
+  release(buf: Uint8Array): void;
+}
+
+/** Declared bodies from this size on take their buffer from `BodyBuffers`, when given. */
+export const POOLED_MIN_BYTES = 8 * 1024 * 1024;
+
+/**
  * Collects `payload` (the request stream Fastify hands a content-type parser) into one Buffer of
  * exactly the body's length. `contentLength` is the request's Content-Length header, if any; `limit`
- * the route's body limit.
+ * the route's body limit. With `buffers`, a declared body of POOLED_MIN_BYTES or more is read into
+ * one of theirs: the caller gives it back (`buffers.release`) once done with it; a refused body's
+ * is given back here.
  */
-export function collectBody(payload: Readable & { receivedEncodedLength?: number }, contentLength: string | undefined, limit: number): Promise<Buffer> {
+export function collectBody(payload: Readable & { receivedEncodedLength?: number }, contentLength: string | undefined, limit: number, buffers?: BodyBuffers): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const declared = Number(contentLength);
     if (declared > limit) {
@@ -44,13 +62,20 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
     let early: Buffer[] | null = known ? [] : null;
     // Uninitialised memory is never handed out: the buffer is returned only when exactly its length
     // has been written into it (a shorter body is refused below).
-    let buf = known ? EMPTY : Buffer.allocUnsafe(Math.min(CHUNKED_INITIAL_BYTES, limit));
+    let buf: Buffer = known ? EMPTY : Buffer.allocUnsafe(Math.min(CHUNKED_INITIAL_BYTES, limit));
     let received = 0;
+    let pooled = false;
 
     const stop = (): void => {
       payload.removeListener('data', onData);
       payload.removeListener('end', onEnd);
       payload.removeListener('error', onEnd);
+    };
+    const refuse = (err: Error): void => {
+      if (pooled) buffers!.release(buf);
+      pooled = false;
+      buf = EMPTY;
+      reject(err);
     };
 
     function onData(data: Buffer | string): void {
@@ -61,9 +86,8 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
       // stream may report a larger encoded length).
       if (received > limit || (payload.receivedEncodedLength ?? 0) > limit) {
         stop();
-        buf = EMPTY;
         early = null;
-        reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+        refuse(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
         return;
       }
       if (known) {
@@ -73,7 +97,8 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
         if (early) {
           early.push(chunk);
           if (received < eagerAt) return;
-          buf = Buffer.allocUnsafe(declared);
+          pooled = buffers !== undefined && declared >= POOLED_MIN_BYTES;
+          buf = pooled ? buffers!.acquire(declared) : Buffer.allocUnsafe(declared);
           let o = 0;
           for (const c of early) o += c.copy(buf, o);
           early = null;
@@ -91,11 +116,11 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
       stop();
       if (err != null) {
         if (!(typeof err.statusCode === 'number' && err.statusCode >= 400)) err.statusCode = 400;
-        reject(err);
+        refuse(err);
         return;
       }
       if (!Number.isNaN(declared) && (payload.receivedEncodedLength || received) !== declared) {
-        reject(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+        refuse(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
         return;
       }
       // A chunked body keeps its last buffer's spare room (less than half of it): copying it out would

@@ -72,6 +72,7 @@ export async function createMcp(opts: McpRunOptions = {}) {
     limiter,
     compute,
     maxBodyBytes: config.mcp.maxBodyBytes,
+    maxJsonValues: config.limits.maxJsonValues,
     strikes: { limit: config.capacity.strikeLimit, windowMs: config.capacity.strikeWindowMs },
     bodyBudget: opts.bodyBudget ?? new BodyBudget(config.capacity.maxInflightBodyBytes),
     arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },

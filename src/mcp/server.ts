@@ -34,6 +34,8 @@ export interface McpDeps {
   /** Compute with the MCP image policy (HTTPS only, no local files). */
   compute: ComputeService;
   maxBodyBytes: number;
+  /** Values one JSON body may hold (FACECOMPUTE_MAX_JSON_VALUES, src/http/json-body.ts). */
+  maxJsonValues: number;
   /** The REST limits tool arguments' arrays are held to before they are parsed. */
   arrayLimits: ArrayLimits;
   /** Requests lost with their model server an account may have (FACECOMPUTE_STRIKE_*). */
@@ -163,7 +165,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   });
 
   registerContractHeaders(app);
-  useJsonBodyParser(app);
+  useJsonBodyParser(app, { maxValues: deps.maxJsonValues });
   registerTransportGuards(app);
   registerClosingRefusal(app, 'MCP endpoint');
 

@@ -73,6 +73,19 @@ export function decodeVectorsB64(b64: string, dims: number): Float32Array {
   return call(() => native.decodeVectorsB64(b64, dims));
 }
 
+/**
+ * decodeVectorsB64 of base64 text given as its bytes (a `targets_b64` taken out of a large body,
+ * src/http/json-body.ts), on the libuv pool: the same decoder and errors, no string on the event loop.
+ */
+export async function decodeVectorsB64Bytes(b64: Buffer, dims: number): Promise<Float32Array> {
+  checkDims(dims);
+  try {
+    return await native.decodeVectorsB64Bytes(b64, dims);
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
 /** Throws invalid_embedding naming the first vector with NaN/Infinity, or embedding_dimension_mismatch. */
 export function validateVectors(data: Float32Array, dims: number): void {
   checkDims(dims);

@@ -1,7 +1,9 @@
 /**
  * The targets of one /compare, whatever shape they came in, with one owner. The shapes:
- * - `targets`: JSON arrays in the body;
- * - `targets_b64`: little-endian float32 rows as base64 text in the body;
+ * - `targets`: JSON arrays in the body, or, in a large body, the same rows read natively as float32
+ *   before JSON.parse (src/http/json-body.ts), which the body parser hands over (`adoptRows`);
+ * - `targets_b64`: little-endian float32 rows as base64 text in the body, or, in a large body, that
+ *   text's bytes, taken out before JSON.parse (`adoptText`) and decoded off the event loop;
  * - a binary `targets` part of a multipart body (application/octet-stream), either kept in one
  *   pooled buffer (contiguous) or compared while it arrived (streamed, src/native/compare-stream.ts)
  *   when the fields before it fixed the comparison.
@@ -18,10 +20,11 @@
  * the multipart reader that adopts it).
  */
 import { ServiceError } from '../errors/index.js';
-import { decodeVectorsB64, floatsOfBytes, type ManyComparison, type Metric } from '../native/compare.js';
+import { decodeVectorsB64, decodeVectorsB64Bytes, floatsOfBytes, type ManyComparison, type Metric } from '../native/compare.js';
 import { TargetStream, type StreamPlan } from '../native/compare-stream.js';
 import type { BufferPool } from './buffer-pool.js';
-import { checkEmbedding } from './embeddings.js';
+import { checkEmbedding, checkRows } from './embeddings.js';
+import type { LiftedRows } from '../native/json.js';
 
 /** The body fields that carry targets (the others come as a binary part). */
 export interface TargetFields {
@@ -45,6 +48,10 @@ export class CompareTargets {
   static held = 0;
   private readonly buffers: Uint8Array[] = [];
   private readonly streams: TargetStream[] = [];
+  private lifted: LiftedRows | null = null;
+  private liftedText: Buffer | null = null;
+  /** The pooled body buffer `liftedText` is a view of, given back with the rest. */
+  private textHolder: Buffer | null = null;
   private consuming = false;
   private consumed = false;
   private over = false;
@@ -75,6 +82,27 @@ export class CompareTargets {
   adopt(bytes: Uint8Array): void {
     this.buffers.push(bytes);
     CompareTargets.held++;
+    if (this.freed) this.freeAll();
+  }
+
+  // ---- filled by the JSON body parser (src/http/json-body.ts) ----
+
+  /**
+   * Takes the body's `targets` rows, read natively and taken out of the body before JSON.parse; they
+   * stand for the `targets` field, which the body then lacks. Plain memory: nothing to give back.
+   */
+  adoptRows(rows: LiftedRows): void {
+    this.lifted = rows;
+  }
+
+  /**
+   * Takes the body's `targets_b64` text as bytes, taken out of the body before JSON.parse. `holder`:
+   * the pooled body buffer the bytes are a view of, which is this owner's from here (freed with it).
+   */
+  adoptText(b64: Buffer, holder: Buffer | null): void {
+    this.liftedText = b64;
+    this.textHolder = holder;
+    if (holder) CompareTargets.held++;
     if (this.freed) this.freeAll();
   }
 
@@ -128,15 +156,21 @@ export class CompareTargets {
    * `413 too_many_targets`, a binary length that is not whole rows `400 embedding_dimension_mismatch`.
    * NaN and Infinity in rows are found by the kernel, which names the row (`400 invalid_embedding`).
    */
-  resolve(b: TargetFields, dims: number, maxTargets: number): ResolvedTargets {
+  async resolve(b: TargetFields, dims: number, maxTargets: number): Promise<ResolvedTargets> {
     const stream = this.streams[0];
     const bytes = this.buffers[0];
-    const given = bodyShapes(b) + (stream !== undefined || bytes !== undefined ? 1 : 0);
+    const { lifted, liftedText } = this;
+    const given = bodyShapes(b) + (stream !== undefined || bytes !== undefined || lifted !== null ? 1 : 0) + (liftedText !== null ? 1 : 0);
     if (given !== 1) throw new ServiceError('invalid_request', 'exactly one of targets (JSON arrays or a binary application/octet-stream part) or targets_b64 is required');
     if (stream !== undefined) return { kind: 'streamed', stream, count: binaryRows(stream.byteLength, dims, maxTargets) };
     if (bytes !== undefined) {
       const count = binaryRows(bytes.byteLength, dims, maxTargets);
       return { kind: 'rows', rows: floatsOfBytes(bytes), count };
+    }
+    if (lifted !== null) {
+      const n = lifted.rowLengths.length;
+      if (n > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${n} vectors; the limit is ${maxTargets}`);
+      return { kind: 'rows', rows: checkRows(lifted.values, lifted.rowLengths, dims, 'targets'), count: n };
     }
     if (b.targets !== undefined) {
       if (b.targets.length > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${b.targets.length} vectors; the limit is ${maxTargets}`);
@@ -144,9 +178,10 @@ export class CompareTargets {
       for (const [i, v] of b.targets.entries()) rows.set(checkEmbedding(v, dims, `targets[${i}]`), i * dims);
       return { kind: 'rows', rows, count: b.targets.length };
     }
-    const approx = Math.floor((b.targets_b64!.length * 3) / 4 / 4 / dims);
+    // A lifted text is ASCII: its byte length is the string's length.
+    const approx = Math.floor(((liftedText?.length ?? b.targets_b64!.length) * 3) / 4 / 4 / dims);
     if (approx > maxTargets) throw new ServiceError('too_many_targets', `targets_b64 holds about ${approx} vectors; the limit is ${maxTargets}`);
-    const rows = decodeVectorsB64(b.targets_b64!, dims);
+    const rows = liftedText ? await decodeVectorsB64Bytes(liftedText, dims) : decodeVectorsB64(b.targets_b64!, dims);
     if (rows.length === 0) throw new ServiceError('invalid_request', 'targets_b64 holds no vectors');
     return { kind: 'rows', rows, count: rows.length / dims };
   }
@@ -181,6 +216,13 @@ export class CompareTargets {
     }
     for (const s of this.streams.splice(0)) {
       s.close();
+      CompareTargets.held--;
+    }
+    this.lifted = null;
+    this.liftedText = null;
+    if (this.textHolder) {
+      this.pool?.release(this.textHolder);
+      this.textHolder = null;
       CompareTargets.held--;
     }
   }

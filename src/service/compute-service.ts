@@ -81,6 +81,7 @@ export interface GatewayLimits {
   max_sources: number;
   max_compare_results: number;
   max_compare_bytes: number;
+  max_json_values: number;
   max_batch_images: number;
   max_upstream_response_bytes: number;
   queue_capacity: number;
@@ -122,6 +123,11 @@ export interface ComputeService {
    * request ends however it ends.
    */
   openCompareTargets(): CompareTargets;
+  /**
+   * The resident buffers binary targets land in, which large JSON bodies are read into as well
+   * (src/http/body-collector.ts): a fresh 64 MiB buffer costs page faults and V8's full collections.
+   */
+  readonly bodyBuffers: BufferPool;
 }
 
 
@@ -347,6 +353,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     openCompareTargets() {
       return new CompareTargets(targetBuffers, planStream);
     },
+    bodyBuffers: targetBuffers,
 
     async compare(b, ctx) {
       const targets = ctx.targets ?? new CompareTargets();
@@ -396,7 +403,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     const metric = (b.distance_metric ?? 'cosine') as Metric;
     const dims = dimsOf(c, p.model_name);
     // Targets first: they are cheap to check and may refuse the request before any upstream work.
-    const targets = owner.resolve(b, dims, d.limits.max_targets);
+    const targets = await owner.resolve(b, dims, d.limits.max_targets);
     const n = targets.count;
     const perSource = b.top_k === undefined ? n : Math.min(b.top_k, n);
     if (many && sources.length * perSource > d.limits.max_compare_results) {

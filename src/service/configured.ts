@@ -27,6 +27,7 @@ export function gatewayLimits(c: Config): GatewayLimits {
     max_sources: c.limits.maxSources,
     max_compare_results: c.limits.maxCompareResults,
     max_compare_bytes: c.limits.maxCompareBytes,
+    max_json_values: c.limits.maxJsonValues,
     max_batch_images: c.limits.maxBatchImages,
     max_upstream_response_bytes: c.limits.maxUpstreamResponseBytes,
     queue_capacity: c.capacity.queueCapacity,

@@ -78,6 +78,14 @@ pub fn decode_vectors_b64(b64: JsString, dims: u32) -> guard::Result<Float32Arra
     guard::catch(|| compare::decode_vectors_b64(&bytes, dims as usize)).map(Float32Array::new)
 }
 
+/// decodeVectorsB64 of base64 text given as bytes (a lifted `targets_b64`, src/http/json-body.ts), on
+/// the libuv pool: the same decoder and the same errors, without the event loop holding a string of
+/// up to 64 MiB. The Buffer is held by the task, not copied.
+#[napi(ts_return_type = "Promise<Float32Array>")]
+pub fn decode_vectors_b64_bytes(b64: Buffer, dims: u32) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
+    AsyncTask::new(Job::new(move || compare::decode_vectors_b64(&b64, dims as usize), |v| Ok(Float32Array::new(v))))
+}
+
 /// Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many.
 #[napi]
 pub fn validate_vectors(data: Float32Array, dims: u32) -> guard::Result<u32> {

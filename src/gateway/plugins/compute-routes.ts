@@ -12,6 +12,7 @@ import * as S from '../../vocabulary/schemas.js';
 import type { ComputeContext, ComputeService } from '../../service/compute-service.js';
 import { compareJson } from '../../service/compare-result.js';
 import type { Limiter } from '../../service/limits/limiter.js';
+import type { JsonBodyParserOptions } from '../../http/json-body.js';
 import { strikeGuard, type StrikeSettings } from '../../service/limits/strikes.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { readCompareMultipart, readImageMultipart } from '../multipart.js';
@@ -40,13 +41,38 @@ interface BodyTypeProvider extends FastifyTypeProvider {
   serializer: unknown;
 }
 
+/**
+ * The JSON body parser's lifting for /compare (src/http/json-body.ts, registered app-wide in
+ * src/gateway/app.ts): a large body's `targets` rows and `targets_b64` text are read natively, off the
+ * event loop, into the request's owner of its targets, and JSON.parse reads the rest.
+ */
+const COMPARE_LIFT = { rows: 'targets', text: 'targets_b64' } as const;
+
+export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetrics): NonNullable<JsonBodyParserOptions['lift']> {
+  return {
+    members: (req) => (req.routeOptions.url === '/compare' ? COMPARE_LIFT : undefined),
+    take: (req, lifted, holder) => {
+      req.compareTargets ??= compute.openCompareTargets();
+      if (lifted.rows) req.compareTargets.adoptRows(lifted.rows);
+      if (lifted.text) req.compareTargets.adoptText(lifted.text, holder);
+      metrics.compareJsonLifted.inc();
+    },
+  };
+}
+
 export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (plain, o) => {
   const app = plain.withTypeProvider<BodyTypeProvider>();
   await app.register(authAndLimits, { ...o.auth, accounts: o.accounts, limiter: o.limiter });
 
   const { compute } = o;
   app.addHook('preValidation', async function multipartBody(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    if (!req.isMultipart()) return;
+    if (!req.isMultipart()) {
+      // A JSON body's lifted targets (compareTargetsLift) may hold a pooled body buffer: freed when
+      // the response closes, as the multipart path's are, if no compare consumed them before.
+      const lifted = req.compareTargets;
+      if (lifted) reply.raw.once('close', () => lifted.release());
+      return;
+    }
     if (req.routeOptions.url !== '/compare') {
       const r = await readImageMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req));
       req.body = r.body;

@@ -844,7 +844,7 @@ export interface operations {
              * @description Error: image_too_large, request_too_large, too_many_pixels
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
-             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
              */
             413: {
@@ -1157,7 +1157,7 @@ export interface operations {
              * @description Error: image_too_large, request_too_large, too_many_pixels
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
-             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
              */
             413: {
@@ -1483,7 +1483,7 @@ export interface operations {
              * @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
-             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), or a batch has more images than `limits.max_batch_images`
+             *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
              *     - `too_many_targets`: more targets than `limits.max_targets`, more sources than `limits.max_sources`, or more results than `limits.max_compare_results`
              */
