@@ -10,6 +10,9 @@
  * (JSON.parse never sees the rows).
  */
 import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT } from './helpers/shared.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { AJV_OPTIONS, buildGateway } from '../src/gateway/app.js';
 import { loadConfig } from '../src/config/index.js';
@@ -266,4 +269,9 @@ t.test('the gateway: a 9 MiB targets_b64 is decoded from the pooled body buffer,
   await new Promise((r) => setImmediate(r));
   t.equal(CompareTargets.held, 0, 'nothing held once the responses closed');
   t.ok(gw.compute.bodyBuffers.pooled > pooledBefore, `the body buffer went back to the pool (${pooledBefore} -> ${gw.compute.bodyBuffers.pooled})`);
+});
+
+t.test('docs/security.md states the counts compared here', async (t) => {
+  const page = readFileSync(resolve(REPO_ROOT, 'docs/security.md'), 'utf8');
+  t.ok(page.includes(`compares both on ${Object.keys(CASES).length} hand-made bodies and 400 random ones`), 'the hostile-input section names this test\'s counts');
 });

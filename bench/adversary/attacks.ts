@@ -129,6 +129,11 @@ export function attacks(inputs: Inputs): Attack[] {
   const overLimit = Array.from({ length: 100_001 }, () => [0]);
   const validTargets = once(() => numbersBody(64 * 2 ** 20 - 4096, 'targets', E));
   const numbersElsewhere = once(() => numbersBody(64 * 2 ** 20 - 4096, 'extra', E));
+  // 96,000 rows of 128 float32 as base64: 64 MiB of one JSON string.
+  const validB64 = once(() => {
+    const rows = new Float32Array(96_000 * 128).map((_, i) => Math.sin(i * 0.37));
+    return Buffer.from(JSON.stringify({ source: { embedding: E }, model_name: 'Dlib', top_k: 5, targets_b64: Buffer.from(rows.buffer).toString('base64') }));
+  });
   return [
     {
       // The floor the rows below are read against: serve's own stall and RSS movement in a window with
@@ -161,6 +166,13 @@ export function attacks(inputs: Inputs): Attack[] {
       expect: '200 ok',
       repeat: 2,
       run: (t) => post(`${t.gateway}/compare`, validTargets(), bearer(t.restKey)),
+    },
+    {
+      name: 'gateway: 64 MiB of valid targets_b64 on /compare (not an attack)',
+      item: 'large bodies',
+      expect: '200 ok',
+      repeat: 2,
+      run: (t) => post(`${t.gateway}/compare`, validB64(), bearer(t.restKey)),
     },
     {
       name: 'gateway: 64 MiB of numbers outside targets on /compare (valid key)',
