@@ -160,6 +160,8 @@ async function main(): Promise<void> {
     console.log(`well-behaved client without attack: p50 ${baseline.p50_ms} ms, p99 ${baseline.p99_ms} ms, ${baseline.n} requests, ${baseline.errors} errors`);
 
     for (const attack of list) {
+      // Inputs are built before the window: the well-behaved client runs in this process too.
+      attack.prepare?.();
       await settle(svc.proc.pid, { windowMs: 1000, idleShare: 0.6, timeoutMs: 15_000 }).catch(() => undefined);
       const before = roles(svc.proc.pid);
       const idle = new Map(before.map((p) => [p.pid, procMemory(p.pid)?.vmRssMb ?? 0]));
