@@ -1,0 +1,57 @@
+/**
+ * The adversary suite's prose in docs/benchmarks.md states figures of bench/results/adversary.json (the
+ * table above it is rendered from the same file and checked by readme-figures.test.ts): each is
+ * recomputed here, so a rerun that changes them fails until the prose says what the run measured.
+ */
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT } from './helpers/shared.js';
+
+interface Row {
+  attack: string;
+  expect: string;
+  answers: { status: number; code: string }[];
+  processes: { role: string; rise_mb: number; longest_stall_ms: number }[];
+  idle_node_stall_ms: number;
+  died: boolean;
+  client: { p99_ms: number; errors: number };
+}
+const run = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/adversary.json'), 'utf8')) as { baseline: { p99_ms: number }; results: Row[] };
+const page = readFileSync(resolve(REPO_ROOT, 'docs/benchmarks.md'), 'utf8');
+const prose = page.slice(page.indexOf('<!-- adversary-table:end -->'), page.indexOf('## ', page.indexOf('<!-- adversary-table:end -->')));
+
+t.test('every attack got its expected answer, no process died, the client saw no error', async (t) => {
+  for (const r of run.results) {
+    t.notOk(r.died, `${r.attack}: no process died`);
+    t.equal(r.client.errors, 0, `${r.attack}: no client error`);
+    for (const a of r.answers) t.ok(r.expect.startsWith(`${a.status} `) || r.expect.includes(a.code.split(' (')[0]!), `${r.attack}: ${a.status} ${a.code} is what it expects (${r.expect})`);
+  }
+  t.ok(prose.includes('no process died, and the client saw no error in any window'));
+});
+
+t.test('the client p99 figures', async (t) => {
+  const base = Math.round(run.baseline.p99_ms);
+  const worst = Math.round(Math.max(...run.results.map((r) => r.client.p99_ms)));
+  t.ok(prose.includes(`(${base} ms) in every one (the largest: ${worst} ms)`), `p99 without attack ${base} ms, the largest in a window ${worst} ms`);
+  t.ok(worst <= 2 * run.baseline.p99_ms, 'within 2x, as the prose says');
+});
+
+t.test('the RSS figures', async (t) => {
+  const b64 = run.results.find((r) => r.attack.includes('valid targets_b64'))!;
+  const rise = (r: Row) => Math.max(...r.processes.map((p) => p.rise_mb));
+  const largest = run.results.find((r) => r.attack.startsWith('largest accepted request'))!;
+  const others = Math.max(...run.results.filter((r) => r !== b64 && r !== largest).map(rise));
+  t.ok(prose.includes(`RSS rose at most ${others} MiB in every\nwindow but the last row's (below), except`), `the largest rise but targets_b64's: ${others} MiB`);
+  t.ok(prose.includes(`for the 64 MiB \`targets_b64\`, +${rise(b64)} MiB`), `targets_b64's: ${rise(b64)} MiB`);
+});
+
+t.test('the stall figures', async (t) => {
+  const serve = run.results.map((r) => Math.round(r.processes.find((p) => p.role === 'serve')!.longest_stall_ms));
+  const idle = run.results.map((r) => Math.round(r.idle_node_stall_ms));
+  const span = (xs: number[]) => `${Math.min(...xs)}-${Math.max(...xs)} ms`;
+  t.ok(prose.includes(`\`serve\` (${span(serve)})`), `serve's longest stalls: ${span(serve)}`);
+  t.ok(prose.includes(`in the same windows (${span(idle)})`), `the idle Node process's: ${span(idle)}`);
+  const control = run.results.find((r) => r.attack.startsWith('control'))!;
+  t.ok(prose.includes(`with no attack at all, stalled ${Math.round(control.processes.find((p) => p.role === 'serve')!.longest_stall_ms)} ms`));
+});
