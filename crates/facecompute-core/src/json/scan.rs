@@ -310,27 +310,28 @@ fn rows_at(text: &[u8], at: usize) -> Option<LiftedRows> {
                 return None;
             }
             values.push(x as f32);
-            lx.ws();
-            match lx.peek()? {
-                b',' => lx.pos += 1,
-                b']' => {
-                    lx.pos += 1;
-                    break;
-                }
-                _ => return None,
+            if !more_items(&mut lx)? {
+                break;
             }
         }
         row_lengths.push(n as u32);
-        lx.ws();
-        match lx.peek()? {
-            b',' => lx.pos += 1,
-            b']' => {
-                lx.pos += 1;
-                return Some(LiftedRows { values, row_lengths, start: at, end: lx.pos });
-            }
-            _ => return None,
+        if !more_items(&mut lx)? {
+            return Some(LiftedRows { values, row_lengths, start: at, end: lx.pos });
         }
     }
+}
+
+/// After an array item: Some(true) past a `,` (another item follows), Some(false) past the closing
+/// `]`, None for anything else.
+fn more_items(lx: &mut Lexer<'_>) -> Option<bool> {
+    lx.ws();
+    let more = match lx.peek()? {
+        b',' => true,
+        b']' => false,
+        _ => return None,
+    };
+    lx.pos += 1;
+    Some(more)
 }
 
 /// The JSON number at the lexer's position as JSON.parse reads it (the correctly rounded double),
