@@ -16,7 +16,9 @@
  * process's peak RSS over its RSS just before, the longest event-loop stall of each, whether any
  * process died (exit, kill by the watchdog, or a new model-server pid), the longest stall of an idle
  * Node process with the same probe in the same window (the machine's own scheduling delay, to read
- * the others against), and the well-behaved client's p50/p99 and errors in the window, against its
+ * the others against), the most CPU time each process's JS thread spent between two ticks of a 2 ms
+ * timer (the part of a stall that is its own work, not waiting for a core), and the well-behaved
+ * client's p50/p99 and errors in the window, against its
  * own p50/p99 without attack (`--baseline-seconds`, measured first). Goals (issue 24): every attack answered 4xx in the contract's shape; no process
  * dies; RSS rises at most 64 MiB; the longest stall at most 50 ms; the client sees no error and a p99
  * within 2x its p99 without attack. The load average is printed with the results: the suite shares
@@ -192,6 +194,8 @@ async function main(): Promise<void> {
           peak_rss_mb: m ? round(m.vmHwmMb, 0) : null,
           rise_mb: m ? round(m.vmHwmMb - (idle.get(p.pid) ?? 0), 0) : null,
           longest_stall_ms: eld.find((e) => e.pid === p.pid)?.max_ms ?? null,
+          // The JS thread's own CPU time in its busiest span between timer ticks (bench/lib/eld-probe.mjs).
+          busy_ms: eld.find((e) => e.pid === p.pid)?.busy_max_ms ?? null,
           alive: m !== null,
         };
       });
@@ -212,7 +216,7 @@ async function main(): Promise<void> {
       results.push(r);
       const ans = answers.map((a) => `${a.status} ${a.code}`).filter((x, i, all) => all.indexOf(x) === i).join('; ');
       const times = answers.map((a) => round(a.ms, 0)).join('/');
-      const mem = processes.map((p) => `${p.role} +${p.rise_mb} MiB (peak ${p.peak_rss_mb}), stall ${p.longest_stall_ms} ms`).join('; ');
+      const mem = processes.map((p) => `${p.role} +${p.rise_mb} MiB (peak ${p.peak_rss_mb}), stall ${p.longest_stall_ms} ms (busy ${p.busy_ms} ms)`).join('; ');
       console.log(`\n${attack.name} [${attack.item}]\n  answer: ${ans} in ${times} ms (expect ${attack.expect})\n  ${mem}; an idle Node process: stall ${machineStall} ms\n  died: ${died ? 'YES' : 'no'}; client p50 ${during.p50_ms} / p99 ${during.p99_ms} ms over ${during.n}, errors ${during.errors}`);
       if (svc.proc.child.exitCode !== null) break;
     }

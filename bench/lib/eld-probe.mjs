@@ -2,7 +2,13 @@
 // measures event-loop delay with perf_hooks.monitorEventLoopDelay and writes it to
 // $BENCH_EVENT_LOOP_DIR/<pid>.json every 200 ms. SIGUSR2 resets the histogram, so the
 // harness can measure exactly the load window. Plain JavaScript: it runs before tsx is registered.
+//
+// Beside the delay (wall time, which on a shared machine includes waiting for a core), `busy_max_ms`
+// is the most CPU time the JS thread itself spent between two ticks of a 2 ms timer, read from the
+// kernel's per-thread run time (/proc/self/task/<pid>/schedstat, nanoseconds): the part of a stall
+// that is the process's own work. Linux only; elsewhere it stays null.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { readFileSync } from 'node:fs';
 import { writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
@@ -17,6 +23,25 @@ if (dir && isMainThread) {
   const h = monitorEventLoopDelay({ resolution: resolutionMs });
   h.enable();
   const file = join(dir, `${process.pid}.json`);
+  // The JS thread's on-CPU nanoseconds (its tid is the pid), or null where schedstat cannot be read.
+  const schedstat = `/proc/self/task/${process.pid}/schedstat`;
+  const onCpuNs = () => {
+    try {
+      return Number(readFileSync(schedstat, 'latin1').split(' ')[0]);
+    } catch {
+      return null;
+    }
+  };
+  let lastCpu = onCpuNs();
+  let busyMaxNs = lastCpu === null ? null : 0;
+  if (lastCpu !== null) {
+    setInterval(() => {
+      const now = onCpuNs();
+      if (now === null || lastCpu === null) return;
+      busyMaxNs = Math.max(busyMaxNs ?? 0, now - lastCpu);
+      lastCpu = now;
+    }, 2).unref();
+  }
   const ms = (ns) => Math.max(0, Math.round((ns / 1e6 - resolutionMs) * 100) / 100);
   let writing = false;
   const write = () => {
@@ -28,6 +53,7 @@ if (dir && isMainThread) {
       p99_ms: ms(h.percentile(99)),
       max_ms: ms(h.max),
       mean_ms: ms(h.mean),
+      busy_max_ms: busyMaxNs === null ? null : Math.round(busyMaxNs / 1e4) / 100,
     };
     // Asynchronous: written synchronously, on a busy disk each write held the measured process's
     // event loop for milliseconds (seen in a CPU profile of the gateway under the overload bench).
@@ -39,5 +65,9 @@ if (dir && isMainThread) {
       .finally(() => (writing = false));
   };
   setInterval(write, 200).unref();
-  process.on('SIGUSR2', () => h.reset());
+  process.on('SIGUSR2', () => {
+    h.reset();
+    lastCpu = onCpuNs();
+    if (busyMaxNs !== null) busyMaxNs = 0;
+  });
 }

@@ -186,7 +186,7 @@ export async function startDeepFace(o: DeepFaceOptions): Promise<DeepFaceService
 }
 
 /** Event-loop delay snapshots written by eld-probe.mjs, one per Node process of our service. */
-export function readEventLoop(dir: string): Array<{ pid: number; argv: string; count: number; p50_ms: number; p99_ms: number; max_ms: number; mean_ms: number }> {
+export function readEventLoop(dir: string): Array<{ pid: number; argv: string; count: number; p50_ms: number; p99_ms: number; max_ms: number; mean_ms: number; busy_max_ms?: number | null }> {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')));

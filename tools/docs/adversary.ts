@@ -6,7 +6,7 @@
 import { results } from '../parity/figures.js';
 
 interface Answer { status: number; code: string; ms: number }
-interface Proc { role: string; rise_mb: number; longest_stall_ms: number; alive: boolean }
+interface Proc { role: string; rise_mb: number; longest_stall_ms: number; busy_ms?: number | null; alive: boolean }
 interface Attack {
   attack: string;
   answers: Answer[];
@@ -28,6 +28,8 @@ const cell = (s: string) => s.replace(/\|/g, '\\|');
 /** MCP tools answer inside an HTTP 200 (the code says "tool error"); every other answer is its status and code. */
 const answer = (a: Answer) => (a.status === 200 && a.code.startsWith('tool error') ? a.code : `${a.status} ${a.code}`);
 const stall = (ms: number) => String(Math.round(ms));
+/** Runs before the probe measured it have no busy figure. */
+const busy = (p: Proc) => (p.busy_ms === undefined || p.busy_ms === null ? '–' : String(Math.round(p.busy_ms)));
 const proc = (r: Attack, role: string) => {
   const p = r.processes.find((x) => x.role === role);
   if (!p) throw new Error(`${ADVERSARY_FILE}: "${r.attack}" has no ${role} process`);
@@ -47,14 +49,14 @@ export function adversaryTable(): string {
     const serve = proc(r, 'serve');
     const model = proc(r, 'model-server');
     return `| ${cell(r.attack)} | ${cell(answers)} | ${r.answers.map((a) => a.ms).join('/')} | ${serve.rise_mb} / ${model.rise_mb} | ` +
-      `${stall(serve.longest_stall_ms)} / ${stall(model.longest_stall_ms)} / ${stall(r.idle_node_stall_ms)} | ${r.died ? '**yes**' : 'no'} | ` +
+      `${stall(serve.longest_stall_ms)} / ${stall(model.longest_stall_ms)} / ${stall(r.idle_node_stall_ms)} | ${busy(serve)} / ${busy(model)} | ${r.died ? '**yes**' : 'no'} | ` +
       `${r.client.p50_ms} / ${r.client.p99_ms}, ${r.client.errors} |`;
   });
   return [
     head,
     '',
-    '| attack | answer | ms | RSS rise serve / model server (MiB) | longest stall serve / model server / idle Node (ms) | died | client p50 / p99 (ms), errors |',
-    '|---|---|---|---|---|---|---|',
+    '| attack | answer | ms | RSS rise serve / model server (MiB) | longest stall serve / model server / idle Node (ms) | busiest JS-thread span serve / model server (ms) | died | client p50 / p99 (ms), errors |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
