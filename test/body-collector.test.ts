@@ -237,6 +237,16 @@ t.test('a large declared body is read into a lent buffer, given back when refuse
   await t.rejects(collectBody(chunks(body, 64 * 1024), String(body.length + 10), LIMIT, short), { code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' });
   t.equal(short.back.length, 1, 'a body shorter than declared gives its buffer back');
 
+  // A pooled buffer is taken once EAGER_MIN_BYTES have arrived, not an eighth of the body: the early
+  // chunks are what the body adds beyond itself.
+  const when = countingBuffers();
+  let received = 0;
+  let receivedAtAcquire = -1;
+  const watched = { ...when, acquire: (n: number) => ((receivedAtAcquire = received), when.acquire(n)) };
+  const big = doc(32 * MIB);
+  await collectBody(chunks(big, 64 * 1024, { onChunk: (c) => (received += c.length) }), String(big.length), LIMIT, watched);
+  t.ok(receivedAtAcquire >= EAGER_MIN_BYTES && receivedAtAcquire <= EAGER_MIN_BYTES + 128 * 1024, `a 32 MiB body took its pooled buffer at ${receivedAtAcquire} bytes (an eighth: ${4 * MIB})`);
+
   const small = countingBuffers();
   await collectBody(chunks(doc(POOLED_MIN_BYTES - 1), 64 * 1024), String(POOLED_MIN_BYTES - 1), LIMIT, small);
   t.equal(small.lent.length, 0, `bodies under ${POOLED_MIN_BYTES} bytes are not worth a pooled buffer`);

@@ -58,7 +58,10 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
     // then its chunks are kept as they came. Allocated at the headers, the uploads that declare 25 MiB
     // and send 1 MiB (held open within the body budget) made V8 count 25 MiB each of external memory,
     // and serve ran major GCs (12-31 ms) that the old reader never caused.
-    const eagerAt = known ? Math.min(declared, Math.max(EAGER_MIN_BYTES, Math.ceil(declared / 8))) : 0;
+    // A pooled buffer adds no external memory, so it is taken at EAGER_MIN_BYTES: its early chunks,
+    // held until then and freed only by a later GC, are what a 64 MiB body adds to RSS beyond itself.
+    const pooledBody = buffers !== undefined && known && declared >= POOLED_MIN_BYTES;
+    const eagerAt = known ? Math.min(declared, pooledBody ? EAGER_MIN_BYTES : Math.max(EAGER_MIN_BYTES, Math.ceil(declared / 8))) : 0;
     let early: Buffer[] | null = known ? [] : null;
     // Uninitialised memory is never handed out: the buffer is returned only when exactly its length
     // has been written into it (a shorter body is refused below).
@@ -97,7 +100,7 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
         if (early) {
           early.push(chunk);
           if (received < eagerAt) return;
-          pooled = buffers !== undefined && declared >= POOLED_MIN_BYTES;
+          pooled = pooledBody;
           buf = pooled ? buffers!.acquire(declared) : Buffer.allocUnsafe(declared);
           let o = 0;
           for (const c of early) o += c.copy(buf, o);
