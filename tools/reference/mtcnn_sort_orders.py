@@ -10,7 +10,9 @@ library's orders to test/fixtures/mtcnn/sort-orders.json:
     /work/venvs/fastmtcnn/bin/python tools/reference/mtcnn_sort_orders.py  # numpy 1.26, torch 2.2
 
 The arrays: float32 values drawn from a few levels (many ties), seeded, of the sizes the detectors see
-(insertion sort below 17 elements, introsort above, torchvision's per-class path past 1,000 boxes).
+(insertion sort below 17 elements, introsort above, torchvision's per-class path past 1,000 boxes;
+for numpy 2's x86-simd-sort: its networks up to 256 elements, its partitions above, and, on the
+largest arrays, its std::sort fallback past 2·⌊log2 n⌋ levels).
 """
 import json
 from pathlib import Path
@@ -23,7 +25,7 @@ OUT = Path(__file__).resolve().parents[2] / "test" / "fixtures" / "mtcnn" / "sor
 def arrays():
     rng = np.random.default_rng(20261127)
     out = []
-    for n in [5, 16, 17, 33, 100, 257, 1000, 2500]:
+    for n in [5, 16, 17, 33, 100, 257, 1000, 2500, 300, 777, 4099, 20000]:
         levels = rng.choice([0.6000001, 0.75, 0.9, 0.99999994, 1.0, 0.97], size=n).astype(np.float32)
         out.append(levels)
     return out
