@@ -2,11 +2,12 @@
 //! torch 2.2 on tie-heavy float32 arrays): numpy_argsort must give numpy 1.26's permutations (the
 //! portable introsort, facenet-pytorch's reference), numpy_avx2_argsort numpy 2.1.3's on float64 (on
 //! x86-64 with AVX2 it hands argsort to x86-simd-sort: mtcnn 1.0.0's reference, whose candidate
-//! scores are float64), and torch_sort_desc torch's, ties included. A sort that only orders values (a
+//! scores are float64), torch_sort_desc torch's unstable descending sort and torch_stable_sort_desc
+//! the order torchvision 0.17's CPU nms keeps tied scores in (recorded through nms itself), ties included. A sort that only orders values (a
 //! stable sort, say) fails here. numpy 2.1's float32 orders (x86-simd-sort's 32-bit path) are
 //! recorded but not used by either detector.
 
-use facecompute_core::detect::mtcnn::{numpy_argsort, numpy_avx2_argsort, torch_sort_desc};
+use facecompute_core::detect::mtcnn::{numpy_argsort, numpy_avx2_argsort, torch_sort_desc, torch_stable_sort_desc};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -67,3 +68,14 @@ fn torch_sort_desc_gives_torchs_tie_order() {
     }
 }
 
+#[test]
+fn torch_stable_sort_desc_gives_torchvision_nms_order() {
+    let f = fixture();
+    let arrs = arrays(&f);
+    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("torchvision-")).expect("torchvision orders");
+    let want = orders(&o["nms_order_float32"]);
+    assert_eq!(want.len(), 12);
+    for (a, w) in arrs.iter().zip(want) {
+        assert_eq!(torch_stable_sort_desc(a), w, "{lib} n={}", a.len());
+    }
+}

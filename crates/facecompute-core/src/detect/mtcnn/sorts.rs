@@ -8,9 +8,11 @@
 //!   numpy 2.x hands argsort to x86-simd-sort instead, which mtcnn 1.0.0 (numpy 2.1) sorts with:
 //!   `xss_argsort.rs`;
 //! - libstdc++'s `std::sort` on (key, index) pairs with a descending comparator: what
-//!   `torch.sort(descending=True)` does on the CPU in torch 2.2 (torchvision's NMS sorts with it).
+//!   `torch.sort(descending=True)` does on the CPU in torch 2.2 (torchvision's per-class batched_nms
+//!   re-sorts its kept boxes with it);
+//! - torch's stable descending sort, which torchvision 0.17's CPU `nms` kernel sorts its scores with.
 //!
-//! NaN sorts last in both, as in the originals.
+//! NaN sorts last in numpy's and first in torch's descending sorts, as in the originals.
 
 /// numpy's `less` for floats: NaN after everything.
 #[inline]
@@ -135,6 +137,19 @@ fn heapsort(a: &mut [usize], less: &impl Fn(usize, usize) -> bool) {
         m -= 1;
         sift(a, 1, m);
     }
+}
+
+/// `torch.sort(v, stable=True, descending=True)`'s indices: descending, ties in index order, NaN
+/// first (torch orders NaN above every number). torchvision's CPU `nms` sorts its scores this way.
+pub fn torch_stable_sort_desc(v: &[f32]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| match (v[a].is_nan(), v[b].is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => v[b].partial_cmp(&v[a]).expect("not NaN"),
+    });
+    idx
 }
 
 /// `std::sort` (libstdc++ introsort) of the pairs (v[i], i) with torch's descending comparator;
