@@ -1,11 +1,13 @@
 //! The MTCNN references' tie orders (tools/reference/mtcnn_sort_orders.py ran numpy 2.1 and 1.26 and
-//! torch 2.2 on tie-heavy float32 arrays): numpy_argsort must give numpy 1.26's permutations and
-//! torch_sort_desc torch's, ties included. A sort that only orders values (a stable sort, say) fails
-//! here. numpy 2.1's orders are recorded but not matched: on x86-64 it hands argsort to x86-simd-sort
-//! (AVX2 or AVX-512, whichever the CPU has), whose tie order depends on the machine; numpy 1.26 on a CPU
-//! without AVX-512, which facenet-pytorch's reference runs, takes the portable introsort.
+//! torch 2.2 on tie-heavy float32 arrays): numpy_argsort must give numpy 1.26's permutations (the
+//! portable introsort, facenet-pytorch's reference), numpy_avx2_argsort numpy 2.1.3's on float64 (on
+//! x86-64 with AVX2 it hands argsort to x86-simd-sort: mtcnn 1.0.0's reference, whose candidate
+//! scores are float64), torch_sort_desc torch's unstable descending sort and torch_stable_sort_desc
+//! the order torchvision 0.17's CPU nms keeps tied scores in (recorded through nms itself), ties included. A sort that only orders values (a
+//! stable sort, say) fails here. numpy 2.1's float32 orders (x86-simd-sort's 32-bit path) are
+//! recorded but not used by either detector.
 
-use facecompute_core::detect::mtcnn::{numpy_argsort, torch_sort_desc};
+use facecompute_core::detect::mtcnn::{numpy_argsort, numpy_avx2_argsort, torch_sort_desc, torch_stable_sort_desc};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -38,7 +40,20 @@ fn numpy_argsort_gives_numpys_tie_order() {
             }
         }
     }
-    assert_eq!(checked, 2 * 8, "numpy 1.26, float32 and float64, 8 arrays");
+    assert_eq!(checked, 2 * 12, "numpy 1.26, float32 and float64, 12 arrays");
+}
+
+#[test]
+fn numpy_avx2_argsort_gives_numpy_2s_tie_order_on_float64() {
+    let f = fixture();
+    let arrs = arrays(&f);
+    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("numpy-2.")).expect("numpy 2 orders");
+    let want = orders(&o["argsort_float64"]);
+    assert_eq!(want.len(), 12);
+    for (a, w) in arrs.iter().zip(want) {
+        let v: Vec<f64> = a.iter().map(|&x| x as f64).collect();
+        assert_eq!(numpy_avx2_argsort(&v), w, "{lib} float64 n={}", a.len());
+    }
 }
 
 #[test]
@@ -47,8 +62,20 @@ fn torch_sort_desc_gives_torchs_tie_order() {
     let arrs = arrays(&f);
     let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("torch-")).expect("torch orders");
     let want = orders(&o["sort_desc_float32"]);
-    assert_eq!(want.len(), 8);
+    assert_eq!(want.len(), 12);
     for (a, w) in arrs.iter().zip(want) {
         assert_eq!(torch_sort_desc(a), w, "{lib} n={}", a.len());
+    }
+}
+
+#[test]
+fn torch_stable_sort_desc_gives_torchvision_nms_order() {
+    let f = fixture();
+    let arrs = arrays(&f);
+    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("torchvision-")).expect("torchvision orders");
+    let want = orders(&o["nms_order_float32"]);
+    assert_eq!(want.len(), 12);
+    for (a, w) in arrs.iter().zip(want) {
+        assert_eq!(torch_stable_sort_desc(a), w, "{lib} n={}", a.len());
     }
 }

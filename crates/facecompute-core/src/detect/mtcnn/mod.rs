@@ -16,8 +16,10 @@
 mod sorts;
 mod tf;
 mod torch;
+mod xss_argsort;
 
-pub use sorts::{numpy_argsort, torch_sort_desc};
+pub use sorts::{numpy_argsort, torch_sort_desc, torch_stable_sort_desc};
+pub use xss_argsort::numpy_avx2_argsort;
 
 use super::{FaceBox, IntFace, Tensor};
 use crate::error::{CoreError, CoreResult};

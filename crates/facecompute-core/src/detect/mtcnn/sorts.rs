@@ -1,16 +1,18 @@
-//! The two unstable sorts the MTCNN references order their candidates with. Candidates with equal
+//! The sorts the MTCNN references order their candidates with. Candidates with equal
 //! scores are common (PNet's softmax saturates in float32), and which of two tied, overlapping boxes
 //! survives non-maximum suppression depends on where the sort left them, so the order of ties is
 //! reproduced, not just the order of values:
 //! - numpy's `argsort` (default kind): introsort over an index array, median-of-3 pivot, insertion
 //!   sort up to 16 elements, heapsort past a depth of 2·⌊log2 n⌋ (numpy/core/src/npysort
 //!   `aquicksort_`): what numpy 1.26 does on a CPU without AVX-512, as in facenet-pytorch's reference.
-//!   numpy 2.x hands argsort to x86-simd-sort (AVX2 or AVX-512, per CPU), whose tie order depends on
-//!   the machine DeepFace runs on; mtcnn 1.0.0's candidates are ordered by the portable sort here;
+//!   numpy 2.x hands argsort to x86-simd-sort instead, which mtcnn 1.0.0 (numpy 2.1) sorts with:
+//!   `xss_argsort.rs`;
 //! - libstdc++'s `std::sort` on (key, index) pairs with a descending comparator: what
-//!   `torch.sort(descending=True)` does on the CPU in torch 2.2 (torchvision's NMS sorts with it).
+//!   `torch.sort(descending=True)` does on the CPU in torch 2.2 (torchvision's per-class batched_nms
+//!   re-sorts its kept boxes with it);
+//! - torch's stable descending sort, which torchvision 0.17's CPU `nms` kernel sorts its scores with.
 //!
-//! NaN sorts last in both, as in the originals.
+//! NaN sorts last in numpy's and first in torch's descending sorts, as in the originals.
 
 /// numpy's `less` for floats: NaN after everything.
 #[inline]
@@ -137,25 +139,42 @@ fn heapsort(a: &mut [usize], less: &impl Fn(usize, usize) -> bool) {
     }
 }
 
+/// `torch.sort(v, stable=True, descending=True)`'s indices: descending, ties in index order, NaN
+/// first (torch orders NaN above every number). torchvision's CPU `nms` sorts its scores this way.
+pub fn torch_stable_sort_desc(v: &[f32]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| match (v[a].is_nan(), v[b].is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => v[b].partial_cmp(&v[a]).expect("not NaN"),
+    });
+    idx
+}
+
 /// `std::sort` (libstdc++ introsort) of the pairs (v[i], i) with torch's descending comparator;
 /// returns the indices in their sorted order (the second output of `torch.sort(descending=True)`).
 pub fn torch_sort_desc(v: &[f32]) -> Vec<usize> {
     let mut a: Vec<(f32, usize)> = v.iter().copied().zip(0..).collect();
     let comp = |x: &(f32, usize), y: &(f32, usize)| (x.0.is_nan() && !y.0.is_nan()) || x.0 > y.0;
+    std_sort(&mut a, &comp);
+    a.into_iter().map(|p| p.1).collect()
+}
+
+/// libstdc++'s `std::sort(first, last, comp)`: introsort, median-of-3 pivot moved to the front,
+/// heapsort past 2·⌊log2 n⌋ levels, then one insertion sort (16 guarded, the rest unguarded).
+pub(super) fn std_sort<T: Copy>(a: &mut [T], comp: &impl Fn(&T, &T) -> bool) {
     let n = a.len();
     if n > 1 {
         let depth = 2 * (usize::BITS - 1 - n.leading_zeros()) as i32;
-        introsort_loop(&mut a, 0, n, depth, &comp);
-        final_insertion_sort(&mut a, &comp);
+        introsort_loop(a, 0, n, depth, comp);
+        final_insertion_sort(a, comp);
     }
-    a.into_iter().map(|p| p.1).collect()
 }
 
 const THRESHOLD: usize = 16;
 
-type Pair = (f32, usize);
-
-fn introsort_loop(a: &mut [Pair], first: usize, mut last: usize, mut depth: i32, comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn introsort_loop<T: Copy>(a: &mut [T], first: usize, mut last: usize, mut depth: i32, comp: &impl Fn(&T, &T) -> bool) {
     while last - first > THRESHOLD {
         if depth == 0 {
             // std::partial_sort(first, last, last): make_heap then sort_heap.
@@ -169,7 +188,7 @@ fn introsort_loop(a: &mut [Pair], first: usize, mut last: usize, mut depth: i32,
     }
 }
 
-fn partition_pivot(a: &mut [Pair], first: usize, last: usize, comp: &impl Fn(&Pair, &Pair) -> bool) -> usize {
+fn partition_pivot<T: Copy>(a: &mut [T], first: usize, last: usize, comp: &impl Fn(&T, &T) -> bool) -> usize {
     let mid = first + (last - first) / 2;
     move_median_to_first(a, first, first + 1, mid, last - 1, comp);
     // Unguarded partition of [first + 1, last) around a[first].
@@ -190,7 +209,7 @@ fn partition_pivot(a: &mut [Pair], first: usize, last: usize, comp: &impl Fn(&Pa
     }
 }
 
-fn move_median_to_first(a: &mut [Pair], result: usize, x: usize, y: usize, z: usize, comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn move_median_to_first<T: Copy>(a: &mut [T], result: usize, x: usize, y: usize, z: usize, comp: &impl Fn(&T, &T) -> bool) {
     let pick = if comp(&a[x], &a[y]) {
         if comp(&a[y], &a[z]) {
             y
@@ -209,7 +228,7 @@ fn move_median_to_first(a: &mut [Pair], result: usize, x: usize, y: usize, z: us
     a.swap(result, pick);
 }
 
-fn final_insertion_sort(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn final_insertion_sort<T: Copy>(a: &mut [T], comp: &impl Fn(&T, &T) -> bool) {
     let n = a.len();
     if n > THRESHOLD {
         insertion_sort(&mut a[..THRESHOLD], comp);
@@ -221,7 +240,7 @@ fn final_insertion_sort(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
     }
 }
 
-fn insertion_sort(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn insertion_sort<T: Copy>(a: &mut [T], comp: &impl Fn(&T, &T) -> bool) {
     for i in 1..a.len() {
         if comp(&a[i], &a[0]) {
             let val = a[i];
@@ -233,7 +252,7 @@ fn insertion_sort(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
     }
 }
 
-fn unguarded_linear_insert(a: &mut [Pair], i: usize, comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn unguarded_linear_insert<T: Copy>(a: &mut [T], i: usize, comp: &impl Fn(&T, &T) -> bool) {
     let val = a[i];
     let mut j = i;
     while comp(&val, &a[j - 1]) {
@@ -244,7 +263,7 @@ fn unguarded_linear_insert(a: &mut [Pair], i: usize, comp: &impl Fn(&Pair, &Pair
 }
 
 /// libstdc++ `__make_heap` + `__sort_heap` (the `__adjust_heap`/`__push_heap` pair).
-fn heap_sort_range(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn heap_sort_range<T: Copy>(a: &mut [T], comp: &impl Fn(&T, &T) -> bool) {
     let len = a.len();
     if len < 2 {
         return;
@@ -267,7 +286,7 @@ fn heap_sort_range(a: &mut [Pair], comp: &impl Fn(&Pair, &Pair) -> bool) {
     }
 }
 
-fn adjust_heap(a: &mut [Pair], mut hole: usize, len: usize, value: Pair, comp: &impl Fn(&Pair, &Pair) -> bool) {
+fn adjust_heap<T: Copy>(a: &mut [T], mut hole: usize, len: usize, value: T, comp: &impl Fn(&T, &T) -> bool) {
     let top = hole;
     let mut child = hole;
     while child < (len - 1) / 2 {

@@ -3,17 +3,17 @@
 //! - pyramid: `round(-(ln(min/12) / ln(0.709) + 1))` scales `0.6 · 0.709^k`; each level is
 //!   `tf.image.resize(AREA)` to `trunc(H·s) × trunc(W·s)`: TensorFlow's ResizeArea kernel in float32;
 //! - PNet cells with face probability `> 0.6` become boxes `(2c + 1 + 11·dx1, 2r + 1 + 11·dy1,
-//!   2c + 12 + 11·dx2, 2r + 12 + 11·dy2) / s` (float64), sorted by score (numpy argsort, reversed);
+//!   2c + 12 + 11·dx2, 2r + 12 + 11·dy2) / s` (float64), sorted by score (numpy 2's argsort on AVX2, reversed: `xss_argsort`);
 //! - suppression is mtcnn's `smart_nms_from_bboxes`: a box is dropped when ANY earlier box (kept or
 //!   not) overlaps it more than the threshold (IoU "union" or "min", areas without the +1);
 //!   per level at 0.5 in the order above, then all levels at 0.7 after a fresh sort;
 //! - RNet/ONet crops are `tf.image.crop_and_resize` (bilinear, float32, 0 outside the image) of boxes
 //!   given as fractions of the image size; RNet keeps `> 0.7`, ONet `> 0.8`; regression uses the
-//!   +1 width; landmarks are placed on the box before ONet's regression, stored as float32;
+//!   +1 width and is TensorFlow's float32 arithmetic (the offsets are a tf.Tensor, see `regress`); landmarks are placed on the box before ONet's regression, stored as float32;
 //! - the result is clipped to the image, then `np.round` (half to even) to integer x, y, w, h and
 //!   landmarks.
 
-use super::sorts::numpy_argsort;
+use super::xss_argsort::numpy_avx2_argsort;
 use super::{square_f64, Face, Level, Row};
 use crate::detect::{FaceBox, IntFace, Tensor};
 use crate::error::CoreResult;
@@ -141,7 +141,7 @@ fn area(r: &Row) -> f64 {
     (r[2] - r[0]) * (r[3] - r[1])
 }
 
-/// mtcnn's `smart_nms_from_bboxes` (one image): optional fresh sort by score (numpy argsort,
+/// mtcnn's `smart_nms_from_bboxes` (one image): optional fresh sort by score (numpy 2's argsort,
 /// reversed), then j survives when no i < j overlaps it by more than `threshold`.
 fn smart_nms(mut rows: Vec<Row>, threshold: f64, min_mode: bool, initial_sort: bool) -> Vec<Row> {
     if initial_sort {
@@ -167,10 +167,10 @@ fn smart_nms(mut rows: Vec<Row>, threshold: f64, min_mode: bool, initial_sort: b
     keep
 }
 
-/// `sort_by_scores(..., ascending=False)`: numpy's argsort, reversed.
+/// `sort_by_scores(..., ascending=False)`: numpy 2's argsort (x86-simd-sort, AVX2), reversed.
 fn sort_desc(rows: &[Row]) -> Vec<Row> {
     let scores: Vec<f64> = rows.iter().map(|r| r[4]).collect();
-    numpy_argsort(&scores).into_iter().rev().map(|i| rows[i]).collect()
+    numpy_avx2_argsort(&scores).into_iter().rev().map(|i| rows[i]).collect()
 }
 
 pub(super) fn after_pnet(levels: &[(f64, &Tensor, &Tensor)]) -> CoreResult<Vec<Row>> {
@@ -248,14 +248,18 @@ pub(super) fn crops(img: &Image, boxes: &[Row], size: usize) -> Vec<f32> {
     out
 }
 
-/// `adjust_bboxes`: offsets scaled by the +1 width and height, in float64.
+/// `adjust_bboxes`: `bboxes[:, 1:5] += bboxes_offsets * sizes`, offsets scaled by the +1 width and
+/// height, all in float32: the offsets are the network's TensorFlow tensor, so `offsets * sizes` is
+/// TensorFlow's product (the float64 sizes cast to float32), and numpy's `+=` defers to the tensor
+/// (its `__array_priority__` is higher), so the sum is TensorFlow's float32 add of the box cast to
+/// float32; the float32 result is stored back into the float64 array.
 fn regress(r: &mut Row, d: &[f32]) {
-    let w = r[2] - r[0] + 1.0;
-    let h = r[3] - r[1] + 1.0;
-    r[0] += d[0] as f64 * w;
-    r[1] += d[1] as f64 * h;
-    r[2] += d[2] as f64 * w;
-    r[3] += d[3] as f64 * h;
+    let w = (r[2] - r[0] + 1.0) as f32;
+    let h = (r[3] - r[1] + 1.0) as f32;
+    let size = [w, h, w, h];
+    for k in 0..4 {
+        r[k] = (r[k] as f32 + d[k] * size[k]) as f64;
+    }
 }
 
 pub(super) fn after_rnet(boxes: &[Row], reg: &[f32], prob: &[f32]) -> Vec<Row> {
@@ -293,7 +297,7 @@ pub(super) fn after_onet(width: u32, height: u32, boxes: &[Row], reg: &[f32], lm
     }
     // smart_nms with the "min" overlap, after a fresh sort; the landmarks follow their box.
     let scores: Vec<f64> = rows.iter().map(|(r, _)| r[4]).collect();
-    let order: Vec<usize> = numpy_argsort(&scores).into_iter().rev().collect();
+    let order: Vec<usize> = numpy_avx2_argsort(&scores).into_iter().rev().collect();
     let sorted: Vec<Row> = order.iter().map(|&i| rows[i].0).collect();
     let kept = smart_nms_indices(&sorted, 0.7, true);
     let (wm1, hm1) = ((width - 1) as f64, (height - 1) as f64);
@@ -355,6 +359,17 @@ mod tests {
         let img = Image::from_raw(7, 5, 3, vec![200; 7 * 5 * 3]).unwrap();
         let out = resize_area(&img, 4, 3);
         assert!(out.iter().all(|&v| (v - norm(200)).abs() < 1e-6));
+    }
+
+    #[test]
+    fn regression_is_tensorflows_float32_arithmetic() {
+        // mtcnn 1.0.0's adjust_bboxes on this row, run with TensorFlow 2.19 and numpy 2.1.3: the offsets
+        // are a float32 tf.Tensor, so the product and (numpy deferring to the tensor) the sum are float32,
+        // even where the offset is 0. In float64 x1 would be 25.365024400694338 and x2 unchanged.
+        let mut r = [10.123456789, 20.0, 132.580245801345, 142.456789012345, 0.9];
+        regress(&mut r, &[0.1234567, -0.05, 0.0, 0.0]);
+        assert_eq!(r[..3], [25.36502456665039, 13.827159881591797, 132.5802459716797]);
+        assert_eq!(r[4], 0.9);
     }
 
     #[test]

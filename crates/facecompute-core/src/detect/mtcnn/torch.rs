@@ -4,14 +4,15 @@
 //!   adaptive average pooling over `[floor(i·in/out), ceil((i+1)·in/out))`, then `(x - 127.5) / 128`;
 //! - PNet cells with probability `>= 0.6` become boxes `floor((2c + 1) / s), floor((2c + 12) / s)`;
 //! - suppression is torchvision's `batched_nms` (greedy, areas without +1, drop when IoU > t): per
-//!   level at 0.5, all levels at 0.7, after RNet at 0.7; ties ordered as torch's `std::sort`, and
-//!   past 1,000 boxes re-sorted the way torchvision's per-class ("vanilla") path does;
+//!   level at 0.5, all levels at 0.7, after RNet at 0.7; its kernel sorts the scores stably (ties in
+//!   index order), and past 1,000 boxes the kept ones are re-sorted the way torchvision's per-class
+//!   ("vanilla") path does, with torch's unstable sort (libstdc++ `std::sort`);
 //!   then facenet-pytorch's own numpy NMS ("Min" overlap, +1 areas, kept when overlap <= 0.7) after ONet;
 //! - regression: after PNet without +1, after RNet/ONet with +1; boxes squared ("rerec");
 //! - crops are the part of the truncated box inside the image (no padding), pooled to 24 or 48;
 //! - faces come out largest first (numpy argsort of the areas, reversed); DeepFace truncates with int().
 
-use super::sorts::{numpy_argsort, torch_sort_desc};
+use super::sorts::{numpy_argsort, torch_sort_desc, torch_stable_sort_desc};
 use super::{Face, Level, Row};
 use crate::detect::{FaceBox, IntFace, Tensor};
 use crate::error::CoreResult;
@@ -90,10 +91,12 @@ struct Cand {
     reg: [f32; 4],
 }
 
-/// torchvision's `nms`: indices kept, in descending score order.
+/// torchvision's `nms`: indices kept, in descending score order. Its CPU kernel (torchvision 0.17,
+/// csrc/ops/cpu/nms_kernel.cpp) sorts the scores with `sort(/*stable=*/true, 0, /*descending=*/true)`:
+/// tied scores in index order.
 fn nms(c: &[Cand], iou: f64) -> Vec<usize> {
     let scores: Vec<f32> = c.iter().map(|x| x.score).collect();
-    let order = torch_sort_desc(&scores);
+    let order = torch_stable_sort_desc(&scores);
     let areas: Vec<f32> = c.iter().map(|x| (x.b[2] - x.b[0]) * (x.b[3] - x.b[1])).collect();
     let mut suppressed = vec![false; c.len()];
     let mut keep = Vec::new();
@@ -295,6 +298,22 @@ pub(super) fn after_onet(boxes: &[Row], reg: &[f32], lms: &[f32], prob: &[f32]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nms_keeps_tied_scores_in_index_order_as_torchvision_does() {
+        // Forty boxes apart from each other, scores 1.0 and 0.9 (PNet's saturated softmax ties this
+        // way): torchvision 0.17's CPU nms sorts stably, so each score's boxes come back in index order
+        // (tools/reference/mtcnn_sort_orders.py records the same through nms itself). torch's unstable
+        // sort (std::sort) scrambles the ties past 16 elements.
+        let c: Vec<Cand> = (0..40)
+            .map(|i| {
+                let x = 20.0 * i as f32;
+                Cand { b: [x, 0.0, x + 10.0, 10.0], score: if i % 3 == 0 { 0.9 } else { 1.0 }, reg: [0.0; 4] }
+            })
+            .collect();
+        let want: Vec<usize> = (0..40).filter(|i| i % 3 != 0).chain((0..40).filter(|i| i % 3 == 0)).collect();
+        assert_eq!(nms(&c, 0.5), want);
+    }
 
     #[test]
     fn scales_stop_below_twelve_pixels() {
