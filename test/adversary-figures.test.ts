@@ -59,3 +59,17 @@ t.test('the busy and stall figures', async (t) => {
   const idle = run.results.map((r) => Math.round(r.idle_node_stall_ms));
   t.ok(prose.includes(`stalls beside it (${span(stalls)}, and ${span(idle)} for an idle Node process`), `stalls ${span(stalls)}, idle ${span(idle)}`);
 });
+
+t.test('the before-and-after figures', async (t) => {
+  const before = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/adversary-before-lift.json'), 'utf8')) as { results: Row[] };
+  const serve = (r: Row | undefined) => r!.processes.find((p) => p.role === 'serve')! as Row['processes'][number] & { busy_ms: number };
+  const of = (rows: Row[], prefix: string) => serve(rows.find((r) => r.attack.startsWith(prefix)));
+  const rows = ['gateway: 64 MiB of valid JSON targets', 'gateway: 64 MiB of valid targets_b64', 'gateway: 64 MiB of numbers outside targets'];
+  const text = prose.replace(/\s+/g, ' ');
+  for (const prefix of rows) {
+    const b = of(before.results, prefix);
+    const n = of(run.results, prefix);
+    t.ok(text.includes(`${Math.round(b.busy_ms)} ms`) && text.includes(`+${b.rise_mb} MiB`), `${prefix} before: ${Math.round(b.busy_ms)} ms, +${b.rise_mb} MiB`);
+    t.ok(text.includes(`now ${Math.round(n.busy_ms)} ms`) && text.includes(`+${n.rise_mb} MiB`), `${prefix} now: ${Math.round(n.busy_ms)} ms, +${n.rise_mb} MiB`);
+  }
+});
