@@ -43,39 +43,30 @@ fn numpy_argsort_gives_numpys_tie_order() {
     assert_eq!(checked, 2 * 12, "numpy 1.26, float32 and float64, 12 arrays");
 }
 
-#[test]
-fn numpy_avx2_argsort_gives_numpy_2s_tie_order_on_float64() {
+/// Checks `sort` against the 12 orders the fixture recorded under `key` for the first library whose
+/// name starts with `prefix` (e.g. "numpy-2.", "torch-").
+fn assert_orders(prefix: &str, key: &str, sort: impl Fn(&[f32]) -> Vec<usize>) {
     let f = fixture();
     let arrs = arrays(&f);
-    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("numpy-2.")).expect("numpy 2 orders");
-    let want = orders(&o["argsort_float64"]);
+    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix} orders"));
+    let want = orders(&o[key]);
     assert_eq!(want.len(), 12);
     for (a, w) in arrs.iter().zip(want) {
-        let v: Vec<f64> = a.iter().map(|&x| x as f64).collect();
-        assert_eq!(numpy_avx2_argsort(&v), w, "{lib} float64 n={}", a.len());
+        assert_eq!(sort(a), w, "{lib} {key} n={}", a.len());
     }
+}
+
+#[test]
+fn numpy_avx2_argsort_gives_numpy_2s_tie_order_on_float64() {
+    assert_orders("numpy-2.", "argsort_float64", |a| numpy_avx2_argsort(&a.iter().map(|&x| x as f64).collect::<Vec<f64>>()));
 }
 
 #[test]
 fn torch_sort_desc_gives_torchs_tie_order() {
-    let f = fixture();
-    let arrs = arrays(&f);
-    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("torch-")).expect("torch orders");
-    let want = orders(&o["sort_desc_float32"]);
-    assert_eq!(want.len(), 12);
-    for (a, w) in arrs.iter().zip(want) {
-        assert_eq!(torch_sort_desc(a), w, "{lib} n={}", a.len());
-    }
+    assert_orders("torch-", "sort_desc_float32", torch_sort_desc);
 }
 
 #[test]
 fn torch_stable_sort_desc_gives_torchvision_nms_order() {
-    let f = fixture();
-    let arrs = arrays(&f);
-    let (lib, o) = f["orders"].as_object().unwrap().iter().find(|(k, _)| k.starts_with("torchvision-")).expect("torchvision orders");
-    let want = orders(&o["nms_order_float32"]);
-    assert_eq!(want.len(), 12);
-    for (a, w) in arrs.iter().zip(want) {
-        assert_eq!(torch_stable_sort_desc(a), w, "{lib} n={}", a.len());
-    }
+    assert_orders("torchvision-", "nms_order_float32", torch_stable_sort_desc);
 }
