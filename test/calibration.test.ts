@@ -85,7 +85,7 @@ t.test('the committed calibration file agrees with itself and with DeepFace', as
   t.ok(file.models['Dlib'], 'Dlib is calibrated');
   t.ok(file.models['Facenet'], 'Facenet, the default model, is calibrated');
   for (const [model, byDet] of Object.entries(file.models)) {
-    for (const det of ['opencv', 'yunet', 'retinaface', 'skip']) t.ok(byDet[det], `${model} × ${det}`);
+    for (const det of ['opencv', 'yunet', 'retinaface', 'mtcnn', 'fastmtcnn', 'skip']) t.ok(byDet[det], `${model} × ${det}`);
     for (const [det, byMetric] of Object.entries(byDet)) {
       for (const metric of ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as const) {
         const c = byMetric[metric];
@@ -143,14 +143,14 @@ t.test('each threshold achieves its stated FAR, TAR and accuracy on the pairs it
       }
     }
   }
-  t.equal(checked, 2 * 4 * 4, `${checked} model/detector/metric entries checked`);
+  t.equal(checked, 2 * 6 * 4, `${checked} model/detector/metric entries checked`);
 });
 
 t.test('what /capabilities serves: the served models and detectors, without curves', async (t) => {
   const file = loadCalibration();
-  const served = servedCalibration(file, ['Dlib', 'NotAModel'], ['opencv', 'skip', 'mtcnn']);
+  const served = servedCalibration(file, ['Dlib', 'NotAModel'], ['opencv', 'skip', 'mtcnn', 'not-a-detector']);
   t.same(Object.keys(served.models), ['Dlib']);
-  t.same(Object.keys(served.models['Dlib']!).sort(), ['opencv', 'skip'].filter((d) => d in file.models['Dlib']!), 'mtcnn is not calibrated');
+  t.same(Object.keys(served.models['Dlib']!).sort(), ['mtcnn', 'opencv', 'skip'], 'the served detectors that are calibrated, and no other');
   const { curve: _c, ...cos } = file.models['Dlib']!['opencv']!.cosine!;
   t.same(served.models['Dlib']!['opencv']!.cosine, cos);
   t.notOk('curve' in served.models['Dlib']!['opencv']!.cosine!);

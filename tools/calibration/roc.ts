@@ -70,7 +70,7 @@ async function embeddings(models: string[], detectors: string[], cachedOnly = fa
   return out;
 }
 
-const COLORS: Record<string, string> = { opencv: '#1f6feb', yunet: '#1a7f37', retinaface: '#d1242f', skip: '#9a6700' };
+const COLORS: Record<string, string> = { opencv: '#1f6feb', yunet: '#1a7f37', retinaface: '#d1242f', skip: '#9a6700', mtcnn: '#8250df', fastmtcnn: '#bf3989' };
 const DASH: Record<string, string> = { Dlib: '', Facenet: '7 4' };
 
 function esc(s: string): string {

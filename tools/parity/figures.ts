@@ -253,7 +253,7 @@ function calibrationTable(): string {
   const file = results(RESULTS.calibration);
   const rows: string[] = [];
   for (const [model, byDet] of Object.entries(file.models as Record<string, Record<string, any>>)) {
-    for (const det of ['opencv', 'yunet', 'retinaface', 'skip']) {
+    for (const det of ['opencv', 'yunet', 'retinaface', 'mtcnn', 'fastmtcnn', 'skip']) {
       const c = byDet[det]?.cosine;
       if (!c) continue;
       rows.push(
