@@ -207,16 +207,19 @@ async function main(): Promise<void> {
     for (const model of MODELS) {
       const t = findThreshold(model, 'cosine');
       let same = 0, compared = 0, oursRight = 0, theirsRight = 0;
+      // Every pair decided otherwise, with both distances: which images and how near the threshold.
+      const differing: string[] = [];
       for (const [a, b, s] of pairs) {
         const dOurs = pairDistance(ours[model]![a], ours[model]![b]);
         const dTheirs = pairDistance(theirs[model]![a], theirs[model]![b]);
         if (dOurs === null || dTheirs === null) continue;
         compared++;
         if ((dOurs <= t) === (dTheirs <= t)) same++;
+        else differing.push(`${a} ~ ${b}: ${dOurs} vs DeepFace ${dTheirs}`);
         if ((dOurs <= t) === (s === 1)) oursRight++;
         if ((dTheirs <= t) === (s === 1)) theirsRight++;
       }
-      decisions[model] = { pairs: pairs.length, compared, same_decision: same, ours_accuracy: oursRight / pairs.length, deepface_accuracy: theirsRight / pairs.length, threshold: t };
+      decisions[model] = { pairs: pairs.length, compared, same_decision: same, ours_accuracy: oursRight / pairs.length, deepface_accuracy: theirsRight / pairs.length, threshold: t, differences: differing };
     }
     out['pairs'] = decisions;
   }

@@ -152,9 +152,14 @@ def run(args) -> int:
     return 0
 
 
+# test/mtcnn-parity.test.ts's SAMPLE_EVERY.lfw: the LFW images whose embeddings the fixture keeps.
+LFW_SAMPLE_EVERY = 25
+
+
 def fixture(args) -> int:
-    """The committed fixture: every image's regions and facial areas; embeddings (6 decimals) for the
-    DeepFace images only (LFW's would be 16 MB: the parity tool reads them from the run's output)."""
+    """The committed fixture: every image's regions and facial areas; embeddings (6 decimals) for every
+    DeepFace image and for LFW's every 25th image in sorted order, the sample test/mtcnn-parity.test.ts
+    re-detects (all of LFW's would be 16 MB: the parity tool reads them from the run's output)."""
     src = Path(args.out) if args.out else OUT / f"{args.detector}-{args.set}.jsonl"
     meta = json.loads(src.with_suffix(".meta.json").read_text())
     rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
@@ -170,10 +175,11 @@ def fixture(args) -> int:
             sys.exit(f"{src}: {len(missing)} images missing (e.g. {missing[:3]}); finish the run first (or --partial)")
         # The run goes through the images in sorted order: a partial fixture is its first N.
         meta = {**meta, "partial": True, "images_total": len(want)}
-    keep_emb = args.set == "deepface"
+    lfw_sample = {r["path"] for i, r in enumerate(rows) if i % LFW_SAMPLE_EVERY == 0}
     out = {"meta": meta, "generator": f"tools/reference/mtcnn_reference.py --detector {args.detector} --set {args.set}",
            "images": {}}
     for r in rows:
+        keep_emb = args.set == "deepface" or r["path"] in lfw_sample
         if "error" in r:
             out["images"][r["path"]] = {"error": r["error"]}
             continue

@@ -14,7 +14,7 @@ Arrays written (NCHW where the tensor is an image, so both dumps compare element
   bgr                 the bordered image DeepFace's detector is given
   level{k}            PNet input of pyramid level k, [1, 3, h, w]; scale{k} its scale
   pnet{k}_reg/_prob   PNet's outputs, [1, 4, h', w'] and [1, 2, h', w']
-  pnet_boxes          the boxes RNet is given, [n, 5] (x1, y1, x2, y2, score)
+  pnet_boxes          the boxes RNet is given, [n, 5] (x1, y1, x2, y2, score; fastmtcnn: as `pad` gets them)
   rnet_in             RNet's input [n, 3, 24, 24]; rnet_reg, rnet_prob its outputs
   rnet_boxes          the boxes ONet is given
   onet_in             ONet's input [n, 3, 48, 48]; onet_reg, onet_landmarks, onet_prob its outputs
@@ -147,6 +147,16 @@ def fastmtcnn_stages(bgr, onnx_dir=""):
             self.calls.append((x.numpy().copy(), [t.numpy().copy() for t in y]))
             return y
 
+    # The boxes each crop stage is given: detect_face's `pad` truncates them to the crop's pixel edges.
+    import facenet_pytorch.models.utils.detect_face as df
+    padded = []
+    pad = df.pad
+
+    def recording_pad(boxes, w, h):
+        padded.append(boxes.detach().cpu().numpy().astype(np.float64).copy())
+        return pad(boxes, w, h)
+
+    df.pad = recording_pad
     rec = {n: Recorder(getattr(det, n), n) for n in ["pnet", "rnet", "onet"]}
     for n, r in rec.items():
         setattr(det, n, r)
@@ -156,6 +166,9 @@ def fastmtcnn_stages(bgr, onnx_dir=""):
     for k, (x, y) in enumerate(rec["pnet"].calls):
         out[f"level{k}"] = x
         out[f"pnet{k}_reg"], out[f"pnet{k}_prob"] = y
+    df.pad = pad
+    for name, given in zip(["pnet_boxes", "rnet_boxes"], padded):
+        out[name] = given[:, :5]
     for net in ["rnet", "onet"]:
         calls = rec[net].calls  # fixed_batch_process: batches of 512
         if calls:
