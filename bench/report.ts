@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DetectorRow } from './suites/detectors.js';
+import type { DetectorRow, LargeImageRow } from './suites/detectors.js';
 import type { BenchFile } from './run.js';
 import { barChart, lineChart } from './lib/svg.js';
 import { eldLabel } from './suites/service.js';
@@ -253,7 +253,7 @@ export function writeReport(b: BenchFile, dir: string): void {
   const compare = result<CompareResult>(b, 'compare');
   const batching = result<BatchingResult>(b, 'batching');
   const ortR = result<OrtResult>(b, 'ort');
-  const detectors = result<{ images: string[]; rows: DetectorRow[] }>(b, 'detectors');
+  const detectors = result<{ images: string[]; rows: DetectorRow[]; large_image?: LargeImageRow[] }>(b, 'detectors');
   const per = { service, library, cold, memory };
   const models = reportModels(per);
   const byModel = Object.fromEntries(models.map((m) => [m, modelRatios(m, per)]));
@@ -376,6 +376,11 @@ export function writeReport(b: BenchFile, dir: string): void {
       md.push(r.deepface ? `| ${r.detector} | ${fx(r.ours.ms_per_image, 0)} / ${fx(r.deepface.ms_per_image, 0)} | ${fx(r.speedup, 1)} | ${fx(r.ours.cpu_ms_per_image, 0)} / ${fx(r.deepface.cpu_ms_per_image, 0)} | ${fx(r.cpu_ratio, 1)} | ${r.ours.faces} / ${r.deepface.faces} |` : `| ${r.detector} | ${fx(r.ours.ms_per_image, 0)} / - | - | - | - | ${r.skipped ?? 'no baseline'} |`);
     }
     md.push('');
+    if (detectors.large_image?.length) {
+      md.push('One large image (DeepFace\'s img40 scaled, on the align border), peak resident memory of a fresh process with the run limits (PNet in bands, RNet and ONet in batches) and with them lifted:', '', '| detector | image | peak RSS MiB, limits / lifted | × | seconds, limits / lifted |', '|---|---|---|---|---|');
+      for (const r of detectors.large_image) md.push(`| ${r.detector} | ${r.width}x${r.height} | ${fx(r.served.peak_rss_mib, 0)} / ${fx(r.whole.peak_rss_mib, 0)} | ${fx(r.peak_ratio, 2)} | ${fx(r.served.seconds[0], 1)} / ${fx(r.whole.seconds[0], 1)} |`);
+      md.push('');
+    }
   }
   if (library?.stages?.length) {
     md.push('Where one of our requests spends its time (median ms per stage, in-process; "CPU" columns: the process\'s CPU time over the stage, every thread; "OpenCV haar" is cv2 detectMultiScale on the same bordered image, what DeepFace runs, wall and CPU):', '', '| model | detector | image | size | decode | border | detect | detect CPU | OpenCV haar | OpenCV haar CPU | extract_faces | to_tensor | embed | embed CPU |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');

@@ -7,6 +7,8 @@
  * numpy 1.x conflicts with that venv, so it runs in FASTMTCNN_PYTHON's (tools/reference/
  * fastmtcnn-requirements.lock; default .venvs/fastmtcnn): without it, its row says so.
  * Ours runs first, then DeepFace, then ours again; the row keeps our faster pass (the machine is shared).
+ * Then one large image's peak memory with the detectors' run limits against them lifted
+ * (bench/detectors/mtcnn-memory.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
@@ -90,6 +92,31 @@ export async function detectorsSuite(ctx: SuiteContext): Promise<Record<string, 
   }
   for (const d of state.detectors.values()) await d.close?.();
   for (const r of state.recognizers.values()) await r.close?.();
+  const large = largeImageRows(ctx, MTCNN_DETECTORS.filter((d) => state.detectors.has(d)));
   ctx.table(['detector', 'ms/image ours', 'DeepFace', '×', 'CPU ms ours', 'DeepFace', '×', 'faces ours / DeepFace'], rows.map((r) => [r.detector, r.ours.ms_per_image.toFixed(1), r.deepface?.ms_per_image.toFixed(1) ?? '-', r.speedup?.toFixed(2) ?? '-', r.ours.cpu_ms_per_image.toFixed(1), r.deepface?.cpu_ms_per_image.toFixed(1) ?? '-', r.cpu_ratio?.toFixed(2) ?? '-', `${r.ours.faces} / ${r.deepface?.faces ?? '-'}`]));
-  return { images: names, rows };
+  if (large.length) {
+    ctx.table(['detector', 'large image', 'peak RSS MiB served / whole', '×', 's served / whole'], large.map((r) => [r.detector, `${r.width}x${r.height}`, `${r.served.peak_rss_mib.toFixed(0)} / ${r.whole.peak_rss_mib.toFixed(0)}`, r.peak_ratio.toFixed(2), `${r.served.seconds[0]!.toFixed(1)} / ${r.whole.seconds[0]!.toFixed(1)}`]));
+  }
+  return { images: names, rows, large_image: large };
+}
+
+export interface LargeImageRun { seconds: number[]; peak_rss_mib: number; rss_after_mib: number; faces: number; width: number; height: number }
+export interface LargeImageRow { detector: string; width: number; height: number; served: LargeImageRun; whole: LargeImageRun; peak_ratio: number }
+
+/**
+ * Memory of one large image (bench/detectors/mtcnn-memory.ts, a fresh process each): the served run
+ * limits against the same detection with them lifted, in the same run.
+ */
+function largeImageRows(ctx: SuiteContext, detectors: string[]): LargeImageRow[] {
+  const pixels = ctx.quick ? 4_000_000 : 20_000_000;
+  const run = (detector: string, limits: 'served' | 'whole'): LargeImageRun =>
+    JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'bench', 'detectors', 'mtcnn-memory.ts'), '--detector', detector, '--limits', limits, '--pixels', String(pixels)], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 600_000 }).trim().split('\n').pop() as string);
+  const out: LargeImageRow[] = [];
+  for (const detector of detectors) {
+    const served = run(detector, 'served');
+    const whole = run(detector, 'whole');
+    out.push({ detector, width: served.width, height: served.height, served, whole, peak_ratio: whole.peak_rss_mib / served.peak_rss_mib });
+    ctx.log(`detectors: ${detector} on a ${served.width}x${served.height} bordered image: peak RSS ${served.peak_rss_mib.toFixed(0)} MiB (run limits) vs ${whole.peak_rss_mib.toFixed(0)} MiB (lifted)`);
+  }
+  return out;
 }

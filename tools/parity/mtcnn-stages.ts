@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { imageOps } from '../../src/model-server/adapters.js';
 import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeTensor } from '../../src/native/faces.js';
 import { sessionOptions } from '../../src/model-server/models/ort-options.js';
-import { REPO } from './deepface-parity.js';
+import { mtcnnGraphs } from '../../test/helpers/mtcnn-graphs.js';
 
 type Arr = { dtype: 'f32' | 'f64' | 'u8'; shape: number[]; data: Float32Array | Float64Array | Uint8Array };
 
@@ -26,8 +26,8 @@ async function main(): Promise<void> {
   const [image, outDir] = positionals;
   if (!image || !outDir) throw new Error('usage: mtcnn-stages.ts --detector mtcnn|fastmtcnn IMAGE OUT_DIR');
   const flavor = values.detector as MtcnnFlavor;
-  const dir = values.onnx ?? (await import('node:fs')).readdirSync(join(REPO, '.models-cache', 'onnx')).map((d) => join(REPO, '.models-cache', 'onnx', d)).find((d) => d.includes(`/${flavor}-`));
-  if (!dir) throw new Error(`no ONNX graphs for ${flavor} under .models-cache/onnx`);
+  const dir = values.onnx ?? mtcnnGraphs(flavor);
+  if (!dir) throw new Error(`no ONNX graphs for ${flavor} in the models cache (bootstrap converts them)`);
   const opts = sessionOptions({ intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' });
   const [pnet, rnet, onet] = await Promise.all(['pnet', 'rnet', 'onet'].map((n) => ort.InferenceSession.create(join(dir, `${n}.onnx`), opts)));
   const run = async (s: ort.InferenceSession, data: Float32Array, dims: number[]): Promise<Record<string, NativeTensor>> => {

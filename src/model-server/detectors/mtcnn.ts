@@ -5,9 +5,10 @@
  * thresholds, suppression, regression, DeepFace's integers) is the native core's
  * (crates/facecompute-core/src/detect/mtcnn), which reproduces each library's own arithmetic.
  *
- * Batching: RNet and ONet take every candidate of an image in one run, as both libraries do. PNet
+ * Batching: RNet and ONet take an image's candidates in runs of up to 256 crops. PNet
  * runs once per pyramid level: the levels differ in size, and padding them to one batch would change
  * the cells at their right and bottom edges (the 'same' pooling), so the result would not be DeepFace's.
+ * A large level runs in bands of rows instead, which gives the same outputs (./pnet-bands.ts).
  *
  * What DeepFace reports: the box, the confidence (ONet's face probability) and the eyes, the
  * person's left eye being the landmark on the image's right; no nose or mouth (DeepFace's wrappers
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
 import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
 import { createSession, toNative, type NativeImage } from './common.js';
+import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows, putRows, sliceRows } from './pnet-bands.js';
 import type { OrtSettings } from '../models/ort-options.js';
 import type { Detection } from '../engines.js';
 
@@ -24,11 +26,24 @@ export type { MtcnnFlavor };
 
 const OUTPUTS = { pnet: ['reg', 'prob'], rnet: ['reg', 'prob'], onet: ['reg', 'landmarks', 'prob'] } as const;
 
+/** Most crops RNet or ONet is given in one run: a run holds intermediates in proportion to its batch. */
+const CROP_BATCH = 256;
+
 function output(out: Record<string, TensorData>, name: string): NativeTensor {
   const t = out[name];
   if (!t) throw new Error(`mtcnn output ${name} missing`);
   return toNative(t);
 }
+
+/** How much one network run may take on: the served values bound memory; the bench's baseline lifts them. */
+export interface MtcnnRunLimits {
+  /** Largest PNet input run at once (pixels); larger levels run in bands. */
+  bandPixels: number;
+  /** Most crops in one RNet or ONet run. */
+  cropBatch: number;
+}
+
+export const MTCNN_RUN_LIMITS: MtcnnRunLimits = { bandPixels: BAND_INPUT_PIXELS, cropBatch: CROP_BATCH };
 
 export class MtcnnDetector {
   private constructor(
@@ -36,21 +51,70 @@ export class MtcnnDetector {
     private readonly pnet: RemoteSession,
     private readonly rnet: RemoteSession,
     private readonly onet: RemoteSession,
+    private readonly limits: MtcnnRunLimits,
   ) {}
 
   /** `dir` holds pnet.onnx, rnet.onnx and onet.onnx (the converter's output for `flavor`). */
-  static async create(flavor: MtcnnFlavor, dir: string, ort: OrtSettings): Promise<MtcnnDetector> {
+  static async create(flavor: MtcnnFlavor, dir: string, ort: OrtSettings, limits: MtcnnRunLimits = MTCNN_RUN_LIMITS): Promise<MtcnnDetector> {
     const sessions = await Promise.all((['pnet', 'rnet', 'onet'] as const).map(async (net) => {
       const s = await createSession(join(dir, `${net}.onnx`), ort);
       for (const name of OUTPUTS[net]) if (!s.outputNames.includes(name)) throw new Error(`${flavor} ${net} lacks output ${name}`);
       return s;
     }));
     const [pnet, rnet, onet] = sessions as [RemoteSession, RemoteSession, RemoteSession];
-    return new MtcnnDetector(flavor, pnet, rnet, onet);
+    return new MtcnnDetector(flavor, pnet, rnet, onet, limits);
   }
 
   private async run(session: RemoteSession, tensor: Float32Array, dims: number[]): Promise<Record<string, TensorData>> {
     return session.run({ [session.inputNames[0] ?? 'input']: { type: 'float32', data: tensor, dims } });
+  }
+
+  /** PNet's outputs on one pyramid level, run in bands when the level is large (./pnet-bands.ts). */
+  async pnetLevel(tensor: Float32Array, height: number, width: number, bandPixels = this.limits.bandPixels): Promise<{ reg: NativeTensor; prob: NativeTensor }> {
+    const bands = pnetBands(height, width, bandPixels);
+    if (bands.length === 1) {
+      const out = await this.run(this.pnet, tensor, [1, 3, height, width]);
+      return { reg: output(out, 'reg'), prob: output(out, 'prob') };
+    }
+    const rows = pnetOutputRows(height);
+    let reg: NativeTensor | null = null;
+    let prob: NativeTensor | null = null;
+    for (const b of bands) {
+      const out = await this.run(this.pnet, sliceRows(tensor, 3, height, width, b.inRow, b.inRows), [1, 3, b.inRows, width]);
+      const r = output(out, 'reg');
+      const p = output(out, 'prob');
+      const [, , bandRows = 0, cols = 0] = r.dims;
+      reg ??= { data: new Float32Array(4 * rows * cols), dims: [1, 4, rows, cols] };
+      prob ??= { data: new Float32Array(2 * rows * cols), dims: [1, 2, rows, cols] };
+      putRows(reg.data, rows, r.data, 4, bandRows, cols, b.outRow);
+      putRows(prob.data, rows, p.data, 2, bandRows, cols, b.outRow);
+    }
+    return { reg: reg!, prob: prob! };
+  }
+
+  /**
+   * RNet's or ONet's outputs on `n` crops of `side` x `side`, at most `batch` crops a run: a large
+   * image can have tens of thousands of candidates, and one run on all of them would hold gigabytes of
+   * intermediates. Each crop's outputs are its own, so the result is the same (facenet-pytorch itself
+   * runs them 512 at a time; test/mtcnn-pnet-bands.test.ts checks the bytes).
+   */
+  async cropNet(net: 'rnet' | 'onet', crops: Float32Array, n: number, side: number, batch = this.limits.cropBatch): Promise<Record<string, TensorData>> {
+    const session = net === 'rnet' ? this.rnet : this.onet;
+    const per = 3 * side * side;
+    if (n <= batch) return this.run(session, crops, [n, 3, side, side]);
+    const out: Record<string, TensorData> = {};
+    for (let i = 0; i < n; i += batch) {
+      const m = Math.min(batch, n - i);
+      const part = await this.run(session, crops.slice(i * per, (i + m) * per), [m, 3, side, side]);
+      for (const name of OUTPUTS[net]) {
+        const t = part[name];
+        if (!t) throw new Error(`mtcnn ${net} output ${name} missing`);
+        const width = t.data.length / m;
+        const whole = (out[name] ??= { type: 'float32', data: new Float32Array(n * width), dims: [n, width] });
+        whole.data.set(t.data, i * width);
+      }
+    }
+    return out;
   }
 
   /** The library's faces with DeepFace's integers and the unrounded values (tests, benchmarks). */
@@ -58,18 +122,15 @@ export class MtcnnDetector {
     const levels = await mtcnnPyramid(img, this.flavor);
     if (levels.length === 0) return [];
     const pnetOut = [];
-    for (const l of levels) {
-      const out = await this.run(this.pnet, l.tensor, [1, 3, l.height, l.width]);
-      pnetOut.push({ scale: l.scale, reg: output(out, 'reg'), prob: output(out, 'prob') });
-    }
+    for (const l of levels) pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
     const r = await mtcnnAfterPnet(img, this.flavor, pnetOut);
     const nr = r.boxes.length / 5;
     if (nr === 0) return [];
-    const rout = await this.run(this.rnet, r.crops, [nr, 3, 24, 24]);
+    const rout = await this.cropNet('rnet', r.crops, nr, 24);
     const o = await mtcnnAfterRnet(img, this.flavor, r.boxes, output(rout, 'reg'), output(rout, 'prob'));
     const no = o.boxes.length / 5;
     if (no === 0) return [];
-    const oout = await this.run(this.onet, o.crops, [no, 3, 48, 48]);
+    const oout = await this.cropNet('onet', o.crops, no, 48);
     return mtcnnFaces(this.flavor, img.width, img.height, o.boxes, output(oout, 'reg'), output(oout, 'landmarks'), output(oout, 'prob'));
   }
 
