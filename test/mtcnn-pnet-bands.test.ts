@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/index.js';
 import { imageOps } from '../src/model-server/adapters.js';
-import { MTCNN_RUN_LIMITS, MtcnnDetector } from '../src/model-server/detectors/mtcnn.js';
+import { MTCNN_RUN_LIMITS, MtcnnDetector, type MtcnnFlavor } from '../src/model-server/detectors/mtcnn.js';
 import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows } from '../src/model-server/detectors/pnet-bands.js';
 import { mtcnnAfterPnet, mtcnnPyramid } from '../src/native/faces.js';
 import { SHARED } from '../tools/parity/deepface-parity.js';
@@ -43,16 +43,25 @@ t.test('bands cover every output row once, in order, from even input rows within
 
 const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
-t.test('banded PNet equals whole-level PNet, bit for bit', async (t) => {
+/** DeepFace's img1, a seeded generator of values in [-1, 1), and each installed flavour's detector. */
+async function setup(t: Tap.Test, seed: number) {
   const ops = imageOps(loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent' }));
   const img = await ops.decode(readFileSync(join(SHARED, 'deepface', 'img1.jpg')));
-  let seed = 7;
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  const detectors: Array<[MtcnnFlavor, MtcnnDetector]> = [];
   for (const flavor of ['mtcnn', 'fastmtcnn'] as const) {
     const dir = mtcnnGraphs(flavor);
     if (!t.ok(dir, `${flavor}'s graphs are installed (bootstrap converts them)`) || !dir) continue;
     const det = await MtcnnDetector.create(flavor, dir, { intraOpThreads: 0, interOpThreads: 1, provider: 'cpu' });
     t.teardown(() => det.release());
+    detectors.push([flavor, det]);
+  }
+  return { img, random, detectors };
+}
+
+t.test('banded PNet equals whole-level PNet, bit for bit', async (t) => {
+  const { img, random, detectors } = await setup(t, 7);
+  for (const [flavor, det] of detectors) {
     const levels = (await mtcnnPyramid(img, flavor)).slice(0, 4).map((l) => ({ ...l, what: `level ${l.width}x${l.height}` }));
     for (const [h, w] of [[61, 47], [96, 33]] as const) {
       levels.push({ scale: 1, width: w, height: h, tensor: Float32Array.from({ length: 3 * h * w }, random), what: `random ${w}x${h}` });
@@ -74,15 +83,8 @@ t.test('banded PNet equals whole-level PNet, bit for bit', async (t) => {
 });
 
 t.test('RNet and ONet in batches equal one run on every crop, bit for bit', async (t) => {
-  const ops = imageOps(loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent' }));
-  const img = await ops.decode(readFileSync(join(SHARED, 'deepface', 'img1.jpg')));
-  let seed = 11;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-  for (const flavor of ['mtcnn', 'fastmtcnn'] as const) {
-    const dir = mtcnnGraphs(flavor);
-    if (!t.ok(dir, `${flavor}'s graphs are installed`) || !dir) continue;
-    const det = await MtcnnDetector.create(flavor, dir, { intraOpThreads: 0, interOpThreads: 1, provider: 'cpu' });
-    t.teardown(() => det.release());
+  const { img, random, detectors } = await setup(t, 11);
+  for (const [flavor, det] of detectors) {
     // RNet on the image's own candidates; ONet on random crops.
     const levels = await mtcnnPyramid(img, flavor);
     const pnet = [];
