@@ -107,8 +107,7 @@ export class MtcnnDetector {
       const m = Math.min(batch, n - i);
       const part = await this.run(session, crops.slice(i * per, (i + m) * per), [m, 3, side, side]);
       for (const name of OUTPUTS[net]) {
-        const t = part[name];
-        if (!t) throw new Error(`mtcnn ${net} output ${name} missing`);
+        const t = output(part, name);
         const width = t.data.length / m;
         const whole = (out[name] ??= { type: 'float32', data: new Float32Array(n * width), dims: [n, width] });
         whole.data.set(t.data, i * width);
