@@ -19,12 +19,13 @@ import { imageOps } from '../src/model-server/adapters.js';
 import { cosineDistance, REPO, SHARED } from '../tools/parity/deepface-parity.js';
 import { devTrainImages } from '../tools/parity/lfw-devtrain.js';
 import { compareRegions, createMtcnnPipeline, emptyStats, imagePath, ourRegions, RESULTS_FILE, type RefImage } from '../tools/parity/mtcnn-parity.js';
+import { mtcnnFixture, readJsonFile } from '../tools/parity/fixture-files.js';
 
 const DETECTORS = ['mtcnn', 'fastmtcnn'] as const;
 const SAMPLE_EVERY = { deepface: 3, lfw: 25 } as const;
 const results = JSON.parse(readFileSync(join(REPO, RESULTS_FILE), 'utf8')) as Record<string, Record<string, any>>;
-const fixture = (det: string, set: string) => join(REPO, 'test', 'fixtures', 'mtcnn', `${det}-${set}.json`);
-const load = (det: string, set: string) => JSON.parse(readFileSync(fixture(det, set), 'utf8')) as { meta: Record<string, string>; images: Record<string, RefImage> };
+const fixture = mtcnnFixture;
+const load = (det: string, set: string) => readJsonFile<{ meta: Record<string, string>; images: Record<string, RefImage> }>(fixture(det, set));
 
 t.test('the committed DeepFace outputs name the versions that made them', async (t) => {
   for (const det of DETECTORS) {

