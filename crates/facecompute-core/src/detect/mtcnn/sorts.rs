@@ -312,8 +312,34 @@ fn adjust_heap<T: Copy>(a: &mut [T], mut hole: usize, len: usize, value: T, comp
     a[hole] = value;
 }
 
+/// Inputs and checks the sort tests here and in xss_argsort.rs share.
+#[cfg(test)]
+pub(super) mod test_values {
+    /// Seeded small integers from a 64-bit LCG: arrays heavy in ties. The state runs on across calls.
+    pub struct SmallInts(pub u64);
+
+    impl SmallInts {
+        pub fn take(&mut self, n: usize, distinct: u64) -> Vec<f64> {
+            (0..n)
+                .map(|_| {
+                    self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((self.0 >> 33) % distinct) as f64
+                })
+                .collect()
+        }
+    }
+
+    /// `idx` holds each of 0..n once.
+    pub fn assert_permutation(idx: &[usize], n: usize) {
+        let mut s = idx.to_vec();
+        s.sort();
+        assert_eq!(s, (0..n).collect::<Vec<_>>(), "n={n}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_values::{assert_permutation, SmallInts};
     use super::*;
 
     fn is_sorted_by(idx: &[usize], v: &[f64]) -> bool {
@@ -322,37 +348,23 @@ mod tests {
 
     #[test]
     fn numpy_argsort_sorts_and_is_a_permutation() {
-        let mut seed = 7u64;
+        let mut values = SmallInts(7);
         for n in [0, 1, 2, 5, 16, 17, 40, 1000] {
-            let v: Vec<f64> = (0..n)
-                .map(|_| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    ((seed >> 33) % 7) as f64
-                })
-                .collect();
+            let v = values.take(n, 7);
             let idx = numpy_argsort(&v);
             assert!(is_sorted_by(&idx, &v), "n={n}");
-            let mut s = idx.clone();
-            s.sort();
-            assert_eq!(s, (0..n).collect::<Vec<_>>());
+            assert_permutation(&idx, n);
         }
     }
 
     #[test]
     fn torch_sort_desc_sorts_and_is_a_permutation() {
-        let mut seed = 3u64;
+        let mut values = SmallInts(3);
         for n in [0, 1, 2, 16, 17, 100, 3000] {
-            let v: Vec<f32> = (0..n)
-                .map(|_| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    ((seed >> 33) % 5) as f32
-                })
-                .collect();
+            let v: Vec<f32> = values.take(n, 5).into_iter().map(|x| x as f32).collect();
             let idx = torch_sort_desc(&v);
             assert!(idx.windows(2).all(|w| v[w[0]] >= v[w[1]]), "n={n}");
-            let mut s = idx.clone();
-            s.sort();
-            assert_eq!(s, (0..n).collect::<Vec<_>>());
+            assert_permutation(&idx, n);
         }
     }
 

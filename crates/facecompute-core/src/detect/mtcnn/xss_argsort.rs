@@ -260,23 +260,17 @@ fn argsort_n(v: &[f64], arg: &mut [usize]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sorts::test_values::{assert_permutation, SmallInts};
     use super::*;
 
     #[test]
     fn sorts_and_is_a_permutation() {
-        let mut seed = 11u64;
+        let mut values = SmallInts(11);
         for n in [0, 1, 2, 3, 4, 5, 9, 16, 17, 63, 64, 65, 255, 256, 257, 300, 1000, 4097] {
-            let v: Vec<f64> = (0..n)
-                .map(|_| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    ((seed >> 33) % 6) as f64
-                })
-                .collect();
+            let v = values.take(n, 6);
             let idx = numpy_avx2_argsort(&v);
             assert!(idx.windows(2).all(|w| v[w[0]] <= v[w[1]]), "n={n}");
-            let mut s = idx.clone();
-            s.sort();
-            assert_eq!(s, (0..n).collect::<Vec<_>>(), "n={n}");
+            assert_permutation(&idx, n);
         }
     }
 
