@@ -37,6 +37,13 @@ for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
 SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+# Node.js: the major CI runs (package.json's engines floor). Debian's and Ubuntu's apt carry an older one,
+# so where node is missing or older, apt's npm installs `node@NODE_MAJOR` from the npm registry (the
+# package `node`, whose binary is the registry's node-linux-<cpu>) into /usr/local/bin, ahead of
+# /usr/bin on PATH: one route, from a registry the install needs anyway.
+NODE_MAJOR=20
+node_ok() { command -v node >/dev/null 2>&1 && [ "$(node -p 'process.versions.node.split(".")[0]')" -ge "$NODE_MAJOR" ]; }
+if ! node_ok && ! command -v npm >/dev/null 2>&1; then need_apt+=(nodejs npm); fi
 # OpenCV's cascades come from Debian's opencv-data (`apt-get download`, nothing installed): apt needs its
 # package lists for that, which a fresh container image does not have.
 if [ ${#need_apt[@]} -gt 0 ] || ! apt-cache show opencv-data >/dev/null 2>&1; then
@@ -48,6 +55,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 took "apt"
+if ! node_ok; then
+  log "Node $NODE_MAJOR from the npm registry (npm install -g node@$NODE_MAJOR; node was $(node --version 2>/dev/null || echo missing))"
+  $SUDO npm install -g --no-audit --no-fund "node@$NODE_MAJOR"
+  hash -r
+  node_ok || { echo "bootstrap: node is $(node --version 2>/dev/null || echo missing) after installing Node $NODE_MAJOR: put $(npm prefix -g)/bin first on PATH" >&2; exit 1; }
+  took "node"
+fi
 # Debian starts redis-server as a system service on install; the tests use their own instance.
 
 # ---- Rust toolchain (the one present; rustup only if cargo is missing) ---------------------------

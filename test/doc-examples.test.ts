@@ -31,7 +31,7 @@ import { CLIENT_JS_DIR, CLIENT_PYTHON_VENV, installPythonClient } from './helper
 // How many shell blocks each document runs and skips. Adding an example means raising these.
 // Every docs/*.md page is here: a page missing from this table fails, so a new page's blocks are counted too.
 const EXPECTED: Record<string, { run: number; skip: number; env: number }> = {
-  'README.md': { run: 1, skip: 1, env: 1 },
+  'README.md': { run: 1, skip: 2, env: 1 },
   'docs/README.md': { run: 0, skip: 0, env: 0 },
   'docs/accounts.md': { run: 0, skip: 1, env: 0 },
   'docs/api.md': { run: 4, skip: 0, env: 1 },

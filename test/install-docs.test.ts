@@ -54,11 +54,20 @@ t.test("docs/install.md's container quickstart runs the image as the Dockerfile 
 });
 
 t.test('the prerequisites name what the build uses', async (t) => {
-  const rust = /^FROM rust:(\d+\.\d+)/m.exec(DOCKERFILE)?.[1];
-  const node = /^FROM node:(\d+)\./m.exec(DOCKERFILE)?.[1];
-  t.ok(node && README.includes(`| Node.js ${node} LTS with npm`), `README: Node.js ${node} LTS, the image's`);
-  t.ok(rust && README.includes(`| Rust ${rust} or newer`), `README: Rust ${rust} or newer, as the image builds with`);
-  t.ok(README.includes(`\`engines\` is \`${PKG.engines.node}\``), `README: engines ${PKG.engines.node}, as package.json says`);
+  // Rust: the README's minimum is Cargo.toml's rust-version, and the image builds with that or newer.
+  const rustMin = /^rust-version = "(\d+\.\d+)"/m.exec(readFileSync(resolve(REPO_ROOT, 'Cargo.toml'), 'utf8'))?.[1];
+  const rustImage = /^FROM rust:(\d+\.\d+)/m.exec(DOCKERFILE)?.[1];
+  t.ok(rustMin && README.includes(`| Rust ${rustMin} or newer (\`Cargo.toml\`'s \`rust-version\``), `README: Rust ${rustMin} or newer, Cargo.toml's rust-version`);
+  const ver = (v: string) => v.split('.').map(Number) as [number, number];
+  t.ok(rustMin && rustImage && (ver(rustImage)[0] > ver(rustMin)[0] || ver(rustImage)[1] >= ver(rustMin)[1]), `the image's Rust ${rustImage} is at least ${rustMin}`);
+  // Node: one supported major, the one CI runs (this process), engines' floor, and the route bootstrap takes.
+  const major = Number(process.versions.node.split('.')[0]);
+  t.equal(PKG.engines.node, `>=${major}`, `engines is >=${major}, the Node this suite runs on`);
+  t.ok(README.includes(`| Node.js ${major} with npm (\`engines\` is \`${PKG.engines.node}\`; CI runs ${major})`), `README: Node.js ${major}, engines ${PKG.engines.node}, CI ${major}`);
+  const bootstrapText = readFileSync(resolve(REPO_ROOT, 'scripts/bootstrap.sh'), 'utf8');
+  t.match(bootstrapText, new RegExp(`NODE_MAJOR=${major}\\b`), `bootstrap.sh requires Node ${major}`);
+  t.match(bootstrapText, /npm install -g [^\n]*"node@\$NODE_MAJOR"/, 'and installs it from the npm registry when older');
+  t.ok(README.includes(`sudo npm install -g node@${major}`), 'the README gives the same route');
   for (const tool of ['build-essential', 'pkg-config', 'cmake', 'nasm', 'python3-venv', 'curl', 'jq']) {
     t.match(readFileSync(resolve(REPO_ROOT, 'scripts/bootstrap.sh'), 'utf8'), new RegExp(`APT_PACKAGES=\\([^)]*\\b${tool}\\b`), `serve installs ${tool}`);
   }
