@@ -16,15 +16,15 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
-import { DEFAULT_RECIPE, createSchema, enroll, identify, recommendedThreshold, searchEmbedding, tableFor, type Service } from '../examples/face-search/face-search.js';
-import { DEEPFACE_DIR, REPO_ROOT } from './helpers/shared.js';
+import { DEFAULT_RECIPE, calibratedPoints, createSchema, enroll, falseMatchRate, identify, recommendedThreshold, requiredFar, searchEmbedding, searchSettings, tableFor, thresholdForGallery, type Service } from '../examples/face-search/face-search.js';
+import { DEEPFACE_DIR, REPO_ROOT, SHARED_DATA_DIR } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
 import { freePort } from './helpers/ports.js';
 import { userEnv } from './helpers/serve-proc.js';
@@ -36,6 +36,60 @@ const photos = readFileSync(join(DEEPFACE_DIR, 'identities.csv'), 'utf8')
   .map((line) => line.split(','))
   .filter(([, identity]) => !identity!.includes('+')) // couple.jpg and selfie-many-people.jpg show several people
   .map(([name, subject]) => ({ name: name!, subject: subject!, bytes: new Uint8Array(readFileSync(join(DEEPFACE_DIR, name!))) }));
+
+/**
+ * Strangers: real faces of people outside the gallery. Every 30th person of LFW DevTrain, first photo,
+ * leaving out the people DeepFace's test images show (Angelina Jolie, Jennifer Aniston; Bill Gates to
+ * be safe), so no stranger is enrolled.
+ */
+const LFW_DIR = join(SHARED_DATA_DIR, 'lfw-devtrain');
+const NOT_STRANGERS = new Set(['Angelina_Jolie', 'Jennifer_Aniston', 'Bill_Gates']);
+const strangers = readdirSync(LFW_DIR, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort()
+  .filter((name, i) => i % 30 === 0 && !NOT_STRANGERS.has(name))
+  .map((name) => {
+    const file = readdirSync(join(LFW_DIR, name)).filter((f) => f.endsWith('.jpg')).sort()[0]!;
+    return { name: `${name}/${file}`, bytes: new Uint8Array(readFileSync(join(LFW_DIR, name, file))) };
+  });
+
+/** The tolerated share of strangers' searches that return a match, for the gallery-size threshold. */
+const FALSE_MATCH = 0.1;
+
+/** The smallest k with P(X <= k) >= q for X ~ Binomial(n, p). */
+function binomialQuantile(n: number, p: number, q: number): number {
+  let cdf = 0;
+  let pk = (1 - p) ** n;
+  for (let k = 0; k <= n; k++) {
+    cdf += pk;
+    if (cdf >= q) return k;
+    pk *= ((n - k) / (k + 1)) * (p / (1 - p));
+  }
+  return n;
+}
+
+t.test("the gallery-size arithmetic, and docs/face-search.md's table of it", async (t) => {
+  t.ok(Math.abs(falseMatchRate(1000, 1e-3) - 0.6323) < 1e-4, 'FAR 1e-3 over 1,000 rows: 63% of strangers match someone');
+  for (const rows of [1, 10, 62, 1000, 100_000]) {
+    for (const a of [0.01, 0.1]) t.ok(Math.abs(falseMatchRate(rows, requiredFar(rows, a)) - a) < 1e-9, `requiredFar inverts falseMatchRate (${rows} rows, ${a})`);
+  }
+  const page = readFileSync(resolve(REPO_ROOT, 'docs/face-search.md'), 'utf8');
+  const rows = [...page.matchAll(/^\| ([\d,]+) \| ([\d.]+(?:e-\d+)?) \| ([\d.]+(?:e-\d+)?) \| ([\d.]+)% \|/gm)];
+  t.ok(rows.length >= 4, `the page's gallery table has ${rows.length} rows`);
+  for (const [, n, at1, at10, fm] of rows as unknown as Array<[string, string, string, string, string]>) {
+    const g = Number(n.replace(/,/g, ''));
+    t.equal(Number(at1), Number(requiredFar(g, 0.01).toPrecision(3)), `${n} rows, 1% false matches: FAR ${at1}`);
+    t.equal(Number(at10), Number(requiredFar(g, 0.1).toPrecision(3)), `${n} rows, 10% false matches: FAR ${at10}`);
+    t.equal(Number(fm), Number((falseMatchRate(g, 1e-3) * 100).toFixed(1)), `${n} rows at FAR 1e-3: ${fm}% of strangers match`);
+  }
+  const calibration = JSON.parse(readFileSync(resolve(REPO_ROOT, 'models/calibration/lfw-devtrain.json'), 'utf8'));
+  const points = (model: string, det: string) => Object.entries(calibration.models[model][det].cosine).filter(([, p]) => typeof p === 'object' && p && 'threshold' in (p as object)).map(([name, p]) => ({ name, ...(p as { threshold: number; far: number; tar: number }) }));
+  const yunet = thresholdForGallery(points('Facenet', 'yunet'), 62, FALSE_MATCH);
+  t.same(yunet.threshold, calibration.models.Facenet.yunet.cosine.far_1e_3.threshold, 'Facenet + yunet, 62 rows, 10%: the FAR <= 1e-3 point');
+  t.equal(thresholdForGallery(points('Facenet', 'yunet'), 1000, 0.01).threshold, null, 'a gallery of 1,000 at 1%: below what LFW DevTrain can vouch for');
+  for (const det of ['mtcnn', 'fastmtcnn']) t.equal(thresholdForGallery(points('Facenet', det), 62, FALSE_MATCH).threshold, null, `Facenet + ${det}: the strict point's TAR is unusable, so none`);
+});
 
 t.test('face search with pgvector: the right person for every photo, at the recommended threshold', { timeout: 600_000 }, async (t) => {
   t.equal(photos.length, 62, "DeepFace's single-person test photos");
@@ -103,20 +157,43 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   const svc: Service = { url, key };
 
   const recipe = DEFAULT_RECIPE;
-  const threshold = await recommendedThreshold(svc, recipe);
+  const threshold = await recommendedThreshold(svc, recipe, photos.length, FALSE_MATCH);
   const calibration = JSON.parse(readFileSync(resolve(REPO_ROOT, 'models/calibration/lfw-devtrain.json'), 'utf8'));
-  t.equal(threshold, calibration.models.Facenet.yunet.cosine.far_1e_3.threshold, `the recommended threshold is the calibrated FAR <= 1e-3 point (${threshold})`);
+  t.equal(threshold, calibration.models.Facenet.yunet.cosine.far_1e_3.threshold, `62 rows, at most 10% false matches: the calibrated FAR <= 1e-3 point (${threshold})`);
+  t.equal((await calibratedPoints(svc, recipe)).length, 4, "the deployment's four calibrated points");
 
-  await createSchema(db, recipe.model, caps.embedding_dims[recipe.model]!);
+  const table = tableFor(recipe);
+  t.equal(table, 'faces_facenet_yunet_base_a1_e0', 'one table per comparable configuration');
+  await createSchema(db, recipe, caps.embedding_dims[recipe.model]!);
   await enroll(db, svc, recipe, photos);
-  const { rows } = await db.query<{ n: string; dims: number }>(`SELECT count(*) AS n, max(vector_dims(embedding)) AS dims FROM ${tableFor(recipe.model)}`);
+  const { rows } = await db.query<{ n: string; dims: number }>(`SELECT count(*) AS n, max(vector_dims(embedding)) AS dims FROM ${table}`);
   t.same(rows[0], { n: '62', dims: 128 }, 'one 128-d row per photo');
+  await t.rejects(db.query(`INSERT INTO ${table} (subject, source, model, detector, normalization, align, expand_percentage, facial_area, embedding) SELECT subject, source, model, detector, normalization, align, 10, facial_area, embedding FROM ${table} LIMIT 1`), /check constraint/, 'a row of another configuration is refused');
   lap('62 photos enrolled');
 
   // The top-N query is answered by the HNSW index (with sequential scans off: 62 rows would not need it).
   await db.query('SET enable_seqscan = off');
-  const plan = (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT subject FROM ${tableFor(recipe.model)} ORDER BY embedding <=> $1 LIMIT 10`, [`[${new Array(128).fill(0.1).join(',')}]`])).rows.map((r) => r['QUERY PLAN']).join('\n');
-  t.match(plan, /Index Scan using faces_facenet_embedding_hnsw/, 'HNSW index scan');
+  const plan = (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT subject FROM ${table} ORDER BY embedding <=> $1 LIMIT 10`, [`[${new Array(128).fill(0.1).join(',')}]`])).rows.map((r) => r['QUERY PLAN']).join('\n');
+  t.match(plan, new RegExp(`Index Scan using ${table}_embedding_hnsw`), 'HNSW index scan');
+
+  // A filter applied after the scan: with a small hnsw.ef_search and no iterative scan, fewer rows than
+  // LIMIT come back; with the recipe's iterative scan, all of them.
+  const bySubject = new Map<string, number>();
+  for (const p of photos) bySubject.set(p.subject, (bySubject.get(p.subject) ?? 0) + 1);
+  const [subject, count] = [...bySubject].sort((a, b) => b[1] - a[1])[0]!;
+  const probeRow = (await db.query<{ e: string }>(`SELECT embedding::text AS e FROM ${table} WHERE subject <> $1 LIMIT 1`, [subject])).rows[0]!.e;
+  const filtered = async (settings: Array<[string, string]>) => {
+    await db.query('BEGIN');
+    for (const [k, v] of settings) await db.query('SELECT set_config($1, $2, true)', [k, v]);
+    const r = await db.query(`SELECT source FROM ${table} WHERE subject = $2 ORDER BY embedding <=> $1 LIMIT $3`, [probeRow, subject, count]);
+    await db.query('COMMIT');
+    return r.rows.length;
+  };
+  const without = await filtered([['hnsw.ef_search', '1'], ['hnsw.iterative_scan', 'off']]);
+  const withScan = await filtered([['hnsw.ef_search', '1'], ...searchSettings(count).filter(([k]) => k === 'hnsw.iterative_scan')]);
+  t.ok(without < count, `a post-scan filter without iterative scan: ${without} of ${count} rows`);
+  t.equal(withScan, count, `with hnsw.iterative_scan = strict_order: all ${count}`);
+  await db.query('SET enable_seqscan = on');
 
   const wrong: string[] = [];
   let maxDelta = 0;
@@ -127,9 +204,26 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   }
   lap('62 photos searched');
   t.same(wrong, [], 'every photo finds its own person among the others');
-  t.ok(maxDelta < 1e-5, `pgvector's cosine distance is the service's (largest difference ${maxDelta.toExponential(2)})`);
+  t.ok(maxDelta < 1e-5, `pgvector's cosine distance is the service's, within 1e-5 (largest difference ${maxDelta.toExponential(2)})`);
 
-  // And the decision is the threshold's: a stranger's photo matches nobody.
-  const probe = await searchEmbedding(db, svc, recipe, new Array(128).fill(0).map((_, i) => Math.sin(i)), { threshold });
-  t.ok(probe.length === 10 && probe.every((m) => !m.verified), 'an unrelated vector verifies against no one');
+  // Open set: real faces of people who are not enrolled. At most FALSE_MATCH of them may match someone;
+  // the bound is the binomial's 99.9% quantile, so a looser threshold (FAR <= 1e-2 gives
+  // 1 - 0.99^62 = 46% false matches) fails here.
+  t.ok(strangers.length >= 60, `${strangers.length} strangers from LFW`);
+  const falseMatches: string[] = [];
+  const noFace: string[] = [];
+  for (const s of strangers) {
+    // yunet alone (no fallback detector here) finds no face in a few LFW photos: those are not searches.
+    const match = await identify(db, svc, recipe, s, { threshold }).catch((err: Error) => {
+      if (!/422 no_face_detected/.test(err.message)) throw err;
+      noFace.push(s.name);
+      return null;
+    });
+    if (match) falseMatches.push(`${s.name} -> ${match.subject} (${match.source}) at ${match.distance}`);
+  }
+  const searched = strangers.length - noFace.length;
+  lap(`${strangers.length} strangers searched`);
+  t.ok(searched >= 60, `${searched} strangers searched (no face found by yunet: ${noFace.join(', ') || 'none'})`);
+  const bound = binomialQuantile(searched, FALSE_MATCH, 0.999);
+  t.ok(falseMatches.length <= bound, `strangers matched: ${falseMatches.length} of ${searched} (at most ${bound}; expected about ${(falseMatchRate(photos.length, calibration.models.Facenet.yunet.cosine.far_1e_3.far) * searched).toFixed(1)} from LFW's FAR)${falseMatches.length ? `: ${falseMatches.join('; ')}` : ''}`);
 });
