@@ -132,6 +132,16 @@ if [ "$MODE" = test ]; then
     "$CP_VENV/bin/python" -m pip check   # --no-deps installs only the list: a dependency missing from it fails here
     cp clients/python/requirements-test.txt "$CP_VENV/requirements.txt"
   fi
+  # The Python face-search recipe (examples/face-search/face_search.py; test/face-search.test.ts):
+  # psycopg and pgvector-python, every wheel pinned by hash.
+  FS_VENV=.venvs/face-search
+  if [ ! -x "$FS_VENV/bin/python" ] || ! cmp -s examples/face-search/requirements.txt "$FS_VENV/requirements.txt"; then
+    log "python venv for the face-search recipe (examples/face-search/requirements.txt)"
+    python3 -m venv "$FS_VENV"
+    "$FS_VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r examples/face-search/requirements.txt
+    "$FS_VENV/bin/python" -m pip check
+    cp examples/face-search/requirements.txt "$FS_VENV/requirements.txt"
+  fi
   if ! cmp -s clients/js/package-lock.json clients/js/node_modules/.fc-installed-lock; then
     log "npm ci in clients/js"
     (cd clients/js && npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.fc-installed-lock)

@@ -23,6 +23,7 @@ import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { DEFAULT_RECIPE, calibratedPoints, createSchema, enroll, falseMatchRate, identify, recommendedThreshold, requiredFar, searchEmbedding, searchSettings, tableFor, thresholdForGallery, type Service } from '../examples/face-search/face-search.js';
 import { DEEPFACE_DIR, REPO_ROOT, SHARED_DATA_DIR } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
@@ -226,4 +227,51 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   t.ok(searched >= 60, `${searched} strangers searched (no face found by yunet: ${noFace.join(', ') || 'none'})`);
   const bound = binomialQuantile(searched, FALSE_MATCH, 0.999);
   t.ok(falseMatches.length <= bound, `strangers matched: ${falseMatches.length} of ${searched} (at most ${bound}; expected about ${(falseMatchRate(photos.length, calibration.models.Facenet.yunet.cosine.far_1e_3.far) * searched).toFixed(1)} from LFW's FAR)${falseMatches.length ? `: ${falseMatches.join('; ')}` : ''}`);
+
+  // The Python recipe (examples/face-search/face_search.py, psycopg and pgvector-python), on the same
+  // service and the same PostgreSQL, reached over the wire protocol on loopback (PGlite's socket
+  // server), from an empty table: the same threshold, the same people found, the same strangers.
+  await db.query(`DROP TABLE ${table}`);
+  const pgPort = await freePort();
+  const socketServer = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: pgPort, maxConnections: 1 });
+  await socketServer.start();
+  t.teardown(() => socketServer.stop());
+  const python = resolve(REPO_ROOT, '.venvs/face-search/bin/python');
+  const pyPlan = {
+    url, key, dsn: `host=127.0.0.1 port=${pgPort} user=postgres dbname=postgres sslmode=disable`, dims: 128, false_match: FALSE_MATCH,
+    gallery: photos.map((p) => ({ subject: p.subject, source: p.name, path: join(DEEPFACE_DIR, p.name) })),
+    strangers: strangers.map((s) => ({ name: s.name, path: join(LFW_DIR, s.name) })),
+  };
+  // Asynchronous: the PostgreSQL it talks to is served by this process's event loop.
+  const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
+    const child = spawn(python, [resolve(REPO_ROOT, 'test/helpers/face_search_check.py')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
+    child.on('error', (err) => (stderr += String(err)));
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      done({ status, stdout, stderr });
+    });
+    child.stdin.end(JSON.stringify(pyPlan));
+  });
+  lap('the Python recipe');
+  if (!t.equal(run.status, 0, `the Python recipe ran (${python}; bootstrap.sh test makes it from examples/face-search/requirements.txt)`)) {
+    t.comment(`${run.stderr}`.slice(-3000));
+    return;
+  }
+  type PyMatch = { subject: string; source: string; distance: number; pgvector_distance: number } | null;
+  const py = JSON.parse(run.stdout) as { table: string; threshold: number; rows: number; gallery: Array<{ source: string; subject: string; match: PyMatch }>; strangers: Array<{ name: string; match?: PyMatch; no_face?: boolean }>; arithmetic: Array<{ rows: number; a: number; required_far: number; false_match_rate: number }> };
+  t.equal(py.table, table, 'the same table name');
+  t.equal(py.threshold, threshold, 'the same threshold');
+  t.equal(py.rows, 62, 'one row per photo');
+  t.same(py.gallery.filter((g) => g.match?.subject !== g.subject).map((g) => g.source), [], 'every photo finds its own person among the others');
+  t.ok(py.gallery.every((g) => g.match && Math.abs(g.match.distance - g.match.pgvector_distance) < 1e-5), "pgvector's distance is the service's within 1e-5");
+  t.same(py.strangers.filter((s) => s.no_face).map((s) => s.name), noFace, 'the same strangers without a face');
+  t.same(py.strangers.filter((s) => s.match).map((s) => `${s.name} -> ${s.match!.subject}`).sort(), falseMatches.map((m) => m.split(' (')[0]!).sort(), 'the same strangers matched, to the same people');
+  for (const x of py.arithmetic) {
+    t.ok(Math.abs(x.required_far - requiredFar(x.rows, x.a)) < 1e-15 && Math.abs(x.false_match_rate - falseMatchRate(x.rows, 1e-3)) < 1e-15, `the same arithmetic (${x.rows} rows, ${x.a})`);
+  }
 });
