@@ -141,3 +141,30 @@ t.test('/docs/ renders every docs page, /docs/api the reference, under a CSP tha
   // The other pages keep the strict CSP.
   t.notMatch(String((await app.inject({ url: '/signin' })).headers['content-security-policy']), /connect-src/);
 });
+
+t.test('the SDK pages: the client libraries\' READMEs, rendered at /docs/sdk/<language>, linked both ways', async (t) => {
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  for (const [language, title] of [['python', 'facecompute (Python client)'], ['js', '@facecompute/client']] as const) {
+    const page = await app.inject({ url: `/docs/sdk/${language}` });
+    t.equal(page.statusCode, 200, `/docs/sdk/${language}`);
+    t.match(page.body, `<h1 id=`, 'rendered');
+    t.match(page.body, title.replace(/[()]/g, (c) => c), `the ${language} client's README`);
+  }
+  const python = (await app.inject({ url: '/docs/sdk/python' })).body;
+  t.match(python, 'href="/docs/api.md#many-vectors-binary-targets"', 'a link into docs/ goes to the rendered page');
+  const index = (await app.inject({ url: '/docs/' })).body;
+  t.match(index, 'href="/docs/sdk/python"', 'docs/README.md links the Python SDK page');
+  t.match(index, 'href="/docs/sdk/js"', 'and the TypeScript one');
+  t.equal((await app.inject({ url: '/docs/sdk/ruby' })).statusCode, 404, 'no other');
+});
+
+t.test('the API page links openapi.json where the console serves it', async (t) => {
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  const api = (await app.inject({ url: '/docs/api.md' })).body;
+  t.match(api, 'href="/openapi.json"', 'the download link');
+  t.equal((await app.inject({ url: '/openapi.json' })).statusCode, 200, 'which the console serves');
+});

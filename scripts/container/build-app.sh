@@ -52,13 +52,17 @@ case "$step" in
     mkdir -p "$out/bin" "$out/dist" "$out/models"
     # What `facecompute` reads at run time (src/package-root.ts finds them beside package.json):
     # the bundle (bin/facecompute.js prefers it), the addon and its loader, the model manifest, the
-    # thresholds /capabilities publishes (models/calibration), openapi.json and docs/ (the console serves
-    # and renders them), the console's browser script (assets/) and the sample photos its Try it page
+    # thresholds /capabilities publishes (models/calibration), openapi.json, docs/ and the client READMEs (the
+    # console serves and renders them), the console's browser script (assets/) and the sample photos its Try it page
     # offers (samples/, with their licence), and the licence.
     cp bin/facecompute.js "$out/bin/"
     cp -R dist/bundle "$out/dist/bundle"
     cp package.json package-lock.json openapi.json index.js LICENSE "${addons[@]}" "$out/"
     cp -R docs "$out/docs"
+    # The client libraries' READMEs, which the console renders at /docs/sdk/<language>.
+    mkdir -p "$out/clients/python" "$out/clients/js"
+    cp clients/python/README.md "$out/clients/python/"
+    cp clients/js/README.md "$out/clients/js/"
     cp -R assets "$out/assets"
     cp -R samples "$out/samples"
     cp models/manifest.json "$out/models/"

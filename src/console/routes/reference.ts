@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ServiceError } from '../../errors/index.js';
-import { renderPage, type RenderedPage } from '../docs/markdown.js';
+import { SDK_PAGES, renderPage, type RenderedPage } from '../docs/markdown.js';
 import { html, Html } from '../views/html.js';
 import { layout, pageCsp } from '../views/layout.js';
 
@@ -54,11 +54,17 @@ const SWAGGER_FIT = `#swagger-ui .swagger-ui .wrapper { padding: 0; max-width: n
 export default async function referenceRoutes(app: FastifyInstance, opts: ReferenceOptions): Promise<void> {
   const pages = new Map<string, RenderedPage>();
   const images = new Map<string, string>();
+  const sdkPages = new Map<string, RenderedPage>();
   if (existsSync(opts.docsDir)) {
     for (const name of readdirSync(opts.docsDir)) {
-      if (name.endsWith('.md')) pages.set(name, renderPage(readFileSync(join(opts.docsDir, name), 'utf8')));
+      if (name.endsWith('.md')) pages.set(name, renderPage(readFileSync(join(opts.docsDir, name), 'utf8'), `docs/${name}`));
       const ext = name.split('.').pop() ?? '';
       if (ext in IMAGE_TYPES) images.set(name, join(opts.docsDir, name));
+    }
+    // The SDK pages: the client libraries' READMEs, beside docs/ in the repository and the runtime tree.
+    for (const [language, path] of Object.entries(SDK_PAGES)) {
+      const file = join(opts.docsDir, '..', path);
+      if (existsSync(file)) sdkPages.set(language, renderPage(readFileSync(file, 'utf8'), path));
     }
     const imageDir = join(opts.docsDir, 'images');
     if (existsSync(imageDir)) for (const name of readdirSync(imageDir)) if ((name.split('.').pop() ?? '') in IMAGE_TYPES) images.set(`images/${name}`, join(imageDir, name));
@@ -75,9 +81,9 @@ export default async function referenceRoutes(app: FastifyInstance, opts: Refere
       .send(layout({ title, nonce, csrf: '', current, signedIn, body, ...(head ? { head } : {}), ...(scripts ? { scripts } : {}) }).value);
   }
 
-  function markdownPage(name: string) {
+  function markdownPage(name: string, from: Map<string, RenderedPage> = pages) {
     return async (req: FastifyRequest, reply: FastifyReply) => {
-      const page = pages.get(name);
+      const page = from.get(name);
       if (!page) throw new ServiceError('not_found', 'no such documentation page');
       const signedIn = (await app.optionalAccount(req)) !== null;
       return sendPage(reply, signedIn, page.title, '/docs/', html`<article class="doc">${new Html(page.html)}</article>`);
@@ -87,6 +93,7 @@ export default async function referenceRoutes(app: FastifyInstance, opts: Refere
   app.get('/docs', async (_req, reply) => reply.redirect('/docs/', 301));
   app.get('/docs/', markdownPage('README.md'));
   for (const name of pages.keys()) if (name !== 'README.md') app.get(`/docs/${name}`, markdownPage(name));
+  for (const language of sdkPages.keys()) app.get(`/docs/sdk/${language}`, markdownPage(language, sdkPages));
 
   for (const [path, file] of images) {
     const type = IMAGE_TYPES[path.split('.').pop() ?? '']!;
