@@ -112,4 +112,7 @@ t.test("docs/install.md's timing table is the measured one", async (t) => {
   t.ok(total?.includes(`| ${cold.readiness_seconds} s |`) && total.includes(`| ${warm.readiness_seconds} s |`), `the totals: ${cold.readiness_seconds} s and ${warm.readiness_seconds} s`);
   const flat = INSTALL.replace(/\s+/g, ' ');
   t.ok(flat.includes(cold.load) && flat.includes(warm.load), 'with the load averages they were measured at');
+  // The README's first-hour figure: the cold run's, in minutes and seconds, with its results file.
+  const readme = README.replace(/\s+/g, ' ');
+  t.ok(readme.includes(`after about ${Math.round(cold.readiness_seconds / 60)} minutes (${cold.readiness_seconds} s, \`bench/results/bootstrap-timing.json\``), `README: about ${Math.round(cold.readiness_seconds / 60)} minutes (${cold.readiness_seconds} s), from bench/results/bootstrap-timing.json`);
 });
