@@ -8,7 +8,7 @@ import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
-import { SERVED_DETECTORS, machineSpecific, unsourcedFigures, wrongNameLists, type Doc } from './helpers/doc-claims.js';
+import { SERVED_DETECTORS, machineSpecific, unsourcedFigures, wrongNameLists, wrongRoutes, type Doc } from './helpers/doc-claims.js';
 import { llmsTxt, skillMd } from '../src/console/agent-docs.js';
 
 const read = (rel: string) => readFileSync(join(REPO_ROOT, rel), 'utf8');
@@ -54,6 +54,15 @@ t.test('the checkers find planted mistakes', async (t) => {
     '"2199 of 2201 decisions": 2201 is not in bench/results/parity-mtcnn.json',
   ], 'a figure without its results file, and one its file does not hold');
 
+  const routes: Doc = {
+    name: 'docs/planted.md',
+    text: 'It serves `POST /verify`, `POST /represent`, `GET /capabilities`, `GET /health`, `GET /readiness`.\n\nSend `GET /verify` with two images; `POST /api/keys` makes a key.',
+  };
+  t.same(wrongRoutes(routes).map(rest), [
+    'GET /verify is not in openapi.json (POST /verify)',
+    'a list of the REST routes without POST /compare',
+  ], 'a route with the wrong method, and a route list that leaves one out');
+
   const machine: Doc = {
     name: 'docs/planted.md',
     text: 'It took 500 s on this shared 2-core machine; the development VM was idle; the canonical URL is unreachable here.\n\n```sh\necho "this machine" is code, not prose\n```',
@@ -71,6 +80,10 @@ t.test('lists of models and detectors are the served ones', async (t) => {
 
 t.test('every measured figure in prose names its results file, which holds it', async (t) => {
   for (const doc of docs) t.same(unsourcedFigures(doc), [], doc.name);
+});
+
+t.test('REST routes are openapi.json\'s, and a list of them is all of them', async (t) => {
+  for (const doc of docs) t.same(wrongRoutes(doc), [], doc.name);
 });
 
 t.test('no user doc describes one machine', async (t) => {

@@ -9,7 +9,8 @@
  *   cosine "at worst") sits in a paragraph that names its results file in code, and that file holds
  *   the number at the precision printed;
  * - one machine: no user doc describes the machine a page was written on ("this shared 2-core
- *   machine", "the development VM", "here" as a place).
+ *   machine", "the development VM", "here" as a place);
+ * - REST routes: a `METHOD /path` of openapi.json has its method, and a list of them is all of them.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -168,5 +169,43 @@ export function machineSpecific(doc: Doc): string[] {
   const out: string[] = [];
   const text = prose(doc.text);
   for (const re of ONE_MACHINE) for (const m of text.matchAll(re)) out.push(`${doc.name}:${lineOf(doc.text, m.index)}: "${m[0]}" describes one machine`);
+  return out;
+}
+
+/** The REST operations openapi.json declares, as `METHOD /path`. */
+export function restOperations(): string[] {
+  const api = JSON.parse(readFileSync(join(REPO_ROOT, 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+  return Object.entries(api.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+}
+
+/**
+ * REST routes in prose: a `METHOD /path` of a path openapi.json declares has its method there, and a
+ * list of four or more REST routes (the README's "what it serves") is every operation of openapi.json.
+ */
+export function wrongRoutes(doc: Doc, operations = restOperations()): string[] {
+  const out: string[] = [];
+  const text = prose(doc.text);
+  const paths = new Set(operations.map((o) => o.split(' ')[1]!));
+  const found = [...text.matchAll(/`(GET|POST|PUT|PATCH|DELETE) (\/[^`\s]*)`/g)];
+  for (const m of found) {
+    if (paths.has(m[2]!) && !operations.includes(`${m[1]} ${m[2]}`)) out.push(`${doc.name}:${lineOf(doc.text, m.index)}: ${m[1]} ${m[2]} is not in openapi.json (${operations.filter((o) => o.endsWith(` ${m[2]}`)).join(', ')})`);
+  }
+  // Runs of REST routes joined by commas: a list of what the service serves.
+  let run: RegExpMatchArray[] = [];
+  const flush = () => {
+    const rest = run.filter((m) => paths.has(m[2]!));
+    if (rest.length >= 4) {
+      const listed = new Set(rest.map((m) => `${m[1]} ${m[2]}`));
+      const missing = operations.filter((o) => !listed.has(o));
+      if (missing.length) out.push(`${doc.name}:${lineOf(doc.text, run[0]!.index!)}: a list of the REST routes without ${missing.join(', ')}`);
+    }
+    run = [];
+  };
+  for (const m of found) {
+    const prev = run.at(-1);
+    if (prev && !/^\s*,\s*(?:and\s+)?$/.test(text.slice(prev.index! + prev[0].length, m.index))) flush();
+    run.push(m);
+  }
+  flush();
   return out;
 }
