@@ -168,3 +168,26 @@ t.test('the API page links openapi.json where the console serves it', async (t) 
   t.match(api, 'href="/openapi.json"', 'the download link');
   t.equal((await app.inject({ url: '/openapi.json' })).statusCode, 200, 'which the console serves');
 });
+
+t.test('every link of every rendered docs and SDK page resolves in the console', async (t) => {
+  const store = await createAccountsStore(config);
+  const app = await buildConsole({ config, store });
+  t.teardown(async () => { await app.close(); await store.close(); });
+  const { readdirSync } = await import('node:fs');
+  const pages = ['/docs/', ...readdirSync(join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md') && f !== 'README.md').map((f) => `/docs/${f}`), '/docs/sdk/python', '/docs/sdk/js'];
+  const dead: string[] = [];
+  let checked = 0;
+  for (const page of pages) {
+    const body = (await app.inject({ url: page })).body;
+    for (const m of body.matchAll(/<a href="([^"#]*)(?:#[^"]*)?"/g)) {
+      const href = m[1]!.replace(/&amp;/g, '&');
+      if (/^[a-z]+:/i.test(href) || href === '') continue;
+      const url = new URL(href, `http://console.example${page}`).pathname;
+      checked++;
+      const status = (await app.inject({ url })).statusCode;
+      if (status !== 200 && status !== 301 && status !== 302) dead.push(`${page}: ${href} -> ${status}`);
+    }
+  }
+  t.ok(checked > 50, `${checked} links checked`);
+  t.same(dead, [], 'no dead link');
+});
