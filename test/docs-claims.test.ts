@@ -89,3 +89,19 @@ t.test('REST routes are openapi.json\'s, and a list of them is all of them', asy
 t.test('no user doc describes one machine', async (t) => {
   for (const doc of docs) t.same(machineSpecific(doc), [], doc.name);
 });
+
+t.test("the changelog's entries are dated, newest first, none in the future", async (t) => {
+  const changelog = read('docs/changelog.md');
+  const releases = changelog.split(/^## /m).filter((s) => /^\d+\.\d+\.\d+/.test(s));
+  t.ok(releases.length >= 1, `${releases.length} release(s)`);
+  const today = new Date().toISOString().slice(0, 10);
+  for (const release of releases) {
+    const entries = [...release.matchAll(/^- (.*)$/gm)].map((m) => m[1]!);
+    t.ok(entries.length >= 3, `${release.split('\n')[0]}: ${entries.length} entries`);
+    const dates = entries.map((e) => /^\*\*(\d{4}-\d{2}-\d{2})\.\*\*/.exec(e)?.[1]);
+    t.same(entries.filter((_, i) => !dates[i]), [], 'every entry starts with its date');
+    const ds = dates.filter((d): d is string => !!d);
+    t.same(ds, [...ds].sort().reverse(), 'newest first');
+    t.ok(ds.every((d) => d <= today), `none after ${today}`);
+  }
+});
