@@ -16,7 +16,7 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
@@ -29,6 +29,7 @@ import { DEEPFACE_DIR, REPO_ROOT, SHARED_DATA_DIR } from './helpers/shared.js';
 import { modelServerEnv } from './helpers/real-stack.js';
 import { freePort } from './helpers/ports.js';
 import { userEnv } from './helpers/serve-proc.js';
+import { shellBlocks } from './helpers/doc-blocks.js';
 
 const photos = readFileSync(join(DEEPFACE_DIR, 'identities.csv'), 'utf8')
   .trim()
@@ -233,7 +234,7 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   // server), from an empty table: the same threshold, the same people found, the same strangers.
   await db.query(`DROP TABLE ${table}`);
   const pgPort = await freePort();
-  const socketServer = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: pgPort, maxConnections: 1 });
+  const socketServer = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: pgPort, maxConnections: 4 });
   await socketServer.start();
   t.teardown(() => socketServer.stop());
   const python = resolve(REPO_ROOT, '.venvs/face-search/bin/python');
@@ -274,4 +275,30 @@ t.test('face search with pgvector: the right person for every photo, at the reco
   for (const x of py.arithmetic) {
     t.ok(Math.abs(x.required_far - requiredFar(x.rows, x.a)) < 1e-15 && Math.abs(x.false_match_rate - falseMatchRate(x.rows, 1e-3)) < 1e-15, `the same arithmetic (${x.rows} rows, ${x.a})`);
   }
+
+  // docs/face-search.md's TypeScript block, verbatim, as a user runs it from a clone's root (examples/,
+  // samples/ and the packages), against this database over the wire protocol: alice is found.
+  await db.query(`DROP TABLE ${table}`);
+  const block = shellBlocks(readFileSync(resolve(REPO_ROOT, 'docs/face-search.md'), 'utf8'), 'docs/face-search.md').find((b) => b.code.includes('cat > search.ts'));
+  if (!t.ok(block, "docs/face-search.md's TypeScript block") || !block) return;
+  const clone = mkdtempSync(join(tmpdir(), 'fc-face-search-doc-'));
+  for (const entry of ['examples', 'samples', 'node_modules', 'package.json']) symlinkSync(resolve(REPO_ROOT, entry), join(clone, entry));
+  const doc = await new Promise<{ status: number | null; out: string }>((done) => {
+    const child = spawn('bash', ['-euo', 'pipefail', '-c', block.code], {
+      cwd: clone,
+      env: { ...process.env, DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/postgres`, FACECOMPUTE_URL: url, FACECOMPUTE_API_KEY: key },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      done({ status, out });
+    });
+  });
+  lap("the page's TypeScript block");
+  t.equal(doc.status, 0, `the block ran${doc.status ? `: ${doc.out.slice(-2000)}` : ''}`);
+  t.match(doc.out, /subject: 'alice'[\s\S]*verified: true/, `it finds alice: ${doc.out.trim().slice(-400)}`);
 });
