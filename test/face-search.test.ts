@@ -276,29 +276,37 @@ t.test('face search with pgvector: the right person for every photo, at the reco
     t.ok(Math.abs(x.required_far - requiredFar(x.rows, x.a)) < 1e-15 && Math.abs(x.false_match_rate - falseMatchRate(x.rows, 1e-3)) < 1e-15, `the same arithmetic (${x.rows} rows, ${x.a})`);
   }
 
-  // docs/face-search.md's TypeScript block, verbatim, as a user runs it from a clone's root (examples/,
-  // samples/ and the packages), against this database over the wire protocol: alice is found.
-  await db.query(`DROP TABLE ${table}`);
-  const block = shellBlocks(readFileSync(resolve(REPO_ROOT, 'docs/face-search.md'), 'utf8'), 'docs/face-search.md').find((b) => b.code.includes('cat > search.ts'));
-  if (!t.ok(block, "docs/face-search.md's TypeScript block") || !block) return;
-  const clone = mkdtempSync(join(tmpdir(), 'fc-face-search-doc-'));
-  for (const entry of ['examples', 'samples', 'node_modules', 'package.json']) symlinkSync(resolve(REPO_ROOT, entry), join(clone, entry));
-  const doc = await new Promise<{ status: number | null; out: string }>((done) => {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', block.code], {
-      cwd: clone,
-      env: { ...process.env, DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/postgres`, FACECOMPUTE_URL: url, FACECOMPUTE_API_KEY: key },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  // docs/face-search.md's TypeScript and Python blocks, verbatim, as a user runs them from a clone's
+  // root (examples/, samples/, the packages; the page's .venv-search is bootstrap's .venvs/face-search),
+  // against this database over the wire protocol, each from an empty table: alice is found.
+  const blocks = shellBlocks(readFileSync(resolve(REPO_ROOT, 'docs/face-search.md'), 'utf8'), 'docs/face-search.md');
+  for (const [language, marker] of [['TypeScript', 'cat > search.ts'], ['Python', 'cat > search.py']] as const) {
+    await db.query(`DROP TABLE IF EXISTS ${table}`);
+    // PGlite is one backend session for every connection: psycopg's prepared statements (_pg3_0, …) of an
+    // earlier connection would collide with a new one's. A server gives each connection its own session.
+    await db.query('DEALLOCATE ALL');
+    const block = blocks.find((b) => b.code.includes(marker));
+    if (!t.ok(block, `docs/face-search.md's ${language} block`) || !block) return;
+    const clone = mkdtempSync(join(tmpdir(), 'fc-face-search-doc-'));
+    for (const entry of ['examples', 'samples', 'node_modules', 'package.json']) symlinkSync(resolve(REPO_ROOT, entry), join(clone, entry));
+    symlinkSync(resolve(REPO_ROOT, '.venvs/face-search'), join(clone, '.venv-search'));
+    const doc = await new Promise<{ status: number | null; out: string }>((done) => {
+      const child = spawn('bash', ['-euo', 'pipefail', '-c', block.code], {
+        cwd: clone,
+        env: { ...process.env, DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/postgres`, FACECOMPUTE_URL: url, FACECOMPUTE_API_KEY: key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+      child.on('close', (status) => {
+        clearTimeout(timer);
+        done({ status, out });
+      });
     });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      done({ status, out });
-    });
-  });
-  lap("the page's TypeScript block");
-  t.equal(doc.status, 0, `the block ran${doc.status ? `: ${doc.out.slice(-2000)}` : ''}`);
-  t.match(doc.out, /subject: 'alice'[\s\S]*verified: true/, `it finds alice: ${doc.out.trim().slice(-400)}`);
+    lap(`the page's ${language} block`);
+    t.equal(doc.status, 0, `the ${language} block ran${doc.status ? `: ${doc.out.slice(-2000)}` : ''}`);
+    t.match(doc.out, /'subject': 'alice'[\s\S]*'verified': True|subject: 'alice'[\s\S]*verified: true/, `it finds alice: ${doc.out.trim().slice(-400)}`);
+  }
 });
