@@ -13,6 +13,7 @@ import type { components } from './generated/openapi.js';
 import { APIConnectionError, FacecomputeError, errorClass } from './errors.js';
 import { delayFor, backoffDelay, parseRetryAfter, sleep, type RetryPolicy } from './retry.js';
 import { fileImage, float32Rows, image, imageOrEmbedding, isEmbedding, type Embedding, type EmbeddingInput, type FileImage, type Image, type ImageInput, type TargetsInput, type TextImage } from './inputs.js';
+import { VERSION } from './version.js';
 
 type Schemas = components['schemas'];
 export type VerifyResponse = Schemas['VerifyResponse'];
@@ -173,7 +174,7 @@ export class Client {
   }
 
   private async send(method: string, path: string, body: { body: string | FormData; contentType?: string } | undefined, options: RequestOptions): Promise<unknown> {
-    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': options.requestId ?? randomUUID(), 'user-agent': 'facecompute-js/0.1.0' };
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': options.requestId ?? randomUUID(), 'user-agent': `facecompute-js/${VERSION}` };
     if (this.apiKey) headers['authorization'] = `Bearer ${this.apiKey}`;
     if (body?.contentType) headers['content-type'] = body.contentType;
     for (let attempt = 0; ; attempt++) {
