@@ -266,7 +266,7 @@ def test_retry_on_retryable_503_with_backoff_and_http_date(stub: Any) -> None:
     assert len(s2.requests) == 1, "a 503 without Retry-After and not a capacity code is not retried"
 
 
-@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (403, "account_inactive", errors.PermissionDeniedError), (404, "not_found", errors.NotFoundError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "url_fetch_failed", errors.UnprocessableEntityError), (422, "no_face_detected", errors.NoFaceDetectedError), (500, "internal_error", errors.InternalServerError), (502, "upstream_failed", errors.InternalServerError), (504, "upstream_timeout", errors.GatewayTimeoutError)])
+@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (403, "account_inactive", errors.PermissionDeniedError), (404, "not_found", errors.NotFoundError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "url_fetch_failed", errors.UnprocessableEntityError), (422, "no_face_detected", errors.NoFaceDetectedError), (502, "upstream_lost", errors.InternalServerError)])
 def test_never_retries_other_errors(stub: Any, status: int, code: str, cls: type) -> None:
     s = stub([(status, {"retry-after": "0"}, err(code, "nope")), (200, {}, OK)])
     with Client(s.url, "k", backoff=0.01) as c:
@@ -274,6 +274,22 @@ def test_never_retries_other_errors(stub: Any, status: int, code: str, cls: type
             c.represent(b"img")
     assert (e.value.status, e.value.code, e.value.detail) == (status, code, "nope")
     assert len(s.requests) == 1
+
+
+@pytest.mark.parametrize("status,code", [(500, "internal_error"), (502, "upstream_failed"), (504, "upstream_timeout")])
+def test_retries_the_catalogs_retryable_server_errors_with_backoff(stub: Any, status: int, code: str) -> None:
+    """Issue 39: the error catalog says to retry these with backoff; the wait is jittered, never 0."""
+    s = stub([(status, {}, err(code)), (status, {}, err(code)), (200, {}, OK)])
+    with Client(s.url, "k", backoff=0.1) as c:
+        assert c.represent(b"img")["model"] == "Facenet"
+    assert len(s.requests) == 3
+    gaps = [s.requests[i + 1][0] - s.requests[i][0] for i in range(2)]
+    assert 0.05 <= gaps[0] and 0.1 <= gaps[1], f"equal-jitter backoff: at least half of 0.1 s then 0.2 s, got {gaps}"
+    s2 = stub([(status, {}, err(code))] * 3)
+    with Client(s2.url, "k", backoff=0.01, max_retries=1) as c:
+        with pytest.raises(errors.FacecomputeError) as e:
+            c.represent(b"img")
+    assert e.value.code == code and len(s2.requests) == 2
 
 
 def test_gives_up_after_max_retries_and_on_a_long_retry_after(stub: Any) -> None:

@@ -203,7 +203,7 @@ def _answer(cfg: _Config, call: Optional[Call], response: httpx.Response, attemp
 class Client:
     """A synchronous client. ``base_url`` and ``api_key`` default to FACECOMPUTE_URL and FACECOMPUTE_API_KEY.
 
-    Retries 429 and retryable 503s up to ``max_retries`` times, waiting what Retry-After says (at
+    Retries 429, retryable 503s, 500 internal_error, 502 upstream_failed and 504 upstream_timeout up to ``max_retries`` times, waiting what Retry-After says (at
     most ``max_retry_wait`` seconds) or an exponential backoff from ``backoff`` seconds.
     """
 
