@@ -4,7 +4,8 @@
  *   - Python: an sdist and a wheel built by setuptools (>= 77, the pyproject floor) from
  *     .venvs/client-python; the wheel installed into a fresh venv and imported there.
  *   - JS: `npm pack` (prepack builds dist/) into a tarball, installed into a fresh project and imported
- *     through its exports (the `import` and `default` conditions); VERSION equals package.json's.
+ *     through its exports (the `import` and `default` conditions); VERSION equals package.json's; no
+ *     module-level `node:` import (browser bundles).
  * About half a minute on two busy cores.
  */
 import { spawnSync } from 'node:child_process';
@@ -66,6 +67,11 @@ t.test('js: npm pack (prepack builds) with LICENSE, installs and imports in a cl
   sh('mkdir', ['-p', project], dir);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'clean', version: '1.0.0', private: true, type: 'module' }));
   sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, packed[0]!.filename)], project);
+  // Browser-safe: no module-level node: import in what a bundler loads (node:fs is imported lazily, for paths).
+  const dist = join(project, 'node_modules', '@facecompute', 'client', 'dist');
+  for (const f of readdirSync(dist).filter((x) => x.endsWith('.js'))) {
+    t.notMatch(readFileSync(join(dist, f), 'utf8'), /^import[^\n]*from ['"]node:/m, `dist/${f} has no top-level node: import`);
+  }
   const out = sh(process.execPath, ['--input-type=module', '-e', "import * as fc from '@facecompute/client'; console.log(fc.VERSION, typeof fc.Client, import.meta.resolve('@facecompute/client'))"], project);
   t.match(out, new RegExp(`^${pkg.version.replace(/\./g, '\\.')} function file://.*/node_modules/@facecompute/client/dist/index\\.js`), 'imports; VERSION is package.json\'s');
 });
