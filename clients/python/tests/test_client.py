@@ -286,10 +286,10 @@ def test_retries_the_catalogs_retryable_server_errors_with_backoff(stub: Any, st
     gaps = [s.requests[i + 1][0] - s.requests[i][0] for i in range(2)]
     assert 0.05 <= gaps[0] and 0.1 <= gaps[1], f"equal-jitter backoff: at least half of 0.1 s then 0.2 s, got {gaps}"
     s2 = stub([(status, {}, err(code))] * 3)
-    with Client(s2.url, "k", backoff=0.01, max_retries=1) as c:
+    with Client(s2.url, "k", backoff=0.01) as c:
         with pytest.raises(errors.FacecomputeError) as e:
-            c.represent(b"img")
-    assert e.value.code == code and len(s2.requests) == 2
+            c.with_options(max_retries=1).represent(b"img")
+    assert e.value.code == code and len(s2.requests) == 2, "with_options(max_retries=1): one retry"
 
 
 def test_gives_up_after_max_retries_and_on_a_long_retry_after(stub: Any) -> None:
@@ -362,3 +362,31 @@ def test_readme_defaults_and_dependencies() -> None:
     code = "import sys; sys.modules['numpy'] = None\nimport facecompute\nfrom facecompute._calls import encode\nfrom facecompute.client import verify_call\nprint(len(encode(verify_call(sys.argv[1], [0.5, 0.25], {}))['files']))"
     out = subprocess.run([sys.executable, "-c", code, str(Path(__file__))], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr
+
+
+def test_a_timeout_is_an_api_timeout_error() -> None:
+    """Issue 39: a request that gets no answer within ``timeout`` raises APITimeoutError (an APIConnectionError)."""
+    import http.server
+    import threading
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(2)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_address[1]}", "k", timeout=60) as c:
+            t0 = time.monotonic()
+            with pytest.raises(errors.APITimeoutError) as e:
+                c.with_options(timeout=0.3).capabilities()
+            assert c._config.timeout == 60, "with_options leaves the client as it was"
+        assert isinstance(e.value, errors.APIConnectionError) and e.value.code == "timeout"
+        assert time.monotonic() - t0 < 1.5, "the per-call timeout, not the client's 60 s"
+    finally:
+        server.shutdown()

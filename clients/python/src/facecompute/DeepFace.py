@@ -34,7 +34,7 @@ import time
 from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _faces, _inputs
-from ._arrays import shape_error
+from ._arrays import to_uint8
 from ._deepface_compat import (
     METRICS,
     NORMALIZATIONS,
@@ -155,8 +155,8 @@ def _load(value: Any, index: Optional[int]) -> Any:
     elif isinstance(value, str) and value.startswith("data:") and not value.startswith("data:image/"):
         raise ImgNotFound(f"Confirm that {value[:40]} exists")
     elif _inputs.is_numpy(value):
-        if value.ndim != 3:
-            raise shape_error(value.ndim)
+        # DeepFace takes any dtype; the client's PNG path takes 8-bit pixels only.
+        return to_uint8(value)
     elif isinstance(value, io.StringIO):
         raise DataTypeError("img requires bytes and cannot be an io.StringIO object.")
     elif not (isinstance(value, str) or (hasattr(value, "read") and callable(value.read)) or isinstance(value, (bytes, bytearray))):

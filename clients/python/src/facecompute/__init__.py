@@ -10,6 +10,7 @@ from ._version import __version__
 from .client import AsyncClient, Client
 from .errors import (
     APIConnectionError,
+    APITimeoutError,
     AuthenticationError,
     BadRequestError,
     FacecomputeError,
@@ -33,6 +34,7 @@ __all__ = [
     "DeepFace",
     "FacecomputeError",
     "APIConnectionError",
+    "APITimeoutError",
     "BadRequestError",
     "AuthenticationError",
     "InsufficientCreditsError",

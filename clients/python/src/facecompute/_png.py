@@ -23,12 +23,8 @@ def encode_bgr_png(array: Any) -> bytes:
     """
     import numpy as np  # only reached with a NumPy array in hand
 
-    from ._arrays import to_uint8
-
     a = np.asarray(array)
-    if a.ndim == 3:
-        a = to_uint8(a)  # DeepFace takes any dtype
-    elif a.dtype != np.uint8:
+    if a.dtype != np.uint8:
         raise TypeError(f"a NumPy image must be uint8 (as cv2.imread gives), not {a.dtype}: convert it first, e.g. img.astype('uint8')")
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
+import dataclasses
 import itertools
 import json
 import os
@@ -24,7 +26,7 @@ from ._calls import BinaryTargets, Call, CompareSource, encode
 from ._inputs import FileImage, RemoteImage, TextImage
 from ._retry import RetryPolicy, backoff_delay, delay_for, parse_retry_after
 from ._version import __version__
-from .errors import APIConnectionError, FacecomputeError, error_class
+from .errors import APIConnectionError, APITimeoutError, FacecomputeError, error_class
 
 DEFAULT_BASE_URL = "http://localhost:8080"
 #: The largest image the client downloads for a URL input (the service's default max_image_bytes).
@@ -54,6 +56,14 @@ class _Config:
         self.timeout = timeout
         self.policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_wait=max_retry_wait)
         self.user_agent = f"facecompute-python/{__version__} httpx/{httpx.__version__}"
+
+    def with_options(self, timeout: Optional[float], max_retries: Optional[int]) -> "_Config":
+        cfg = copy.copy(self)
+        if timeout is not None:
+            cfg.timeout = timeout
+        if max_retries is not None:
+            cfg.policy = dataclasses.replace(self.policy, max_retries=max_retries)
+        return cfg
 
     def headers(self, request_id: Optional[str]) -> Dict[str, str]:
         h = {"user-agent": self.user_agent, "accept": "application/json", "x-request-id": request_id or str(uuid.uuid4())}
@@ -186,6 +196,8 @@ def _after_failed_connection(cfg: _Config, err: httpx.HTTPError, attempt: int, w
     Only a connection that failed before the request was sent is tried again."""
     if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)) and attempt < cfg.policy.max_retries:
         return backoff_delay(cfg.policy, attempt)
+    if isinstance(err, httpx.TimeoutException):
+        raise APITimeoutError("timeout", f"{where}: no answer within the timeout ({err})", request_id=request_id) from err
     raise APIConnectionError("connection_failed", f"{where}: {err}", request_id=request_id) from err
 
 
@@ -233,6 +245,13 @@ class Client:
 
     def __enter__(self) -> "Client":
         return self
+
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "Client":
+        """This client with another ``timeout`` (seconds) or ``max_retries`` for the calls made through
+        the copy, e.g. ``client.with_options(timeout=5).verify(...)``; it shares the connection pool."""
+        clone = copy.copy(self)
+        clone._config = self._config.with_options(timeout, max_retries)
+        return clone
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -344,7 +363,7 @@ class Client:
         headers.update(kwargs.pop("headers", {}))
         for attempt in itertools.count():
             try:
-                response = self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
+                response = self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
             except httpx.HTTPError as err:
                 time.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
                 continue
@@ -384,6 +403,12 @@ class AsyncClient:
 
     async def __aenter__(self) -> "AsyncClient":
         return self
+
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "AsyncClient":
+        """This client with another ``timeout`` or ``max_retries`` for the calls made through the copy."""
+        clone = copy.copy(self)
+        clone._config = self._config.with_options(timeout, max_retries)
+        return clone
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
@@ -432,7 +457,7 @@ class AsyncClient:
         headers.update(kwargs.pop("headers", {}))
         for attempt in itertools.count():
             try:
-                response = await self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
+                response = await self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
             except httpx.HTTPError as err:
                 await asyncio.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
                 continue
