@@ -54,6 +54,19 @@ t.test('python: sdist and wheel with LICENSE, the wheel installs in a clean venv
   t.match(got, new RegExp(`^${readFileSync(resolve(REPO_ROOT, 'clients/python/src/facecompute/_version.py'), 'utf8').match(/"(.+)"/)![1]!.replace(/\./g, '\\.')} 0\\.0\\.100 ${venv.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`), 'imported from the clean venv');
 });
 
+t.test('python: the result TypedDicts (facecompute.types) match openapi.json; a changed document fails the check', async (t) => {
+  const root = resolve(REPO_ROOT, 'clients', 'python');
+  const ok = spawnSync(CLIENT_PYTHON, ['scripts/gen_types.py', '--check'], { cwd: root, encoding: 'utf8' });
+  t.equal(ok.status, 0, `scripts/gen_types.py --check: ${ok.stdout}${ok.stderr}`);
+  const doc = JSON.parse(readFileSync(resolve(REPO_ROOT, 'openapi.json'), 'utf8')) as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } };
+  doc.components.schemas['VerifyResponse']!.properties['added_field'] = { type: 'string' };
+  const changed = join(mkdtempSync(join(tmpdir(), 'fc-openapi-')), 'openapi.json');
+  writeFileSync(changed, JSON.stringify(doc));
+  const stale = spawnSync(CLIENT_PYTHON, ['scripts/gen_types.py', '--check'], { cwd: root, encoding: 'utf8', env: { ...process.env, FC_OPENAPI_JSON: changed } });
+  t.equal(stale.status, 1, 'a field added to the document without regenerating fails');
+  t.match(stale.stderr, /added_field: str/, 'and shows the missing field');
+});
+
 t.test('js: npm pack (prepack builds) with LICENSE, installs and imports in a clean project', async (t) => {
   const pkg = JSON.parse(readFileSync(join(CLIENT_JS_DIR, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string>; exports: Record<string, Record<string, string>> };
   t.equal(pkg.scripts['prepack'], 'npm run build', 'prepack builds dist/');
@@ -72,6 +85,10 @@ t.test('js: npm pack (prepack builds) with LICENSE, installs and imports in a cl
   for (const f of readdirSync(dist).filter((x) => x.endsWith('.js'))) {
     t.notMatch(readFileSync(join(dist, f), 'utf8'), /^import[^\n]*from ['"]node:/m, `dist/${f} has no top-level node: import`);
   }
-  const out = sh(process.execPath, ['--input-type=module', '-e', "import * as fc from '@facecompute/client'; console.log(fc.VERSION, typeof fc.Client, import.meta.resolve('@facecompute/client'))"], project);
+  // A plain node, as a user's: without the test runner's loaders (NODE_OPTIONS).
+  const { NODE_OPTIONS: _loaders, ...plain } = process.env;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', "import * as fc from '@facecompute/client'; console.log(fc.VERSION, typeof fc.Client, import.meta.resolve('@facecompute/client'))"], { cwd: project, encoding: 'utf8', env: plain, timeout: 60_000 });
+  t.equal(run.status, 0, `node imports the installed package: ${run.stderr}`);
+  const out = run.stdout;
   t.match(out, new RegExp(`^${pkg.version.replace(/\./g, '\\.')} function file://.*/node_modules/@facecompute/client/dist/index\\.js`), 'imports; VERSION is package.json\'s');
 });

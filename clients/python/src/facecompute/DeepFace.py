@@ -203,7 +203,7 @@ def verify(
     if distance_metric not in METRICS:
         raise ValueError("Invalid distance_metric passed - ", distance_metric)
     try:
-        body = _service().verify(
+        body: Any = _service().verify(
             inputs[0],
             inputs[1],
             model_name=model_name,
@@ -319,7 +319,7 @@ def _represent_each(images: List[Any], **options: Any) -> List[List[Dict[str, An
                 if inner is not None:
                     raise inner from None
             raise
-        results = body["results"]
+        results: Any = body["results"]
         per_image.extend(results if len(images) > 1 else [results])
     return per_image
 

@@ -4,8 +4,9 @@
 - :mod:`facecompute.DeepFace`: DeepFace's ``verify`` and ``represent`` served by the service
   (``from facecompute import DeepFace``).
 - :mod:`facecompute.errors`: one exception class per kind of refusal, carrying the contract's code.
+- :mod:`facecompute.types`: the results as TypedDicts, generated from the service's openapi.json.
 """
-from . import DeepFace
+from . import DeepFace, types
 from ._version import __version__
 from .client import AsyncClient, Client
 from .errors import (
@@ -32,6 +33,7 @@ __all__ = [
     "Client",
     "AsyncClient",
     "DeepFace",
+    "types",
     "FacecomputeError",
     "APIConnectionError",
     "APITimeoutError",

@@ -17,7 +17,7 @@ import json
 import os
 import time
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
 import httpx
 
@@ -26,6 +26,7 @@ from ._calls import BinaryTargets, Call, CompareSource, encode
 from ._inputs import FileImage, RemoteImage, TextImage
 from ._retry import RetryPolicy, backoff_delay, delay_for, parse_retry_after
 from ._version import __version__
+from .types import CapabilitiesResponse, CompareResponse, RepresentResponse, VerifyResponse
 from .errors import APIConnectionError, APITimeoutError, FacecomputeError, error_class
 
 DEFAULT_BASE_URL = "http://localhost:8080"
@@ -258,11 +259,11 @@ class Client:
 
     # -- operations ---------------------------------------------------------------------------
 
-    def capabilities(self, *, refresh: bool = False) -> JSON:
+    def capabilities(self, *, refresh: bool = False) -> CapabilitiesResponse:
         """GET /capabilities: the models, detectors, metrics, thresholds and limits in force (cached)."""
         if self._capabilities is None or refresh:
             self._capabilities = self._send("GET", "/capabilities", {}, None)
-        return self._capabilities
+        return cast(CapabilitiesResponse, self._capabilities)
 
     def verify(
         self,
@@ -280,11 +281,11 @@ class Client:
         detector_fallback: Optional[bool] = None,
         anti_spoofing: Optional[bool] = None,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> VerifyResponse:
         """POST /verify. Each image: a path, bytes, a binary file object, a NumPy BGR array, a data: URI,
         base64, a URL, or an embedding (list of numbers or 1-D NumPy array)."""
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
-        return self._call(verify_call(img1, img2, opts), request_id)
+        return cast(VerifyResponse, self._call(verify_call(img1, img2, opts), request_id))
 
     def represent(
         self,
@@ -303,13 +304,13 @@ class Client:
         return_face: Optional[bool] = None,
         numpy: bool = False,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> RepresentResponse:
         """POST /represent. ``img`` is one image or a list of them (then ``results`` holds one list of
         faces per image). ``numpy=True`` gives each embedding as a float32 NumPy array.
         ``return_face=True`` adds each face's crop as base64 PNG (``face_png``)."""
         opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
         body = self._call(represent_call(img, opts), request_id)
-        return _to_numpy(body) if numpy else body
+        return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
     def compare(
         self,
@@ -327,7 +328,7 @@ class Client:
         normalization: Optional[str] = None,
         detector_fallback: Optional[bool] = None,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> CompareResponse:
         """POST /compare. ``source``: an image or an embedding, or a list of them; ``targets``: an
         N x dims NumPy array, a list of embeddings, or raw little-endian float32 bytes. The targets
         travel as the binary float32 part, after the fields that let the gateway stream them
@@ -335,7 +336,7 @@ class Client:
         if model_name is None:
             model_name = str(self.capabilities()["default_model"])
         opts = _options(model_name=model_name, distance_metric=distance_metric or "cosine", top_k=top_k, threshold=threshold, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback)
-        return self._call(compare_call(source, targets, opts), request_id)
+        return cast(CompareResponse, self._call(compare_call(source, targets, opts), request_id))
 
     # -- transport ----------------------------------------------------------------------------
 
@@ -413,25 +414,25 @@ class AsyncClient:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def capabilities(self, *, refresh: bool = False) -> JSON:
+    async def capabilities(self, *, refresh: bool = False) -> CapabilitiesResponse:
         if self._capabilities is None or refresh:
             self._capabilities = await self._send("GET", "/capabilities", {}, None)
-        return self._capabilities
+        return cast(CapabilitiesResponse, self._capabilities)
 
-    async def verify(self, img1: Any, img2: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, distance_metric: Optional[str] = None, threshold: Optional[float] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, request_id: Optional[str] = None) -> JSON:
+    async def verify(self, img1: Any, img2: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, distance_metric: Optional[str] = None, threshold: Optional[float] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, request_id: Optional[str] = None) -> VerifyResponse:
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
-        return await self._call(verify_call(img1, img2, opts), request_id)
+        return cast(VerifyResponse, await self._call(verify_call(img1, img2, opts), request_id))
 
-    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> JSON:
+    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
         opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
         body = await self._call(represent_call(img, opts), request_id)
-        return _to_numpy(body) if numpy else body
+        return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
-    async def compare(self, source: Any, targets: Any, *, model_name: Optional[str] = None, distance_metric: Optional[str] = None, top_k: Optional[int] = None, threshold: Optional[float] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, request_id: Optional[str] = None) -> JSON:
+    async def compare(self, source: Any, targets: Any, *, model_name: Optional[str] = None, distance_metric: Optional[str] = None, top_k: Optional[int] = None, threshold: Optional[float] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, request_id: Optional[str] = None) -> CompareResponse:
         if model_name is None:
             model_name = str((await self.capabilities())["default_model"])
         opts = _options(model_name=model_name, distance_metric=distance_metric or "cosine", top_k=top_k, threshold=threshold, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback)
-        return await self._call(compare_call(source, targets, opts), request_id)
+        return cast(CompareResponse, await self._call(compare_call(source, targets, opts), request_id))
 
     async def _call(self, call: Call, request_id: Optional[str]) -> JSON:
         remote = call.remote_images()
