@@ -130,6 +130,9 @@ export interface DetectionInput {
 /** DeepFace's four distance metrics (contract §3). */
 export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular'
 
+/** Lossless PNG of an image (BGR or grey), for the face crops /represent returns with `return_face`. */
+export declare function encodePng(img: NativeImage): Promise<Buffer>
+
 export interface ExtractedFaceOutput {
   face: NativeImage
   area: FacialAreaOutput

@@ -142,6 +142,16 @@ if [ "$MODE" = test ]; then
     "$FS_VENV/bin/python" -m pip check
     cp examples/face-search/requirements.txt "$FS_VENV/requirements.txt"
   fi
+  # DeepFace 0.0.100's unit tests (test/deepface-tests.test.ts): the client tests' pins plus OpenCV,
+  # which those tests call; never DeepFace, TensorFlow, PyTorch or dlib.
+  DT_VENV=.venvs/deepface-tests
+  if [ ! -x "$DT_VENV/bin/python" ] || ! cat clients/python/requirements-test.txt test/deepface-tests/requirements.txt | cmp -s - "$DT_VENV/requirements.txt"; then
+    log "python venv for DeepFace's unit tests (test/deepface-tests/requirements.txt)"
+    python3 -m venv "$DT_VENV"
+    "$DT_VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes --no-deps -r clients/python/requirements-test.txt -r test/deepface-tests/requirements.txt
+    "$DT_VENV/bin/python" -m pip check
+    cat clients/python/requirements-test.txt test/deepface-tests/requirements.txt > "$DT_VENV/requirements.txt"
+  fi
   if ! cmp -s clients/js/package-lock.json clients/js/node_modules/.fc-installed-lock; then
     log "npm ci in clients/js"
     (cd clients/js && npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.fc-installed-lock)

@@ -110,6 +110,7 @@ t.test('the DeepFace README script runs after changing only its import line', { 
   t.match(r.out, /^represent: 1 face\(s\), 128 dimensions$/m);
   t.match(r.out, /^models\[1\]: 128 dimensions$/m, 'Dlib');
   t.match(r.out, /^detector: retinaface True$/m);
+  t.match(r.out, /^extract_faces: 1 face\(s\), 3 channels$/m, 'extract_faces (issue 39)');
   t.match(r.out, /^metric: euclidean \d+\.\d+ 10 True$/m);
   serveStillRunning(t);
 });

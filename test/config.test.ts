@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig, ConfigError, VARS, assertStartupConfig, startupProblems } from '../src/config/index.js';
+import { loadConfig, ConfigError, VARS, CLIENT_VARS, assertStartupConfig, startupProblems } from '../src/config/index.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
 t.test('defaults follow contract §1', async (t) => {
@@ -47,6 +47,18 @@ t.test('docs/configuration.md documents every variable with its default', async 
   const page = readFileSync(resolve(REPO_ROOT, 'docs/configuration.md'), 'utf8');
   for (const v of VARS) {
     t.ok(page.includes(`| \`${v.name}\` | ${v.default === '' ? '(unset)' : `\`${v.default}\``} |`), `${v.name} is in docs/configuration.md with its default`);
+  }
+});
+
+t.test("the clients' documented variables do not stop the service from starting", async (t) => {
+  // Issue 39: a shell that exports FACECOMPUTE_URL and FACECOMPUTE_API_KEY for a client still runs `serve`.
+  const env = { FACECOMPUTE_URL: 'http://127.0.0.1:9', FACECOMPUTE_API_KEY: 'fc_x', FACECOMPUTE_DEEPFACE_DEFAULT_MODEL: 'Dlib' };
+  t.same(loadConfig(env), loadConfig({}), 'known and ignored');
+  const page = readFileSync(resolve(REPO_ROOT, 'docs/configuration.md'), 'utf8');
+  for (const v of CLIENT_VARS) t.ok(page.includes(`| \`${v.name}\` | client-side, ignored by the service |`), `${v.name} documented as client-side`);
+  for (const readme of ['clients/js/README.md', 'clients/python/README.md']) {
+    const named = new Set(readFileSync(resolve(REPO_ROOT, readme), 'utf8').match(/FACECOMPUTE_[A-Z0-9_]+/g) ?? []);
+    for (const name of named) t.ok(CLIENT_VARS.some((v) => v.name === name), `${readme} names ${name}, a client variable the service knows`);
   }
 });
 

@@ -18,7 +18,7 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
-import { VARS } from '../src/config/spec.js';
+import { CLIENT_VARS, VARS } from '../src/config/spec.js';
 import { ERROR_STATUS, isErrorCode } from '../src/errors/codes.js';
 import { USAGE } from '../src/cli/usage.js';
 import { slug } from '../src/console/docs/markdown.js';
@@ -41,8 +41,8 @@ const served: Doc[] = [
 ];
 const docs = [...files, ...served];
 
-/** Variables that are not the service's: the client libraries' and the test harness's. */
-const NOT_SERVICE_VARS = new Set(['FACECOMPUTE_URL', 'FACECOMPUTE_API_KEY']);
+/** Variables that are not the service's: the client libraries' (spec.ts's CLIENT_VARS) and the test harness's. */
+const NOT_SERVICE_VARS = new Set<string>(CLIENT_VARS.map((v) => v.name));
 const isHarnessVar = (v: string) => v.startsWith('FACECOMPUTE_TEST_');
 /** Symbolic `error` values of a 503 /readiness answer (src/gateway/app.ts, probes): not error codes. */
 const READINESS_ERRORS = new Set(['limiter_unavailable', 'model_server_unavailable', 'model_server_unreachable', 'model_server_crashloop', 'runtime_warmup_failed', 'database_unavailable']);

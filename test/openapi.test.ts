@@ -134,6 +134,6 @@ t.test('every field the service returns is in the document', async (t) => {
   for (const f of fields<VerifyResponse>({ verified: true, distance: true, threshold: true, confidence: true, model: true, detector_backend: true, similarity_metric: true, facial_areas: true, time: true })) t.ok(f in s['VerifyResponse'].properties, `verify.${f}`);
   for (const f of fields<RepresentResponse>({ results: true, model: true, detector_backend: true })) t.ok(f in s['RepresentResponse'].properties, `represent.${f}`);
   const face = s['RepresentResponse'].properties.results.items.anyOf[0];
-  for (const f of fields<RepresentFace>({ embedding: true, facial_area: true, face_confidence: true })) t.ok(f in face.properties, `represent face.${f}`);
+  for (const f of fields<RepresentFace>({ embedding: true, facial_area: true, face_confidence: true, face_png: true })) t.ok(f in face.properties, `represent face.${f}`);
   for (const f of fields<FacialArea>({ x: true, y: true, w: true, h: true, left_eye: true, right_eye: true, nose: true, mouth_left: true, mouth_right: true, detector: true })) t.ok(f in face.properties.facial_area.properties, `facial_area.${f}`);
 });

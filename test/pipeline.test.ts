@@ -44,6 +44,8 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
       });
       return out;
     },
+    // A stand-in "PNG": the crop's size and first byte, enough to tell crops apart.
+    encodePng: async (f) => Buffer.from(`${f.width}x${f.height}:${f.data[0] ?? 0}`),
   };
   const detector = (name: string): FaceDetector => ({
     name,
@@ -333,4 +335,16 @@ t.test("skip: represent letterboxes the uint8 image, verify and compare divide f
   await pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false });
   await pipeline.represent([img(40, 30)], { ...opts, enforce_detection: false, detector_backend: 'retinaface', max_faces: null, l2_normalize: false });
   t.same(calls.letterbox, ['uint8', 'float', 'float', 'float', 'float'], 'uint8 only for /represent with skip; a whole image found by no detector is divided first');
+});
+
+// Issue 39: return_face gives each face's crop (as extract_faces has it, before resizing) next to its
+// embedding, the whole image where no face was found; without it no crop is encoded or returned.
+t.test('return_face: one crop per face, in face order; none without it', async (t) => {
+  const two = { opencv: [det(20, 8), det(60, 12)] };
+  const on = await fakes(two).pipeline.represent([img(100, 100)], { ...opts, max_faces: null, l2_normalize: false, return_face: true });
+  t.same(on[0]?.map((f) => Buffer.from(f.face_png ?? '', 'base64').toString()), ['8x8:20', '12x12:60']);
+  const off = await fakes(two).pipeline.represent([img(100, 100)], { ...opts, max_faces: null, l2_normalize: false });
+  t.ok(off[0]?.every((f) => !('face_png' in f)), 'no face_png key without return_face');
+  const whole = await fakes({ opencv: [] }).pipeline.represent([img(40, 30)], { ...opts, detector_fallback: false, enforce_detection: false, max_faces: null, l2_normalize: false, return_face: true });
+  t.match(Buffer.from(whole[0]?.[0]?.face_png ?? '', 'base64').toString(), /^40x30:/, 'the whole image when no face was found');
 });

@@ -94,6 +94,7 @@ t.test('the model server holds the budget before decoding, and decodes a batch o
       events.push('tensor');
       return new Float32Array(faces.length * 48);
     },
+    encodePng: async () => Buffer.alloc(0),
   };
   const app = await buildModelServer({ config, logger, state, image });
   t.teardown(() => app.close());

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { homedir } from 'node:os';
 import { isIP } from 'node:net';
-import { VARS, type VarSpec, type VarName } from './spec.js';
+import { VARS, CLIENT_VARS, type VarSpec, type VarName } from './spec.js';
 import { SOURCE_KINDS, type SourceKind } from '../vocabulary/closed-sets.js';
 
 /** Raised for a configuration that cannot be used; the process refuses to start with its message. */
@@ -161,10 +161,11 @@ function defaultCacheDir(env: NodeJS.ProcessEnv): string {
 
 /**
  * Reads every FACECOMPUTE_* variable from `env`, applies defaults and validates. Unknown
- * FACECOMPUTE_* variables are refused so that a typo never silently falls back to a default.
+ * FACECOMPUTE_* variables are refused so that a typo never silently falls back to a default; the
+ * clients' own variables (CLIENT_VARS) are known and ignored.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const known = new Set<string>(VARS.map((v) => v.name));
+  const known = new Set<string>([...VARS.map((v) => v.name), ...CLIENT_VARS.map((v) => v.name)]);
   for (const key of Object.keys(env)) {
     // FACECOMPUTE_TEST_* names belong to the test harness (scripts/test-services.sh), not the service.
     if (key.startsWith('FACECOMPUTE_') && !known.has(key) && !key.startsWith('FACECOMPUTE_TEST_')) {
@@ -400,5 +401,6 @@ function checkModelServerLink(cfg: Config): void {
 /** Markdown table of every variable and its default, for docs/configuration.md (tools/docs/blocks.ts). */
 export function configDocs(): string {
   const rows = (VARS as readonly VarSpec[]).map((s) => `| \`${s.name}\` | ${s.default === '' ? '(unset)' : `\`${s.default}\``} | ${s.doc} |`);
-  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
+  const clientRows = CLIENT_VARS.map((s) => `| \`${s.name}\` | client-side, ignored by the service | ${s.doc} |`);
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows, ...clientRows].join('\n');
 }

@@ -139,3 +139,14 @@ export const VARS = [
 ] as const satisfies readonly VarSpec[];
 
 export type VarName = (typeof VARS)[number]['name'];
+
+/**
+ * Variables the clients (clients/js, clients/python and its DeepFace drop-in) read. The service knows
+ * them and ignores them, so a shell that exports them for a client can still run `serve` and `models`.
+ */
+export const CLIENT_VARS = [
+  { name: 'FACECOMPUTE_URL', doc: 'Base URL of the service, read by the JS and Python clients (default http://localhost:8080).' },
+  { name: 'FACECOMPUTE_API_KEY', doc: 'API key the JS and Python clients send (`Authorization: Bearer`).' },
+  { name: 'FACECOMPUTE_DEEPFACE_DEFAULT_MODEL', doc: "Model the Python DeepFace drop-in uses when a call leaves `model_name` at DeepFace's default (VGG-Face, not served); unset means the service's `default_model` from /capabilities." },
+] as const satisfies readonly { name: string; doc: string }[];
+

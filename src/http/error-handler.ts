@@ -23,7 +23,7 @@ export function fieldName(path: string, extra?: string, root = 'body'): string {
   return out || root;
 }
 
-const BOOL_FIELDS = new Set(['align', 'enforce_detection', 'l2_normalize', 'anti_spoofing', 'detector_fallback']);
+const BOOL_FIELDS = new Set(['align', 'enforce_detection', 'l2_normalize', 'return_face', 'anti_spoofing', 'detector_fallback']);
 
 export function validationDetail(errors: AjvError[]): string {
   const e = errors.find((x) => x.keyword === 'additionalProperties') ?? errors.find((x) => x.keyword === 'required') ?? errors.find((x) => x.keyword === 'anyOf') ?? errors.find((x) => x.keyword === 'oneOf') ?? errors[0];

@@ -45,7 +45,7 @@ const representInput = {
   type: 'object',
   additionalProperties: false,
   required: ['img'],
-  properties: { img: R.img, max_faces: R.max_faces, l2_normalize: bool, ...common },
+  properties: { img: R.img, max_faces: R.max_faces, l2_normalize: bool, return_face: bool, ...common },
 } as const;
 
 // Binary targets (the REST multipart part) do not fit here: MCP messages are JSON text, so raw
@@ -184,6 +184,7 @@ export const TOOLS = {
       img: { description: `One image, or up to limits.max_batch_images images (results then come as one list per image). ${IMAGE}` },
       max_faces: { description: 'Keep only the N largest faces per image.' },
       l2_normalize: { description: 'Return unit-length embeddings (default false).' },
+      return_face: { description: "Also return each face's crop (detected, aligned, before resizing) as base64 PNG in face_png (default false)." },
       ...COMMON_DOCS,
     },
     arrays: representArrays,

@@ -61,6 +61,8 @@ export interface RepresentHeader extends PipelineOptions {
   images: number[];
   max_faces: number | null;
   l2_normalize: boolean;
+  /** Return each face's crop as base64 PNG (`face_png`); absent means false. */
+  return_face?: boolean;
 }
 
 export interface EmbedHeader extends PipelineOptions {
@@ -93,6 +95,8 @@ export interface RepresentFace {
   embedding: number[];
   facial_area: FacialArea;
   face_confidence: number;
+  /** Base64 PNG of the face crop, with return_face only. */
+  face_png?: string;
 }
 
 export interface RepresentResponse {

@@ -22,6 +22,7 @@ export function imageOps(cfg: Config): ImageOps {
     border: (image) => img.deepfaceBorder(image),
     extractFaces: (image, detections, opts) => img.extractFaces(image, detections, opts),
     toTensor: (faces, spec) => img.facesToTensor(faces, spec),
+    encodePng: (image) => img.encodePng(image),
   };
 }
 

@@ -190,7 +190,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
         const bytes = bytesAt(images, i);
         return () => image.decode(bytes);
       }),
-      { ...opts, max_faces: header.max_faces ?? null, l2_normalize: header.l2_normalize === true },
+      { ...opts, max_faces: header.max_faces ?? null, l2_normalize: header.l2_normalize === true, return_face: header.return_face === true },
     );
     return { results, model: opts.model_name, detector_backend: opts.detector_backend };
   });

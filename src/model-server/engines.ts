@@ -37,6 +37,8 @@ export interface ImageOps {
   ): Promise<ExtractedFace[]>;
   /** Letterboxes each face to the model input and applies its preprocessing, as one batch. */
   toTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array>;
+  /** Lossless PNG of a face crop (BGR in, RGB PNG out), for /represent's return_face. */
+  encodePng(img: NativeImage): Promise<Buffer>;
 }
 
 export interface FaceDetector {

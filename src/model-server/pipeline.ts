@@ -268,17 +268,22 @@ export class Pipeline {
    * decoded image is dropped before the next is decoded, so a batch of 16 large images holds one of
    * them at a time, not 16 (issue 24). The faces of all images still go through one model run.
    */
-  async represent(images: ReadonlyArray<ImageInput>, opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean }): Promise<RepresentFace[][]> {
+  async represent(
+    images: ReadonlyArray<ImageInput>,
+    opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean; return_face?: boolean },
+  ): Promise<RepresentFace[][]> {
     const rec = this.recognizer(opts.model_name);
     // DeepFace's represent letterboxes a `skip` image as uint8 before dividing by 255; its verify
     // (and find) divide first, as for every detected face: the embeddings differ at the 1e-5 level.
     const spec = this.tensorSpec(rec, opts.normalization, opts.detector_backend === 'skip' ? 'uint8' : 'float');
-    const groups: Array<Array<Pick<FoundFace, 'area' | 'confidence'>>> = [];
+    const groups: Array<Array<Pick<FoundFace, 'area' | 'confidence'> & { png?: Buffer }>> = [];
     const tensors: Float32Array[] = [];
     for (const [i, input] of images.entries()) {
       const img = typeof input === 'function' ? await input() : input;
       const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
-      groups.push(faces.map((f) => ({ area: f.area, confidence: f.confidence })));
+      // return_face: each crop as extract_faces has it (before resizing), encoded losslessly.
+      const pngs = opts.return_face ? await Promise.all(faces.map((f) => this.deps.image.encodePng(f.face))) : null;
+      groups.push(faces.map((f, k) => ({ area: f.area, confidence: f.confidence, ...(pngs ? { png: pngs[k] } : {}) })));
       if (faces.length > 0) tensors.push(await this.deps.image.toTensor(faces.map((f) => f.face), spec));
     }
     const embeddings = await this.embedRows(rec, tensors, groups.reduce((n, g) => n + g.length, 0));
@@ -290,6 +295,7 @@ export class Pipeline {
           embedding: opts.l2_normalize ? l2normalize(embedding) : Array.from(embedding),
           facial_area: f.area,
           face_confidence: f.confidence,
+          ...(f.png ? { face_png: f.png.toString('base64') } : {}),
         };
       }),
     );

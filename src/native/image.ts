@@ -96,6 +96,11 @@ export function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: 
   return call(() => native.rotateImage(img, cx, cy, angleDeg));
 }
 
+/** Lossless PNG (RGB or grey, filter None on every row) of a BGR or grey image, off the JS thread. */
+export function encodePng(img: NativeImage): Promise<Buffer> {
+  return call(() => native.encodePng(img));
+}
+
 export function toGray(img: NativeImage): Promise<NativeImage> {
   return call(() => native.toGray(img));
 }

@@ -63,6 +63,12 @@ export const representBody = {
     ...common,
     max_faces: { type: 'integer', minimum: 1 },
     l2_normalize: bool,
+    return_face: {
+      ...bool,
+      description:
+        "Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: " +
+        'a lossless PNG, base64.',
+    },
     anti_spoofing: bool,
   },
 } as const;
@@ -282,7 +288,17 @@ export const verifyResponse = {
 const representFace = {
   type: 'object',
   required: ['embedding', 'facial_area', 'face_confidence'],
-  properties: { embedding: { type: 'array', items: { type: 'number' } }, facial_area: facialArea, face_confidence: { type: 'number' } },
+  properties: {
+    embedding: { type: 'array', items: { type: 'number' } },
+    facial_area: facialArea,
+    face_confidence: { type: 'number' },
+    face_png: {
+      type: 'string',
+      description:
+        "With return_face=true only: the face crop DeepFace's extract_faces returns, before resizing and before colour conversion or /255, " +
+        'as base64 of a PNG (8-bit RGB, lossless; the whole image when no face was found with enforce_detection=false or with detector skip).',
+    },
+  },
 } as const;
 
 export const representResponse = {
@@ -335,5 +351,5 @@ export const MULTIPART_FIELD_KIND: Record<string, 'string' | 'number' | 'json' |
   img1: 'image', img2: 'image', img: 'image', source: 'json', targets: 'json', targets_b64: 'string',
   model_name: 'string', detector_backend: 'string', distance_metric: 'string', normalization: 'string',
   threshold: 'number', expand_percentage: 'number', max_faces: 'number', top_k: 'number',
-  align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', anti_spoofing: 'bool', detector_fallback: 'bool',
+  align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', return_face: 'bool', anti_spoofing: 'bool', detector_fallback: 'bool',
 };

@@ -8,15 +8,21 @@
  * /compare `source`, `model_name` and `distance_metric` come before the `targets` part, which lets
  * the gateway compare the rows as they arrive.
  */
-import { randomUUID } from 'node:crypto';
 import type { components } from './generated/openapi.js';
-import { APIConnectionError, FacecomputeError, errorClass } from './errors.js';
+import { APIConnectionError, APITimeoutError, APIUserAbortError, FacecomputeError, errorClass } from './errors.js';
 import { delayFor, backoffDelay, parseRetryAfter, sleep, type RetryPolicy } from './retry.js';
-import { fileImage, float32Rows, image, imageOrEmbedding, isEmbedding, type Embedding, type EmbeddingInput, type FileImage, type Image, type ImageInput, type TargetsInput, type TextImage } from './inputs.js';
+import { concatBytes, fileImage, float32Rows, image, imageOrEmbedding, isEmbedding, toBase64, type Embedding, type EmbeddingInput, type FileImage, type Image, type ImageInput, type TargetsInput, type TextImage } from './inputs.js';
+import { VERSION } from './version.js';
 
 type Schemas = components['schemas'];
 export type VerifyResponse = Schemas['VerifyResponse'];
 export type RepresentResponse = Schemas['RepresentResponse'];
+/** One face of /represent: embedding, facial_area, face_confidence (and face_png with return_face). */
+export type RepresentFace = Exclude<RepresentResponse['results'][number], unknown[]>;
+/** /represent for one image: one entry per face. */
+export type RepresentOneResponse = Omit<RepresentResponse, 'results'> & { results: RepresentFace[] };
+/** /represent for a batch: one list of faces per image. */
+export type RepresentBatchResponse = Omit<RepresentResponse, 'results'> & { results: RepresentFace[][] };
 export type CompareResponse = Schemas['CompareResponse'];
 export type CapabilitiesResponse = Schemas['CapabilitiesResponse'];
 export type ErrorResponse = Schemas['ErrorResponse'];
@@ -49,7 +55,12 @@ export interface ClientOptions {
 interface RequestOptions {
   /** Sent as x-request-id (a UUID); one is generated otherwise. */
   requestId?: string;
+  /** Aborts the request and any wait between retries (APIUserAbortError). */
   signal?: AbortSignal;
+  /** This request's timeout in seconds, per attempt (default: the client's). */
+  timeout?: number;
+  /** This request's retries (default: the client's maxRetries). */
+  maxRetries?: number;
 }
 
 type Field = [string, Image | Embedding | { kind: 'targets'; data: Uint8Array } | { kind: 'source'; value: Image | Embedding } | { kind: 'sources'; values: Array<TextSource> } | { kind: 'json'; value: unknown }];
@@ -94,6 +105,9 @@ export class Client {
   }
 
   /** POST /represent. `img` is one image or an array (then `results` holds one list of faces per image). */
+  async represent(args: { img: ImageInput[] } & RepresentOptions, options?: RequestOptions): Promise<RepresentBatchResponse>;
+  async represent(args: { img: ImageInput } & RepresentOptions, options?: RequestOptions): Promise<RepresentOneResponse>;
+  async represent(args: { img: ImageInput | ImageInput[] } & RepresentOptions, options?: RequestOptions): Promise<RepresentResponse>;
   async represent(args: { img: ImageInput | ImageInput[] } & RepresentOptions, options: RequestOptions = {}): Promise<RepresentResponse> {
     const { img, ...rest } = args;
     const batch = Array.isArray(img);
@@ -122,7 +136,7 @@ export class Client {
         // Several sources go as one JSON part: image bytes among them travel as base64.
         if (resolved.kind === 'embedding') values.push({ embedding: resolved.values });
         else if (resolved.kind === 'text') values.push({ img: resolved.value });
-        else values.push({ img: Buffer.from(await resolved.data.arrayBuffer()).toString('base64') });
+        else values.push({ img: toBase64(new Uint8Array(await resolved.data.arrayBuffer())) });
       }
       fields.push(['source', { kind: 'sources', values }]);
     } else {
@@ -169,32 +183,40 @@ export class Client {
       if (size > this.maxRemoteImageBytes) throw new FacecomputeError('image_too_large', `${img.url} is over maxRemoteImageBytes=${this.maxRemoteImageBytes}`);
       chunks.push(chunk);
     }
-    return fileImage(Buffer.concat(chunks), 'remote');
+    return fileImage(concatBytes(chunks), 'remote');
   }
 
   private async send(method: string, path: string, body: { body: string | FormData; contentType?: string } | undefined, options: RequestOptions): Promise<unknown> {
-    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': options.requestId ?? randomUUID(), 'user-agent': 'facecompute-js/0.1.0' };
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': options.requestId ?? globalThis.crypto.randomUUID(), 'user-agent': `facecompute-js/${VERSION}` };
     if (this.apiKey) headers['authorization'] = `Bearer ${this.apiKey}`;
     if (body?.contentType) headers['content-type'] = body.contentType;
+    const policy = options.maxRetries === undefined ? this.policy : { ...this.policy, maxRetries: options.maxRetries };
+    const timeout = options.timeout ?? this.timeout;
+    const fields = { requestId: headers['x-request-id'] };
+    const aborted = (err: unknown): APIUserAbortError => new APIUserAbortError('aborted', `${method} ${this.baseUrl}${path}: aborted by the caller`, fields, { cause: err });
+    const wait = (seconds: number): Promise<void> => sleep(seconds, options.signal).catch((err: unknown) => Promise.reject(aborted(err)));
     for (let attempt = 0; ; attempt++) {
       let res: Response;
+      const timer = AbortSignal.timeout(timeout * 1000);
       try {
-        const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(this.timeout * 1000)]) : AbortSignal.timeout(this.timeout * 1000);
+        const signal = options.signal ? AbortSignal.any([options.signal, timer]) : timer;
         res = await fetch(this.baseUrl + path, { method, headers, body: body?.body ?? null, signal });
       } catch (err) {
-        // Refused before anything was sent: safe to try again.
+        if (options.signal?.aborted) throw aborted(err);
+        if (timer.aborted) throw new APITimeoutError('timeout', `${method} ${this.baseUrl}${path}: no answer within ${timeout} s`, fields, { cause: err });
+        // Refused or reset before anything was sent: safe to try again.
         const code = (err as { cause?: { code?: string } }).cause?.code;
-        if (code === 'ECONNREFUSED' && attempt < this.policy.maxRetries) {
-          await sleep(backoffDelay(this.policy, attempt));
+        if ((code === 'ECONNREFUSED' || code === 'ECONNRESET') && attempt < policy.maxRetries) {
+          await wait(backoffDelay(policy, attempt));
           continue;
         }
-        throw new APIConnectionError('connection_failed', `${method} ${this.baseUrl}${path}: ${(err as Error).message}${code ? ` (${code})` : ''}`, { requestId: headers['x-request-id'] }, { cause: err });
+        throw new APIConnectionError('connection_failed', `${method} ${this.baseUrl}${path}: ${(err as Error).message}${code ? ` (${code})` : ''}`, fields, { cause: err });
       }
       if (res.status < 400) return res.json();
       const error = await decodeError(res);
-      const wait = delayFor(this.policy, attempt, res.status, error.code, error.retryAfter);
-      if (wait === undefined) throw error;
-      await sleep(wait);
+      const delay = delayFor(policy, attempt, res.status, error.code, error.retryAfter);
+      if (delay === undefined) throw error;
+      await wait(delay);
     }
   }
 }

@@ -34,6 +34,10 @@ export class FacecomputeError extends Error {
 
 /** The request got no answer: refused or reset connection, DNS, TLS, a timeout, or a URL input that could not be fetched. */
 export class APIConnectionError extends FacecomputeError {}
+/** The request took longer than its timeout (`timeout`, per client or per request); code `timeout`. */
+export class APITimeoutError extends APIConnectionError {}
+/** The caller's AbortSignal aborted the request or a wait between retries; code `aborted`. */
+export class APIUserAbortError extends APIConnectionError {}
 /** 400: invalid_request, unsupported_option, model_not_allowed, invalid_image, ... */
 export class BadRequestError extends FacecomputeError {}
 /** 401: missing_api_key or invalid_api_key. */

@@ -7,8 +7,10 @@
  * the service refuses URLs unless its operator enabled remote images) or passed on as a string
  * (`'service'`).
  */
-import { readFile, stat } from 'node:fs/promises';
-import { endianness } from 'node:os';
+// No node: import at the top: the package loads in a browser. node:fs/promises is imported only when a
+// string input may be a path (isFile / readPath), which is Node-only anyway.
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const inNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
 
 export type ImageInput = string | URL | Uint8Array | ArrayBuffer | Blob;
 export type EmbeddingInput = number[] | Float32Array | Float64Array;
@@ -67,11 +69,36 @@ export function looksLikeBase64(s: string): boolean {
 }
 
 async function isFile(p: string): Promise<boolean> {
+  if (!inNode) return false;
   try {
+    const { stat } = await import('node:fs/promises');
     return (await stat(p)).isFile();
   } catch {
     return false;
   }
+}
+
+async function readPath(p: string): Promise<Uint8Array> {
+  const { readFile } = await import('node:fs/promises');
+  return readFile(p);
+}
+
+/** Base64 of bytes, without Buffer (absent in browsers). */
+export function toBase64(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+/** The chunks as one Uint8Array, without Buffer. */
+export function concatBytes(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 /** One image input, as the service should get it; `name` is its field (img, img1, ...). */
@@ -87,7 +114,7 @@ export async function image(value: ImageInput, name: string): Promise<Image> {
   if (typeof value === 'string') {
     if (value.startsWith('data:') || value.startsWith('file:')) return { kind: 'text', value };
     if (/^https?:\/\//i.test(value)) return { kind: 'remote', url: value };
-    if (await isFile(value)) return fileImage(await readFile(value), name);
+    if (await isFile(value)) return fileImage(await readPath(value), name);
     if (looksLikeBase64(value)) return { kind: 'text', value: value.replace(/\s/g, '') };
     throw new TypeError(`${name}: ${JSON.stringify(value.slice(0, 200))} is not an existing file, an http(s) URL, a data: URI or base64`);
   }
@@ -104,7 +131,7 @@ export function float32Rows(targets: TargetsInput): Uint8Array {
   if (targets instanceof Float32Array) {
     if (targets.length === 0) throw new RangeError('targets must not be empty');
     const bytes = new Uint8Array(targets.buffer, targets.byteOffset, targets.byteLength);
-    return endianness() === 'LE' ? bytes : swap32(bytes);
+    return LITTLE_ENDIAN ? bytes : swap32(bytes);
   }
   if (targets instanceof Uint8Array) {
     if (targets.byteLength === 0 || targets.byteLength % 4 !== 0) throw new RangeError(`binary targets must be whole float32 values: ${targets.byteLength} bytes is not a positive multiple of 4`);

@@ -1,11 +1,14 @@
 /**
- * When to send a request again, and after how long. Retried: 429 and the 503s the contract marks
- * retryable (queue_full, queue_timeout, service_warming, gateway_draining, or any 503 carrying
- * Retry-After), and connections refused before the request was sent. Never another 4xx. The wait
+ * When to send a request again, and after how long. Retried, as the service's error catalog says: 429,
+ * the 503s it marks retryable (queue_full, queue_timeout, service_warming, gateway_draining, or any 503
+ * carrying Retry-After), 500 internal_error, 502 upstream_failed, 504 upstream_timeout, and connections
+ * refused or reset before the request was sent. Never another 4xx, nor 502 upstream_lost. The wait
  * honours Retry-After (seconds or an HTTP date), never less; without it, exponential backoff with
  * jitter. A Retry-After longer than `maxRetryWait` is not slept through: the error is thrown at once.
  */
 export const RETRYABLE_503 = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining']);
+/** The catalog's "retry with backoff" server errors, by status. */
+export const RETRYABLE_5XX: Record<number, ReadonlySet<string>> = { 500: new Set(['internal_error']), 502: new Set(['upstream_failed']), 504: new Set(['upstream_timeout']) };
 
 export interface RetryPolicy {
   maxRetries: number;
@@ -26,7 +29,7 @@ export function parseRetryAfter(value: string | null): number | undefined {
 export function isRetryable(status: number, code: string, retryAfter: number | undefined): boolean {
   if (status === 429) return true;
   if (status === 503) return RETRYABLE_503.has(code) || retryAfter !== undefined;
-  return false;
+  return RETRYABLE_5XX[status]?.has(code) ?? false;
 }
 
 /** "Equal jitter": half the backoff fixed, half random. */
@@ -42,4 +45,18 @@ export function delayFor(policy: RetryPolicy, attempt: number, status: number, c
   return backoffDelay(policy, attempt);
 }
 
-export const sleep = (seconds: number): Promise<void> => new Promise((r) => setTimeout(r, seconds * 1000));
+/** Waits `seconds`; rejects with the signal's reason as soon as `signal` aborts. */
+export function sleep(seconds: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, seconds * 1000);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

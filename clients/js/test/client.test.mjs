@@ -207,7 +207,7 @@ test('retryable 503s are retried; other 503s and every other 4xx are not', async
   await new Client({ baseUrl: s.url, apiKey: 'k', backoff: 0.02 }).represent({ img: Buffer.from('img') });
   await s.close();
   assert.equal(s.seen.length, 3);
-  for (const [status, code, Cls] of [[400, 'invalid_request', fc.BadRequestError], [401, 'invalid_api_key', fc.AuthenticationError], [402, 'insufficient_credits', fc.InsufficientCreditsError], [403, 'account_inactive', fc.PermissionDeniedError], [404, 'not_found', fc.NotFoundError], [413, 'image_too_large', fc.PayloadTooLargeError], [422, 'url_fetch_failed', fc.UnprocessableEntityError], [503, 'other', fc.ServiceUnavailableError], [500, 'internal_error', fc.InternalServerError], [504, 'upstream_timeout', fc.GatewayTimeoutError]]) {
+  for (const [status, code, Cls] of [[400, 'invalid_request', fc.BadRequestError], [401, 'invalid_api_key', fc.AuthenticationError], [402, 'insufficient_credits', fc.InsufficientCreditsError], [403, 'account_inactive', fc.PermissionDeniedError], [404, 'not_found', fc.NotFoundError], [413, 'image_too_large', fc.PayloadTooLargeError], [422, 'url_fetch_failed', fc.UnprocessableEntityError], [503, 'other', fc.ServiceUnavailableError], [502, 'upstream_lost', fc.InternalServerError]]) {
     const t = await stub([[status, status === 503 ? {} : { 'retry-after': '0' }, err(code, 'nope')], [200, {}, OK]]);
     const e = await new Client({ baseUrl: t.url, apiKey: 'k', backoff: 0.01 }).represent({ img: Buffer.from('img') }).catch((x) => x);
     await t.close();
@@ -215,6 +215,45 @@ test('retryable 503s are retried; other 503s and every other 4xx are not', async
     assert.deepEqual([e.status, e.code, e.detail], [status, code, 'nope']);
     assert.equal(t.seen.length, 1, `${status} ${code} is not retried`);
   }
+});
+
+test('500 internal_error, 502 upstream_failed and 504 upstream_timeout are retried with backoff (issue 39)', async () => {
+  for (const [status, code] of [[500, 'internal_error'], [502, 'upstream_failed'], [504, 'upstream_timeout']]) {
+    const s = await stub([[status, {}, err(code)], [status, {}, err(code)], [200, {}, OK]]);
+    const r = await new Client({ baseUrl: s.url, apiKey: 'k', backoff: 0.1 }).represent({ img: Buffer.from('img') });
+    await s.close();
+    assert.equal(r.model, 'Facenet');
+    assert.equal(s.seen.length, 3, `${status} ${code} retried twice`);
+    assert.ok(s.seen[1] - s.seen[0] >= 45 && s.seen[2] - s.seen[1] >= 95, `equal-jitter backoff: at least half of 100 then 200 ms, got ${s.seen[1] - s.seen[0]}, ${s.seen[2] - s.seen[1]}`);
+    const once = await stub([[status, {}, err(code)], [status, {}, err(code)], [200, {}, OK]]);
+    const e = await new Client({ baseUrl: once.url, apiKey: 'k', backoff: 0.01 }).represent({ img: Buffer.from('img') }, { maxRetries: 0 }).catch((x) => x);
+    await once.close();
+    assert.equal(e.code, code, 'per-request maxRetries: 0');
+    assert.equal(once.seen.length, 1);
+  }
+});
+
+test('a timeout is an APITimeoutError, an abort an APIUserAbortError, even while waiting to retry (issue 39)', async () => {
+  const slow = await serve((req, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(OK)), 1500));
+  const t0 = performance.now();
+  const e = await new Client({ baseUrl: slow.url, apiKey: 'k', maxRetries: 0 }).capabilities({ timeout: 0.2 }).catch((x) => x);
+  assert.ok(e instanceof fc.APITimeoutError && e instanceof fc.APIConnectionError, String(e));
+  assert.equal(e.code, 'timeout');
+  assert.ok(performance.now() - t0 < 1200, 'the per-request timeout, not the client\'s');
+  const ctl = new AbortController();
+  setTimeout(() => ctl.abort(), 100);
+  const a = await new Client({ baseUrl: slow.url, apiKey: 'k' }).capabilities({ signal: ctl.signal }).catch((x) => x);
+  assert.ok(a instanceof fc.APIUserAbortError, String(a));
+  await slow.close();
+  const s = await stub([[429, { 'retry-after': '30' }, err('rate_limited')], [200, {}, OK]]);
+  const waiting = new AbortController();
+  setTimeout(() => waiting.abort(), 200);
+  const t1 = performance.now();
+  const w = await new Client({ baseUrl: s.url, apiKey: 'k' }).capabilities({ signal: waiting.signal }).catch((x) => x);
+  await s.close();
+  assert.ok(w instanceof fc.APIUserAbortError, String(w));
+  assert.ok(performance.now() - t1 < 2000, 'the Retry-After wait was abandoned on abort');
+  assert.equal(s.seen.length, 1);
 });
 
 test('gives up after maxRetries, and at once on a Retry-After over maxRetryWait', async () => {

@@ -266,7 +266,7 @@ def test_retry_on_retryable_503_with_backoff_and_http_date(stub: Any) -> None:
     assert len(s2.requests) == 1, "a 503 without Retry-After and not a capacity code is not retried"
 
 
-@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (403, "account_inactive", errors.PermissionDeniedError), (404, "not_found", errors.NotFoundError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "url_fetch_failed", errors.UnprocessableEntityError), (422, "no_face_detected", errors.NoFaceDetectedError), (500, "internal_error", errors.InternalServerError), (502, "upstream_failed", errors.InternalServerError), (504, "upstream_timeout", errors.GatewayTimeoutError)])
+@pytest.mark.parametrize("status,code,cls", [(400, "invalid_request", errors.BadRequestError), (401, "invalid_api_key", errors.AuthenticationError), (402, "insufficient_credits", errors.InsufficientCreditsError), (403, "account_inactive", errors.PermissionDeniedError), (404, "not_found", errors.NotFoundError), (413, "image_too_large", errors.PayloadTooLargeError), (422, "url_fetch_failed", errors.UnprocessableEntityError), (422, "no_face_detected", errors.NoFaceDetectedError), (502, "upstream_lost", errors.InternalServerError)])
 def test_never_retries_other_errors(stub: Any, status: int, code: str, cls: type) -> None:
     s = stub([(status, {"retry-after": "0"}, err(code, "nope")), (200, {}, OK)])
     with Client(s.url, "k", backoff=0.01) as c:
@@ -274,6 +274,22 @@ def test_never_retries_other_errors(stub: Any, status: int, code: str, cls: type
             c.represent(b"img")
     assert (e.value.status, e.value.code, e.value.detail) == (status, code, "nope")
     assert len(s.requests) == 1
+
+
+@pytest.mark.parametrize("status,code", [(500, "internal_error"), (502, "upstream_failed"), (504, "upstream_timeout")])
+def test_retries_the_catalogs_retryable_server_errors_with_backoff(stub: Any, status: int, code: str) -> None:
+    """Issue 39: the error catalog says to retry these with backoff; the wait is jittered, never 0."""
+    s = stub([(status, {}, err(code)), (status, {}, err(code)), (200, {}, OK)])
+    with Client(s.url, "k", backoff=0.1) as c:
+        assert c.represent(b"img")["model"] == "Facenet"
+    assert len(s.requests) == 3
+    gaps = [s.requests[i + 1][0] - s.requests[i][0] for i in range(2)]
+    assert 0.05 <= gaps[0] and 0.1 <= gaps[1], f"equal-jitter backoff: at least half of 0.1 s then 0.2 s, got {gaps}"
+    s2 = stub([(status, {}, err(code))] * 3)
+    with Client(s2.url, "k", backoff=0.01) as c:
+        with pytest.raises(errors.FacecomputeError) as e:
+            c.with_options(max_retries=1).represent(b"img")
+    assert e.value.code == code and len(s2.requests) == 2, "with_options(max_retries=1): one retry"
 
 
 def test_gives_up_after_max_retries_and_on_a_long_retry_after(stub: Any) -> None:
@@ -346,3 +362,31 @@ def test_readme_defaults_and_dependencies() -> None:
     code = "import sys; sys.modules['numpy'] = None\nimport facecompute\nfrom facecompute._calls import encode\nfrom facecompute.client import verify_call\nprint(len(encode(verify_call(sys.argv[1], [0.5, 0.25], {}))['files']))"
     out = subprocess.run([sys.executable, "-c", code, str(Path(__file__))], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr
+
+
+def test_a_timeout_is_an_api_timeout_error() -> None:
+    """Issue 39: a request that gets no answer within ``timeout`` raises APITimeoutError (an APIConnectionError)."""
+    import http.server
+    import threading
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(2)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_address[1]}", "k", timeout=60) as c:
+            t0 = time.monotonic()
+            with pytest.raises(errors.APITimeoutError) as e:
+                c.with_options(timeout=0.3).capabilities()
+            assert c._config.timeout == 60, "with_options leaves the client as it was"
+        assert isinstance(e.value, errors.APIConnectionError) and e.value.code == "timeout"
+        assert time.monotonic() - t0 < 1.5, "the per-call timeout, not the client's 60 s"
+    finally:
+        server.shutdown()

@@ -7,6 +7,7 @@ import base64
 import csv
 import inspect
 import io
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -188,7 +189,7 @@ def test_enforce_detection(images: Path, no_face: Path) -> None:
 def test_deepface_value_errors(images: Path) -> None:
     img1, img2 = str(images / "img1.jpg"), str(images / "img2.jpg")
     with pytest.raises(ValueError, match=r"^Invalid model_name passed - facial_recognition/VGG-Face \(a DeepFace name this facecompute service does not serve; this service serves: "):
-        DeepFace.verify(img1, img2)  # DeepFace's default model, which the service does not serve
+        DeepFace.verify(img1, img2, model_name="VGG-Face")  # named explicitly: never swapped for another
     with pytest.raises(ValueError, match=r"^Invalid model_name passed - facial_recognition/NotAModel \(not a DeepFace name"):
         DeepFace.represent(img1, model_name="NotAModel")
     with pytest.raises(ValueError) as e:
@@ -211,7 +212,36 @@ def test_deepface_value_errors(images: Path) -> None:
         DeepFace.build_model("VGG-Face")
 
 
-@pytest.mark.parametrize("name", ["analyze", "find", "stream", "register", "search", "build_index", "extract_faces"])
+def test_deepface_default_model_is_the_served_default(client: Client, images: Path, caplog: Any, monkeypatch: Any, base_url: str, api_key: str) -> None:
+    """Issue 39: DeepFace's README calls, which leave model_name at VGG-Face, use the service's default,
+    with one warning per process; configure(default_model=) and the environment choose another."""
+    import logging
+
+    img1, img2 = str(images / "img1.jpg"), str(images / "img2.jpg")
+    served_default = client.capabilities()["default_model"]
+    monkeypatch.setattr(DeepFace, "_warned_default", False)
+    monkeypatch.delenv(DeepFace.DEFAULT_MODEL_ENV, raising=False)
+    with caplog.at_level(logging.WARNING, logger="facecompute.DeepFace"):
+        got = DeepFace.verify(img1, img2)
+        emb = DeepFace.represent(img1)
+    assert got["model"] == served_default and got["verified"] is True
+    assert len(emb[0]["embedding"]) == client.capabilities()["embedding_dims"][served_default]
+    warnings = [r for r in caplog.records if r.name == "facecompute.DeepFace"]
+    assert len(warnings) == 1, "one warning per process"
+    text = warnings[0].getMessage()
+    assert "VGG-Face is not served" in text and f"using {served_default}" in text and "not comparable with VGG-Face" in text
+    monkeypatch.setenv(DeepFace.DEFAULT_MODEL_ENV, "Dlib")
+    assert DeepFace.verify(img1, img2)["model"] == "Dlib"
+    assert len(DeepFace.represent(img1)[0]["embedding"]) == 128
+    try:
+        DeepFace.configure(base_url, api_key, default_model="Facenet")
+        assert DeepFace.verify(img1, img2)["model"] == "Facenet", "configure() wins over the environment"
+    finally:
+        DeepFace.configure(base_url, api_key)
+    assert len([r for r in caplog.records if r.name == "facecompute.DeepFace"]) == 1
+
+
+@pytest.mark.parametrize("name", ["analyze", "find", "stream", "register", "search", "build_index"])
 def test_functions_not_offered_point_to_the_migration_guide(name: str) -> None:
     with pytest.raises(NotOfferedError) as e:
         getattr(DeepFace, name)(img_path="img1.jpg")
@@ -223,5 +253,125 @@ def test_options_not_offered(images: Path) -> None:
     img1 = str(images / "img1.jpg")
     with pytest.raises(NotOfferedError, match="anti_spoofing"):
         DeepFace.verify(img1, img1, model_name="Facenet", anti_spoofing=True)
-    with pytest.raises(NotOfferedError, match="return_face"):
-        DeepFace.represent(img1, model_name="Facenet", return_face=True)
+    with pytest.raises(NotOfferedError, match="anti_spoofing"):
+        DeepFace.extract_faces(img1, anti_spoofing=True)
+
+
+# Issue 39: extract_faces, represent(return_face=True), detectFace, NumPy inputs, from the crops the
+# service returns (/represent return_face).
+
+
+def test_extract_faces_is_deepface_shaped(client: Client, images: Path) -> None:
+    img = str(images / "img1.jpg")
+    faces = DeepFace.extract_faces(img)
+    rest = client.represent(images / "img1.jpg", detector_fallback=False, return_face=True)["results"]
+    assert len(faces) == len(rest) == 1
+    f = faces[0]
+    assert list(f) == ["face", "facial_area", "confidence"], "no is_real / antispoof_score without anti_spoofing"
+    assert f["facial_area"] == without_detector(rest[0]["facial_area"])
+    check_area_types(f["facial_area"])
+    assert type(f["confidence"]) is float and f["confidence"] == rest[0]["face_confidence"]
+    png = Image.open(io.BytesIO(base64.b64decode(rest[0]["face_png"])))
+    assert png.format == "PNG" and png.mode == "RGB"
+    rgb = np.asarray(png)
+    assert f["face"].dtype == np.float64 and f["face"].shape == rgb.shape
+    assert np.array_equal(np.rint(f["face"] * 255).astype(np.uint8), rgb), "rgb, /255"
+    assert np.array_equal(DeepFace.extract_faces(img, color_face="bgr", normalize_face=False)[0]["face"], rgb[:, :, ::-1])
+    gray = DeepFace.extract_faces(img, color_face="gray", normalize_face=False)[0]["face"]
+    assert gray.dtype == np.uint8 and gray.shape == rgb.shape[:2]
+    # OpenCV's BGR2GRAY: 15-bit fixed-point weights, rounded (Pillow's L conversion differs by at most 1).
+    assert np.abs(gray.astype(int) - np.asarray(png.convert("L")).astype(int)).max() <= 1
+    assert np.array_equal(DeepFace.extract_faces(img, grayscale=True, normalize_face=False)[0]["face"], gray)
+    with pytest.raises(DeepFace.UnimplementedError, match="^The color_face can be rgb, bgr or gray, but it is hsv.$"):
+        DeepFace.extract_faces(img, color_face="hsv")
+
+
+def test_extract_faces_batches_and_numpy_inputs(images: Path) -> None:
+    names = ["img1.jpg", "couple.jpg", "img3.jpg"]
+    by_path = DeepFace.extract_faces([str(images / n) for n in names])
+    assert [len(x) for x in by_path] == [len(DeepFace.extract_faces(str(images / n))) for n in names]
+    bgr = np.asarray(Image.open(images / "img1.jpg").convert("RGB"))[:, :, ::-1]
+    batch = np.stack([bgr, bgr])
+    from_batch = DeepFace.extract_faces(batch)
+    assert len(from_batch) == 2 and all(len(x) == len(by_path[0]) for x in from_batch)
+    # Any dtype: a float image in [0, 1] and one in [0, 255] give the uint8 image's faces.
+    for same in (bgr / 255.0, bgr.astype(np.float32), bgr.astype(np.int64)):
+        got = DeepFace.extract_faces(same)
+        assert [g["facial_area"] for g in got] == [f["facial_area"] for f in from_batch[0]]
+    black = np.zeros([224, 224, 3])
+    with pytest.raises(ValueError):
+        DeepFace.extract_faces(black)
+    loose = DeepFace.extract_faces(black, enforce_detection=False)
+    assert loose[0]["face"].shape == (224, 224, 3) and loose[0]["confidence"] == 0.0
+    assert loose[0]["facial_area"]["w"] == 223, "DeepFace reports the whole image as W-1 x H-1"
+    for bad, message in ((np.zeros((224, 224)), "not enough values to unpack (expected 3, got 2)"), (np.zeros((2, 2, 2, 2, 3)), "too many values to unpack (expected 3)")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            DeepFace.represent(bad, model_name="Facenet")
+        with pytest.raises(ValueError, match=re.escape(message)):
+            DeepFace.extract_faces(bad)
+    with pytest.raises(ValueError, match=r"^Input img must be 3 dimensional but it is \(224, 224\)$"):
+        DeepFace.represent(np.zeros((224, 224)), model_name="Facenet", detector_backend="skip")
+    with pytest.raises(ValueError, match="^Failed to decode image$"):
+        DeepFace.represent(io.BytesIO(b"requests>=2.27.1\n"), model_name="Facenet")
+
+
+def test_represent_return_face_is_the_model_input(images: Path) -> None:
+    img = str(images / "img1.jpg")
+    got = DeepFace.represent(img, model_name="Facenet", return_face=True)
+    crop = DeepFace.extract_faces(img, color_face="bgr")[0]["face"]
+    face = got[0]["face"]
+    assert face.shape == (160, 160, 3) and face.dtype == np.float32
+    # The crop letterboxed to 160 x 160: the longer side fills it, and the rest is black padding.
+    h, w = crop.shape[:2]
+    inner = (160, int(w * 160 / h)) if h >= w else (int(h * 160 / w), 160)
+    top, left = (160 - inner[0]) // 2, (160 - inner[1]) // 2
+    assert face[:top].max(initial=0) == 0 and face[:, :left].max(initial=0) == 0
+    assert abs(float(face[top : top + inner[0], left : left + inner[1]].mean()) - float(crop.mean())) < 0.01
+    dlib = DeepFace.represent(img, model_name="Dlib", return_face=True, normalization="Facenet")[0]["face"]
+    assert dlib.shape == (150, 150, 3) and abs(float(dlib.mean())) < 1e-3, "normalize_input applied (Facenet: zero mean)"
+    assert "face" not in DeepFace.represent(img, model_name="Facenet")[0]
+
+
+def test_detect_face_and_version(images: Path) -> None:
+    out = DeepFace.detectFace(str(images / "img1.jpg"))
+    assert out.shape == (1, 224, 224, 3) and out.dtype == np.float32 and 0 <= out.min() and out.max() <= 1
+    assert DeepFace.__version__ == "0.0.100"
+
+
+def test_png_reader_takes_every_filter() -> None:
+    """The crop reader (facecompute._png.decode_png) against PNGs written with each row filter."""
+    import struct
+    import zlib
+
+    from facecompute._png import decode_png
+
+    rng = np.random.default_rng(7)
+    px = rng.integers(0, 256, (9, 13, 3), dtype=np.uint8)
+    rows = []
+    prior = np.zeros(13 * 3, dtype=np.int64)
+    for y in range(9):
+        line = px[y].reshape(-1).astype(np.int64)
+        kind = y % 5
+        left = np.concatenate([np.zeros(3, dtype=np.int64), line[:-3]])
+        upleft = np.concatenate([np.zeros(3, dtype=np.int64), prior[:-3]])
+        if kind == 0:
+            pred = np.zeros_like(line)
+        elif kind == 1:
+            pred = left
+        elif kind == 2:
+            pred = prior
+        elif kind == 3:
+            pred = (left + prior) // 2
+        else:
+            p = left + prior - upleft
+            pa, pb, pc = abs(p - left), abs(p - prior), abs(p - upleft)
+            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prior, upleft))
+        rows.append(bytes([kind]) + ((line - pred) % 256).astype(np.uint8).tobytes())
+        prior = line
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 13, 9, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b"")
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), px), "the test's PNG is valid"
+    assert np.array_equal(decode_png(png), px)

@@ -187,6 +187,12 @@ pub fn rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> Async
     pixel_job(img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
 }
 
+/// Lossless PNG of an image (BGR or grey), for the face crops /represent returns with `return_face`.
+#[napi(ts_return_type = "Promise<Buffer>")]
+pub fn encode_png(img: NativeImage) -> AsyncTask<Job<Vec<u8>, Buffer>> {
+    AsyncTask::new(Job::new(move || core_image::encode_png(&to_core(&img)?), |bytes| Ok(Buffer::from(bytes))))
+}
+
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
     pixel_job(img, |i| pixels::bgr_to_gray(&i))

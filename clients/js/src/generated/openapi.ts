@@ -217,6 +217,8 @@ export interface components {
              * @default false
              */
             l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+            /** @description Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: a lossless PNG, base64. */
+            return_face?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
              * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
              * @default false
@@ -344,6 +346,8 @@ export interface components {
                     [key: string]: unknown;
                 };
                 face_confidence: number;
+                /** @description With return_face=true only: the face crop DeepFace's extract_faces returns, before resizing and before colour conversion or /255, as base64 of a PNG (8-bit RGB, lossless; the whole image when no face was found with enforce_detection=false or with detector skip). */
+                face_png?: string;
             } | {
                 embedding: number[];
                 facial_area: {
@@ -361,6 +365,8 @@ export interface components {
                     [key: string]: unknown;
                 };
                 face_confidence: number;
+                /** @description With return_face=true only: the face crop DeepFace's extract_faces returns, before resizing and before colour conversion or /255, as base64 of a PNG (8-bit RGB, lossless; the whole image when no face was found with enforce_detection=false or with detector skip). */
+                face_png?: string;
             }[])[];
             model: string;
             detector_backend: string;
@@ -1044,6 +1050,8 @@ export interface operations {
                      * @default false
                      */
                     l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /** @description Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: a lossless PNG, base64. */
+                    return_face?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
                     /**
                      * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
                      * @default false

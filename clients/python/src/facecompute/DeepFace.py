@@ -1,4 +1,5 @@
-"""``from facecompute import DeepFace``: DeepFace 0.0.100's ``verify`` and ``represent`` served by facecompute.
+"""``from facecompute import DeepFace``: DeepFace 0.0.100's ``verify``, ``represent`` and ``extract_faces``
+(and the deprecated ``detectFace``) served by facecompute.
 
 The same function names, parameters, defaults (``model_name="VGG-Face"``, ``detector_backend="opencv"``,
 ``distance_metric="cosine"``, ...) and return shapes as DeepFace, so that a script written for DeepFace
@@ -7,24 +8,33 @@ FACECOMPUTE_API_KEY (or :func:`configure`).
 
 Differences a caller can meet, each on purpose:
 
-- Only the models and detectors the service serves are accepted (``GET /capabilities``); DeepFace's
-  default ``VGG-Face`` is not among them today, so name a model (``model_name="Facenet"``): the
-  service never silently answers with another model than the one asked for. Any other name raises
-  DeepFace's ``ValueError`` ("Invalid model_name passed - facial_recognition/<name>"), naming what
-  the service serves.
+- DeepFace's default model, VGG-Face, is not served. A call that leaves ``model_name`` at its default
+  uses the service's ``default_model`` (``GET /capabilities``), or the one chosen with
+  ``configure(default_model=...)`` or FACECOMPUTE_DEEPFACE_DEFAULT_MODEL, and logs one warning per
+  process: its embeddings are not comparable with VGG-Face ones. A model named explicitly is used as
+  named: ``model_name="VGG-Face"`` or any unserved name raises DeepFace's ``ValueError`` ("Invalid
+  model_name passed - facial_recognition/<name>"), naming what the service serves.
 - No detector fallback: when opencv finds no face, DeepFace raises (or, with enforce_detection=False,
   uses the whole image), and so does this module (the service's ``detector_fallback=false``).
-- ``anti_spoofing=True``, ``return_face=True`` and ``cryptosystem`` raise :class:`NotOfferedError`,
-  as do ``analyze``, ``find``, ``stream``, ``register``, ``search``, ``build_index`` and ``extract_faces``.
+- ``extract_faces`` and ``represent(return_face=True)`` build DeepFace's face arrays from the crops the
+  service returns (``/represent`` with ``return_face``); extract_faces runs the default model too.
+- NumPy images of any dtype are taken as DeepFace takes them: a float image within [0, 1] is scaled by
+  255, anything else rounded and clipped to 8 bits; a 4-D array is a batch; an array that is not 3-D
+  raises DeepFace's ValueError.
+- ``anti_spoofing=True`` and ``cryptosystem`` raise :class:`NotOfferedError`, as do ``analyze``,
+  ``find``, ``stream``, ``register``, ``search`` and ``build_index``.
 - ``time`` is the wall time of the call as seen here, network included.
 """
 from __future__ import annotations
 
+import io
+import logging
 import os
 import time
-from typing import IO, Any, Dict, List, Optional, Sequence, Union
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _inputs
+from . import _faces, _inputs
+from ._arrays import to_uint8
 from ._deepface_compat import (
     METRICS,
     NORMALIZATIONS,
@@ -35,6 +45,7 @@ from ._deepface_compat import (
     UnimplementedError,
     check_embedding,
     face,
+    facial_area,
     failing_image,
     image_error,
     invalid_model,
@@ -48,16 +59,56 @@ from .errors import FacecomputeError, NotOfferedError
 
 ImageLike = Union[str, Any, IO[bytes]]
 
+# The DeepFace release whose API this module serves (DeepFace.__version__ there).
+__version__ = "0.0.100"
+
 _client: Optional[Client] = None
+_logger = logging.getLogger("facecompute.DeepFace")
+DEFAULT_MODEL_ENV = "FACECOMPUTE_DEEPFACE_DEFAULT_MODEL"
 
 
-def configure(base_url: Optional[str] = None, api_key: Optional[str] = None, **options: Any) -> Client:
-    """Points the module at a service (otherwise FACECOMPUTE_URL / FACECOMPUTE_API_KEY); returns its Client."""
-    global _client
+class _DeepFaceDefault(str):
+    """DeepFace's default model name, told apart from the same name passed explicitly (by identity)."""
+
+
+# The signatures show DeepFace's default; only this very object means "left at the default".
+_VGG_FACE_DEFAULT = _DeepFaceDefault("VGG-Face")
+_default_model: Optional[str] = None
+_warned_default = False
+
+
+def configure(
+    base_url: Optional[str] = None, api_key: Optional[str] = None, *, default_model: Optional[str] = None, **options: Any
+) -> Client:
+    """Points the module at a service (otherwise FACECOMPUTE_URL / FACECOMPUTE_API_KEY); returns its Client.
+
+    ``default_model`` is the model used when a call leaves ``model_name`` at DeepFace's default (otherwise
+    FACECOMPUTE_DEEPFACE_DEFAULT_MODEL, else the service's ``default_model``).
+    """
+    global _client, _default_model
     if _client is not None:
         _client.close()
     _client = Client(base_url, api_key, **options)
+    _default_model = default_model
     return _client
+
+
+def _resolve_model(model_name: str) -> str:
+    """The model a call uses: ``model_name`` as given, or the served default when it was left at DeepFace's."""
+    global _warned_default
+    if model_name is not _VGG_FACE_DEFAULT:
+        return model_name
+    chosen = _default_model or os.environ.get(DEFAULT_MODEL_ENV) or str(_service().capabilities()["default_model"])
+    if not _warned_default:
+        _warned_default = True
+        _logger.warning(
+            "DeepFace's default model VGG-Face is not served by facecompute; using %s instead. Its embeddings are not "
+            "comparable with VGG-Face ones: pass model_name explicitly, or choose the default with "
+            "DeepFace.configure(default_model=...) or %s.",
+            chosen,
+            DEFAULT_MODEL_ENV,
+        )
+    return chosen
 
 
 def _service() -> Client:
@@ -103,7 +154,12 @@ def _load(value: Any, index: Optional[int]) -> Any:
             raise ValueError(f"Input image must not have non-english characters - {value}")
     elif isinstance(value, str) and value.startswith("data:") and not value.startswith("data:image/"):
         raise ImgNotFound(f"Confirm that {value[:40]} exists")
-    elif not (isinstance(value, str) or _inputs.is_numpy(value) or (hasattr(value, "read") and callable(value.read)) or isinstance(value, (bytes, bytearray))):
+    elif _inputs.is_numpy(value):
+        # DeepFace takes any dtype; the client's PNG path takes 8-bit pixels only.
+        return to_uint8(value)
+    elif isinstance(value, io.StringIO):
+        raise DataTypeError("img requires bytes and cannot be an io.StringIO object.")
+    elif not (isinstance(value, str) or (hasattr(value, "read") and callable(value.read)) or isinstance(value, (bytes, bytearray))):
         raise DataTypeError(f"img must be numpy array or str but it is {type(value)}")
     return value
 
@@ -111,7 +167,7 @@ def _load(value: Any, index: Optional[int]) -> Any:
 def verify(
     img1_path: Union[str, Any, IO[bytes], List[float]],
     img2_path: Union[str, Any, IO[bytes], List[float]],
-    model_name: str = "VGG-Face",
+    model_name: str = _VGG_FACE_DEFAULT,
     detector_backend: str = "opencv",
     distance_metric: str = "cosine",
     enforce_detection: bool = True,
@@ -128,6 +184,7 @@ def verify(
     similarity_metric, facial_areas {img1, img2}, time.
     """
     tic = time.time()
+    model_name = _resolve_model(model_name)
     dims = _check_model(model_name)
     _check_options(normalization, anti_spoofing)
     inputs = []
@@ -146,7 +203,7 @@ def verify(
     if distance_metric not in METRICS:
         raise ValueError("Invalid distance_metric passed - ", distance_metric)
     try:
-        body = _service().verify(
+        body: Any = _service().verify(
             inputs[0],
             inputs[1],
             model_name=model_name,
@@ -172,7 +229,7 @@ def verify(
 
 def represent(
     img_path: Union[str, Any, IO[bytes], Sequence[Union[str, Any, IO[bytes]]]],
-    model_name: str = "VGG-Face",
+    model_name: str = _VGG_FACE_DEFAULT,
     enforce_detection: bool = True,
     detector_backend: str = "opencv",
     align: bool = True,
@@ -189,54 +246,40 @@ def represent(
 
     A list (or a 4-D NumPy array) of more than one image gives one such list per image, as DeepFace does.
     """
+    model_name = _resolve_model(model_name)
     _check_model(model_name)
     _check_options(normalization, anti_spoofing)
-    if return_face:
-        raise not_offered("return_face=True (the service returns no face crops)")
     if cryptosystem is not None:
         raise not_offered("cryptosystem (homomorphic encryption of embeddings)")
-    given: Any = img_path
-    if isinstance(given, list):
-        images = list(given)
-    elif _inputs.is_numpy(given) and given.ndim == 4:
-        images = [given[i] for i in range(given.shape[0])]
-    else:
-        images = [given]
-    if not images:
-        raise ValueError("img_path is an empty list")
+    images = _images(img_path)
+    if detector_backend == "skip":
+        for v in images:
+            if _inputs.is_numpy(v) and v.ndim != 3:
+                raise ValueError(f"Input img must be 3 dimensional but it is {v.shape}")
     images = [_load(v, None) for v in images]
     _check_detector(detector_backend)
-    client = _service()
-    chunk = max(1, int(client.capabilities().get("limits", {}).get("max_batch_images", 16)))
-    per_image: List[List[Dict[str, Any]]] = []
-    for start in range(0, len(images), chunk):
-        part = images[start : start + chunk]
-        try:
-            body = client.represent(
-                part if len(images) > 1 else part[0],
-                model_name=model_name,
-                detector_backend=detector_backend,
-                enforce_detection=enforce_detection,
-                align=align,
-                expand_percentage=expand_percentage,
-                normalization=normalization,
-                max_faces=max_faces,
-                # With minmax the order is DeepFace's: minmax first, then L2, both here.
-                l2_normalize=l2_normalize and not minmax_normalize,
-                detector_fallback=False,
-            )
-        except FacecomputeError as err:
-            which = failing_image(err.detail)
-            if which is not None and which < len(part):
-                inner = image_error(err, _inputs.describe(part[which] if len(images) > 1 else part[0]) or "img_path")
-                if inner is not None:
-                    raise inner from None
-            raise
-        results = body["results"]
-        per_image.extend(results if len(images) > 1 else [results])
+    per_image = _represent_each(
+        images,
+        model_name=model_name,
+        detector_backend=detector_backend,
+        enforce_detection=enforce_detection,
+        align=align,
+        expand_percentage=expand_percentage,
+        normalization=normalization,
+        max_faces=max_faces,
+        # With minmax the order is DeepFace's: minmax first, then L2, both here.
+        l2_normalize=l2_normalize and not minmax_normalize,
+        return_face=return_face or None,
+    )
     out = []
     for faces in per_image:
-        objs = [face(f, detector_backend) for f in faces]
+        objs = []
+        for f in faces:
+            o = face(f, detector_backend)
+            if return_face:
+                # DeepFace returns the model's input for this face: resized, normalised, BGR float32.
+                o["face"] = _faces.model_input(_faces.crop_bgr(f["face_png"]), model_name, normalization)
+            objs.append(o)
         if minmax_normalize:
             for o in objs:
                 o["embedding"] = minmax(model_name, o["embedding"])
@@ -244,6 +287,106 @@ def represent(
                     o["embedding"] = l2(o["embedding"])
         out.append(objs)
     return out[0] if len(images) == 1 else out
+
+
+def _images(img_path: Any) -> List[Any]:
+    """DeepFace's batch rule: a list, or a 4-D NumPy array split along its first axis, is a batch."""
+    if isinstance(img_path, list):
+        images = list(img_path)
+    elif _inputs.is_numpy(img_path) and img_path.ndim == 4:
+        images = [img_path[i] for i in range(img_path.shape[0])]
+    else:
+        images = [img_path]
+    if not images:
+        raise ValueError("img_path is an empty list")
+    return images
+
+
+def _represent_each(images: List[Any], **options: Any) -> List[List[Dict[str, Any]]]:
+    """/represent over `images` in batches of the service's max_batch_images: one face list per image.
+    A refusal about one image raises DeepFace's exception for it."""
+    client = _service()
+    chunk = max(1, int(client.capabilities().get("limits", {}).get("max_batch_images", 16)))
+    per_image: List[List[Dict[str, Any]]] = []
+    for start in range(0, len(images), chunk):
+        part = images[start : start + chunk]
+        try:
+            body = client.represent(part if len(images) > 1 else part[0], detector_fallback=False, **options)
+        except FacecomputeError as err:
+            which = failing_image(err.detail)
+            if which is not None and which < len(part):
+                inner = image_error(err, _inputs.describe(part[which] if len(images) > 1 else part[0]) or "img_path")
+                if inner is not None:
+                    raise inner from None
+            raise
+        results: Any = body["results"]
+        per_image.extend(results if len(images) > 1 else [results])
+    return per_image
+
+
+def extract_faces(
+    img_path: Union[str, Any, IO[bytes], List[Any]],
+    detector_backend: str = "opencv",
+    enforce_detection: bool = True,
+    align: bool = True,
+    expand_percentage: int = 0,
+    grayscale: bool = False,
+    color_face: str = "rgb",
+    normalize_face: bool = True,
+    anti_spoofing: bool = False,
+) -> Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]]:
+    """DeepFace.extract_faces: one {face, facial_area, confidence} per face; a list of such lists for a
+    batch (a list, or a 4-D NumPy array). ``face`` is the crop (detected, expanded, aligned) in
+    ``color_face`` order, /255 as float64 when ``normalize_face``; ``grayscale`` (deprecated) is gray.
+    """
+    if anti_spoofing:
+        raise not_offered("anti_spoofing=True (no anti-spoofing model)")
+    given: Any = img_path
+    batch = isinstance(given, list) or (_inputs.is_numpy(given) and given.ndim == 4)
+    images = _images(img_path)
+    images = [_load(v, None) for v in images]
+    _check_detector(detector_backend)
+    if grayscale:
+        _logger.warning("Parameter grayscale is deprecated. Use color_face instead.")
+    model_name = _default_model or os.environ.get(DEFAULT_MODEL_ENV) or str(_service().capabilities()["default_model"])
+    per_image = _represent_each(
+        images,
+        model_name=model_name,
+        detector_backend=detector_backend,
+        enforce_detection=enforce_detection,
+        align=align,
+        expand_percentage=max(0, int(expand_percentage)),
+        return_face=True,
+    )
+    out: List[List[Dict[str, Any]]] = []
+    for faces in per_image:
+        out.append(
+            [
+                {
+                    "face": _faces.extract_face(_faces.crop_bgr(f["face_png"]), color_face, normalize_face, grayscale),
+                    "facial_area": facial_area(f["facial_area"]),
+                    "confidence": round(float(f["face_confidence"] or 0), 2),
+                }
+                for f in faces
+            ]
+        )
+    return out if batch else out[0]
+
+
+def detectFace(  # noqa: N802 (DeepFace's name)
+    img_path: Union[str, Any, IO[bytes]],
+    target_size: Tuple[int, int] = (224, 224),
+    detector_backend: str = "opencv",
+    enforce_detection: bool = True,
+    align: bool = True,
+) -> Any:
+    """DeepFace.detectFace (deprecated there): the first face, RGB [0, 1], letterboxed to target_size,
+    as a 1 x H x W x 3 float32 array; None when no face was returned."""
+    _logger.warning("Function detectFace is deprecated. Use extract_faces instead.")
+    faces: Any = extract_faces(img_path, detector_backend=detector_backend, grayscale=False, enforce_detection=enforce_detection, align=align)
+    if not faces:
+        return None
+    return _faces.resize_image(faces[0]["face"], target_size)
 
 
 class _ServedModel:
@@ -297,11 +440,6 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
     raise not_offered("DeepFace.build_index")
 
 
-def extract_faces(*args: Any, **kwargs: Any) -> Any:
-    """Not offered: the service returns facial areas (represent), not face crops."""
-    raise not_offered("DeepFace.extract_faces (face crops; represent gives each face's facial_area)")
-
-
 __all__ = [
     "verify",
     "represent",
@@ -314,6 +452,7 @@ __all__ = [
     "search",
     "build_index",
     "extract_faces",
+    "detectFace",
     "NotOfferedError",
     "ImgNotFound",
     "FaceNotDetected",

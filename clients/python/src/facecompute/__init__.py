@@ -4,12 +4,14 @@
 - :mod:`facecompute.DeepFace`: DeepFace's ``verify`` and ``represent`` served by the service
   (``from facecompute import DeepFace``).
 - :mod:`facecompute.errors`: one exception class per kind of refusal, carrying the contract's code.
+- :mod:`facecompute.types`: the results as TypedDicts, generated from the service's openapi.json.
 """
-from . import DeepFace
+from . import DeepFace, types
 from ._version import __version__
 from .client import AsyncClient, Client
 from .errors import (
     APIConnectionError,
+    APITimeoutError,
     AuthenticationError,
     BadRequestError,
     FacecomputeError,
@@ -31,8 +33,10 @@ __all__ = [
     "Client",
     "AsyncClient",
     "DeepFace",
+    "types",
     "FacecomputeError",
     "APIConnectionError",
+    "APITimeoutError",
     "BadRequestError",
     "AuthenticationError",
     "InsufficientCreditsError",

@@ -84,6 +84,9 @@ def image_error(err: FacecomputeError, name: str) -> Optional[ValueError]:
     if err.code == "no_face_detected":
         return FaceNotDetected(NO_FACE.format(name=name))
     if err.code == "invalid_image":
+        # load_image_from_io_object: cv2.imdecode gave None.
+        if name == "io object":
+            return ValueError("Failed to decode image")
         return ImgNotFound(f"Exception while loading {name}")
     return None
 

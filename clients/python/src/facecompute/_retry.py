@@ -1,9 +1,11 @@
 """When to send a request again, and after how long. Shared by the sync and async clients.
 
-Retried: 429 (rate_limited) and the 503s the contract marks retryable (queue_full, queue_timeout,
-service_warming, gateway_draining; any 503 carrying Retry-After), and connections that failed before
-the request was sent. Never a 4xx other than 429: a bad request stays bad, and a retried 402 or 401
-cannot succeed. The wait honours Retry-After (seconds or an HTTP date) and never goes below it;
+Retried, as the service's error catalog says (docs/errors.md): 429 (rate_limited), the 503s it marks
+retryable (queue_full, queue_timeout, service_warming, gateway_draining; any 503 carrying
+Retry-After), 500 internal_error, 502 upstream_failed and 504 upstream_timeout ("with backoff"), and
+connections that failed before the request was sent. Never a 4xx other than 429: a bad request stays
+bad, and a retried 402 or 401 cannot succeed; nor 502 upstream_lost (the request may have been what
+crashed the model server). The wait honours Retry-After (seconds or an HTTP date) and never goes below it;
 without it, exponential backoff with jitter. A Retry-After longer than ``max_wait`` is not slept
 through: the error is raised at once with its ``retry_after``.
 """
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 RETRYABLE_503 = frozenset({"queue_full", "queue_timeout", "service_warming", "gateway_draining"})
+# The catalog's "retry with backoff" server errors, by status.
+RETRYABLE_5XX = {500: frozenset({"internal_error"}), 502: frozenset({"upstream_failed"}), 504: frozenset({"upstream_timeout"})}
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ def is_retryable(status: int, code: str, retry_after: Optional[float]) -> bool:
         return True
     if status == 503:
         return code in RETRYABLE_503 or retry_after is not None
-    return False
+    return code in RETRYABLE_5XX.get(status, frozenset())
 
 
 def backoff_delay(policy: RetryPolicy, attempt: int) -> float:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
+import dataclasses
 import itertools
 import json
 import os
 import time
 import uuid
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
 import httpx
 
@@ -24,7 +26,8 @@ from ._calls import BinaryTargets, Call, CompareSource, encode
 from ._inputs import FileImage, RemoteImage, TextImage
 from ._retry import RetryPolicy, backoff_delay, delay_for, parse_retry_after
 from ._version import __version__
-from .errors import APIConnectionError, FacecomputeError, error_class
+from .types import CapabilitiesResponse, CompareResponse, RepresentResponse, VerifyResponse
+from .errors import APIConnectionError, APITimeoutError, FacecomputeError, error_class
 
 DEFAULT_BASE_URL = "http://localhost:8080"
 #: The largest image the client downloads for a URL input (the service's default max_image_bytes).
@@ -54,6 +57,14 @@ class _Config:
         self.timeout = timeout
         self.policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_wait=max_retry_wait)
         self.user_agent = f"facecompute-python/{__version__} httpx/{httpx.__version__}"
+
+    def with_options(self, timeout: Optional[float], max_retries: Optional[int]) -> "_Config":
+        cfg = copy.copy(self)
+        if timeout is not None:
+            cfg.timeout = timeout
+        if max_retries is not None:
+            cfg.policy = dataclasses.replace(self.policy, max_retries=max_retries)
+        return cfg
 
     def headers(self, request_id: Optional[str]) -> Dict[str, str]:
         h = {"user-agent": self.user_agent, "accept": "application/json", "x-request-id": request_id or str(uuid.uuid4())}
@@ -186,6 +197,8 @@ def _after_failed_connection(cfg: _Config, err: httpx.HTTPError, attempt: int, w
     Only a connection that failed before the request was sent is tried again."""
     if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)) and attempt < cfg.policy.max_retries:
         return backoff_delay(cfg.policy, attempt)
+    if isinstance(err, httpx.TimeoutException):
+        raise APITimeoutError("timeout", f"{where}: no answer within the timeout ({err})", request_id=request_id) from err
     raise APIConnectionError("connection_failed", f"{where}: {err}", request_id=request_id) from err
 
 
@@ -203,7 +216,7 @@ def _answer(cfg: _Config, call: Optional[Call], response: httpx.Response, attemp
 class Client:
     """A synchronous client. ``base_url`` and ``api_key`` default to FACECOMPUTE_URL and FACECOMPUTE_API_KEY.
 
-    Retries 429 and retryable 503s up to ``max_retries`` times, waiting what Retry-After says (at
+    Retries 429, retryable 503s, 500 internal_error, 502 upstream_failed and 504 upstream_timeout up to ``max_retries`` times, waiting what Retry-After says (at
     most ``max_retry_wait`` seconds) or an exponential backoff from ``backoff`` seconds.
     """
 
@@ -234,16 +247,23 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "Client":
+        """This client with another ``timeout`` (seconds) or ``max_retries`` for the calls made through
+        the copy, e.g. ``client.with_options(timeout=5).verify(...)``; it shares the connection pool."""
+        clone = copy.copy(self)
+        clone._config = self._config.with_options(timeout, max_retries)
+        return clone
+
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
     # -- operations ---------------------------------------------------------------------------
 
-    def capabilities(self, *, refresh: bool = False) -> JSON:
+    def capabilities(self, *, refresh: bool = False) -> CapabilitiesResponse:
         """GET /capabilities: the models, detectors, metrics, thresholds and limits in force (cached)."""
         if self._capabilities is None or refresh:
             self._capabilities = self._send("GET", "/capabilities", {}, None)
-        return self._capabilities
+        return cast(CapabilitiesResponse, self._capabilities)
 
     def verify(
         self,
@@ -261,11 +281,11 @@ class Client:
         detector_fallback: Optional[bool] = None,
         anti_spoofing: Optional[bool] = None,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> VerifyResponse:
         """POST /verify. Each image: a path, bytes, a binary file object, a NumPy BGR array, a data: URI,
         base64, a URL, or an embedding (list of numbers or 1-D NumPy array)."""
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
-        return self._call(verify_call(img1, img2, opts), request_id)
+        return cast(VerifyResponse, self._call(verify_call(img1, img2, opts), request_id))
 
     def represent(
         self,
@@ -281,14 +301,16 @@ class Client:
         l2_normalize: Optional[bool] = None,
         detector_fallback: Optional[bool] = None,
         anti_spoofing: Optional[bool] = None,
+        return_face: Optional[bool] = None,
         numpy: bool = False,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> RepresentResponse:
         """POST /represent. ``img`` is one image or a list of them (then ``results`` holds one list of
-        faces per image). ``numpy=True`` gives each embedding as a float32 NumPy array."""
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
+        faces per image). ``numpy=True`` gives each embedding as a float32 NumPy array.
+        ``return_face=True`` adds each face's crop as base64 PNG (``face_png``)."""
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
         body = self._call(represent_call(img, opts), request_id)
-        return _to_numpy(body) if numpy else body
+        return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
     def compare(
         self,
@@ -306,7 +328,7 @@ class Client:
         normalization: Optional[str] = None,
         detector_fallback: Optional[bool] = None,
         request_id: Optional[str] = None,
-    ) -> JSON:
+    ) -> CompareResponse:
         """POST /compare. ``source``: an image or an embedding, or a list of them; ``targets``: an
         N x dims NumPy array, a list of embeddings, or raw little-endian float32 bytes. The targets
         travel as the binary float32 part, after the fields that let the gateway stream them
@@ -314,7 +336,7 @@ class Client:
         if model_name is None:
             model_name = str(self.capabilities()["default_model"])
         opts = _options(model_name=model_name, distance_metric=distance_metric or "cosine", top_k=top_k, threshold=threshold, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback)
-        return self._call(compare_call(source, targets, opts), request_id)
+        return cast(CompareResponse, self._call(compare_call(source, targets, opts), request_id))
 
     # -- transport ----------------------------------------------------------------------------
 
@@ -342,7 +364,7 @@ class Client:
         headers.update(kwargs.pop("headers", {}))
         for attempt in itertools.count():
             try:
-                response = self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
+                response = self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
             except httpx.HTTPError as err:
                 time.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
                 continue
@@ -383,28 +405,34 @@ class AsyncClient:
     async def __aenter__(self) -> "AsyncClient":
         return self
 
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "AsyncClient":
+        """This client with another ``timeout`` or ``max_retries`` for the calls made through the copy."""
+        clone = copy.copy(self)
+        clone._config = self._config.with_options(timeout, max_retries)
+        return clone
+
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def capabilities(self, *, refresh: bool = False) -> JSON:
+    async def capabilities(self, *, refresh: bool = False) -> CapabilitiesResponse:
         if self._capabilities is None or refresh:
             self._capabilities = await self._send("GET", "/capabilities", {}, None)
-        return self._capabilities
+        return cast(CapabilitiesResponse, self._capabilities)
 
-    async def verify(self, img1: Any, img2: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, distance_metric: Optional[str] = None, threshold: Optional[float] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, request_id: Optional[str] = None) -> JSON:
+    async def verify(self, img1: Any, img2: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, distance_metric: Optional[str] = None, threshold: Optional[float] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, request_id: Optional[str] = None) -> VerifyResponse:
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
-        return await self._call(verify_call(img1, img2, opts), request_id)
+        return cast(VerifyResponse, await self._call(verify_call(img1, img2, opts), request_id))
 
-    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> JSON:
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
+    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
         body = await self._call(represent_call(img, opts), request_id)
-        return _to_numpy(body) if numpy else body
+        return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
-    async def compare(self, source: Any, targets: Any, *, model_name: Optional[str] = None, distance_metric: Optional[str] = None, top_k: Optional[int] = None, threshold: Optional[float] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, request_id: Optional[str] = None) -> JSON:
+    async def compare(self, source: Any, targets: Any, *, model_name: Optional[str] = None, distance_metric: Optional[str] = None, top_k: Optional[int] = None, threshold: Optional[float] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, detector_fallback: Optional[bool] = None, request_id: Optional[str] = None) -> CompareResponse:
         if model_name is None:
             model_name = str((await self.capabilities())["default_model"])
         opts = _options(model_name=model_name, distance_metric=distance_metric or "cosine", top_k=top_k, threshold=threshold, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback)
-        return await self._call(compare_call(source, targets, opts), request_id)
+        return cast(CompareResponse, await self._call(compare_call(source, targets, opts), request_id))
 
     async def _call(self, call: Call, request_id: Optional[str]) -> JSON:
         remote = call.remote_images()
@@ -430,7 +458,7 @@ class AsyncClient:
         headers.update(kwargs.pop("headers", {}))
         for attempt in itertools.count():
             try:
-                response = await self._http.request(method, cfg.base_url + path, headers=headers, **kwargs)
+                response = await self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
             except httpx.HTTPError as err:
                 await asyncio.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
                 continue

@@ -35,6 +35,10 @@ class APIConnectionError(FacecomputeError):
     """The request never got an answer: refused or reset connection, DNS, TLS or a timeout."""
 
 
+class APITimeoutError(APIConnectionError):
+    """No answer within the client's ``timeout`` (code ``timeout``)."""
+
+
 class BadRequestError(FacecomputeError):
     """400: invalid_request, unsupported_option, model_not_allowed, invalid_image, ..."""
 

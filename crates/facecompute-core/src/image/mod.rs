@@ -9,10 +9,12 @@ mod gif;
 mod jpeg;
 mod orient;
 mod png;
+mod png_encode;
 mod probe;
 mod sniff;
 mod webp;
 
+pub use png_encode::encode_png;
 pub use probe::{probe, ImageInfo};
 pub use sniff::{sniff, Format};
 
