@@ -310,21 +310,27 @@ export class Pipeline {
    * caller-supplied embeddings; identical images are decoded and detected once by the caller.
    */
   async verify(
-    inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean },
+    inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean; oneAtATime?: boolean },
     opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null },
   ): Promise<{ distance: number; threshold: number; verified: boolean; confidence: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
     const rec = this.recognizer(opts.model_name);
     const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
     const pending: FoundFace[][] = [];
     const pendingSide: number[] = [];
-    // Both images are detected at once (a verify at concurrency 1 then uses both cores); errors
-    // are still reported for img1 before img2, as DeepFace raises them in that order.
+    // Both images are detected at once (a verify at concurrency 1 then uses both cores), or one
+    // after the other when the memory budget says so; errors are still reported for img1 before
+    // img2, as DeepFace raises them in that order.
     const reuse = inputs.sameImage && !Array.isArray(inputs.img1);
-    const extracted = await Promise.allSettled(
-      [inputs.img1, inputs.img2].map((input, i) =>
-        Array.isArray(input) || (i === 1 && reuse) ? null : this.extractFaces(input, opts, i === 0 ? 'img1' : 'img2'),
-      ),
-    );
+    const detect = (input: NativeImage | number[], i: number): Promise<ImageFaces | null> | null =>
+      Array.isArray(input) || (i === 1 && reuse) ? null : this.extractFaces(input, opts, i === 0 ? 'img1' : 'img2');
+    const extracted: PromiseSettledResult<ImageFaces | null>[] = [];
+    if (inputs.oneAtATime) {
+      for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
+        const [r] = await Promise.allSettled([detect(input, i)]);
+        extracted.push(r as PromiseSettledResult<ImageFaces | null>);
+        if (r?.status === 'rejected') break;
+      }
+    } else extracted.push(...(await Promise.allSettled([inputs.img1, inputs.img2].map(detect))));
     for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
       const name = i === 0 ? 'img1' : 'img2';
       const result = extracted[i] as PromiseSettledResult<ImageFaces | null>;
