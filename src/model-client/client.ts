@@ -34,7 +34,7 @@ import {
   type VerifyHeader,
   type ReadinessResponse,
   type RepresentResponse,
-  type VerifyResponse,
+  type VerifyDistance,
 } from './protocol.js';
 import { ReplicaSet, type HealthOptions, type Replica, type ReplicaSnapshot } from './replicas.js';
 import { systemResolver, watchDns, type DnsResolver, type DnsWatch } from './dns-discovery.js';
@@ -76,7 +76,7 @@ export interface UpstreamCallContext {
 export interface Upstream {
   readiness(ctx: UpstreamCallContext): Promise<{ status: number; body: ReadinessResponse }>;
   capabilities(ctx: UpstreamCallContext): Promise<CapabilitiesResponse>;
-  verify(h: VerifyHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<VerifyResponse>;
+  verify(h: VerifyHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<VerifyDistance>;
   represent(h: RepresentHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<RepresentResponse>;
   embed(h: EmbedHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<EmbedResponse>;
   /** The replicas and their state (metrics, tests). */
@@ -117,7 +117,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const SHAPES: Record<string, (v: unknown) => boolean> = {
   [INTERNAL_PATHS.readiness]: (v) => isObj(v) && typeof v['status'] === 'string' && typeof v['ready'] === 'boolean',
   [INTERNAL_PATHS.capabilities]: (v) => isObj(v) && Array.isArray(v['allowed_models']) && typeof v['default_model'] === 'string' && isObj(v['embedding_dims']),
-  [INTERNAL_PATHS.verify]: (v) => isObj(v) && typeof v['verified'] === 'boolean' && typeof v['distance'] === 'number' && isObj(v['facial_areas']),
+  [INTERNAL_PATHS.verify]: (v) => isObj(v) && typeof v['distance'] === 'number' && isObj(v['facial_areas']),
   [INTERNAL_PATHS.represent]: (v) => isObj(v) && Array.isArray(v['results']) && v['results'].every((r) => Array.isArray(r)),
   [INTERNAL_PATHS.embed]: (v) => isObj(v) && Array.isArray(v['embedding']) && isObj(v['facial_area']),
 };
@@ -450,7 +450,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
     async capabilities(ctx) {
       return (await call('GET', INTERNAL_PATHS.capabilities, undefined, ctx)).json as CapabilitiesResponse;
     },
-    verify: (h, images, ctx) => compute<VerifyResponse>(INTERNAL_PATHS.verify, h, images, ctx),
+    verify: (h, images, ctx) => compute<VerifyDistance>(INTERNAL_PATHS.verify, h, images, ctx),
     represent: (h, images, ctx) => compute<RepresentResponse>(INTERNAL_PATHS.represent, h, images, ctx),
     embed: (h, images, ctx) => compute<EmbedResponse>(INTERNAL_PATHS.embed, h, images, ctx),
     replicas: () => set.snapshot(),

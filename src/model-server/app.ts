@@ -20,7 +20,7 @@ import {
   type PipelineOptions,
   type ReadinessResponse,
   type RepresentResponse,
-  type VerifyResponse,
+  type VerifyDistance,
 } from '../model-client/protocol.js';
 import type { ImageOps, NativeImage } from './engines.js';
 import { Pipeline } from './pipeline.js';
@@ -231,9 +231,8 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     return { embedding: Array.from(face.embedding), facial_area: face.area as EmbedResponse['facial_area'], face_confidence: face.confidence, model: opts.model_name };
   });
 
-  app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyResponse> => {
+  app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyDistance> => {
     requireReady();
-    const started = performance.now();
     const { header, images } = frameOf(req.body);
     if (header.op !== 'verify') throw new ServiceError('invalid_request', 'not a verify frame');
     const opts = checkOptions(header);
@@ -256,22 +255,8 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
       };
       const img1 = resolve(header.img1);
       const img2 = resolve(header.img2);
-      const r = await pipeline.verify({ img1, img2, sameImage: !Array.isArray(img1) && img1 === img2, oneAtATime: !together }, {
-        ...opts,
-        distance_metric: header.distance_metric,
-        threshold: typeof header.threshold === 'number' ? header.threshold : null,
-      });
-      return {
-        verified: r.verified,
-        distance: r.distance,
-        threshold: r.threshold,
-        confidence: r.confidence,
-        model: opts.model_name,
-        detector_backend: opts.detector_backend,
-        similarity_metric: header.distance_metric,
-        facial_areas: r.areas,
-        time: Math.round((performance.now() - started) / 10) / 100,
-      };
+      const r = await pipeline.verify({ img1, img2, sameImage: !Array.isArray(img1) && img1 === img2, oneAtATime: !together }, { ...opts, distance_metric: header.distance_metric });
+      return { distance: r.distance, model: opts.model_name, detector_backend: opts.detector_backend, similarity_metric: header.distance_metric, facial_areas: r.areas };
     } finally {
       release();
     }

@@ -1,10 +1,9 @@
 /**
  * DeepFace's represent / verify / extract_faces flow (reference §2.2, §2.3, §5.1), on the ports of
- * ports.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
+ * engines.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
  */
 import { ServiceError } from '../errors/index.js';
 import { distance, l2normalize } from '../deepface/distance.js';
-import { findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
 import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from '../model-client/protocol.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './engines.js';
 
@@ -306,13 +305,15 @@ export class Pipeline {
   }
 
   /**
-   * verify: the minimum distance over every face pair (§2.2). Inputs are decoded images or
-   * caller-supplied embeddings; identical images are decoded and detected once by the caller.
+   * verify's part here: the unrounded minimum distance over every face pair (§2.2) and that pair's
+   * areas. The decision (threshold, verified, confidence) is the service's, made once for every
+   * input. Inputs are decoded images or caller-supplied embeddings; identical images are decoded and
+   * detected once by the caller.
    */
   async verify(
     inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean; oneAtATime?: boolean },
-    opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null },
-  ): Promise<{ distance: number; threshold: number; verified: boolean; confidence: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
+    opts: PipelineOptions & { distance_metric: DistanceMetric },
+  ): Promise<{ distance: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
     const rec = this.recognizer(opts.model_name);
     const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
     const pending: FoundFace[][] = [];
@@ -378,17 +379,6 @@ export class Pipeline {
         }
       }
     }
-    const dist = roundDistance(best);
-    const pretuned = findThreshold(opts.model_name, opts.distance_metric);
-    // DeepFace: a caller's threshold of 0 (or none) falls back to the calibrated one, and the
-    // confidence always uses the calibrated threshold.
-    const threshold = opts.threshold || pretuned;
-    return {
-      distance: dist,
-      threshold,
-      verified: dist <= threshold,
-      confidence: findConfidence(dist, opts.model_name, opts.distance_metric, dist <= pretuned),
-      areas: { img1: a.areas[bi] as FacialArea | NullArea, img2: b.areas[bj] as FacialArea | NullArea },
-    };
+    return { distance: best, areas: { img1: a.areas[bi] as FacialArea | NullArea, img2: b.areas[bj] as FacialArea | NullArea } };
   }
 }
