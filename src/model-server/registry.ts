@@ -27,8 +27,6 @@ export interface EngineFactory {
   onFailure?(listener: (err: Error) => void): void;
 }
 
-export type Availability = { name: string; source: 'weights' | 'test-weights'; files: string[]; status?: ArtifactStatus } | { name: string; unavailable: string };
-
 export interface RegistryState {
   recognizers: Map<string, Recognizer>;
   detectors: Map<string, FaceDetector>;
