@@ -34,7 +34,7 @@ const MANAGED = [
   'FACECOMPUTE_MODEL_SERVER_HOST', 'FACECOMPUTE_INTERNAL_TOKEN', 'FACECOMPUTE_MODEL_SERVER_DNS', 'FACECOMPUTE_METRICS_PORT',
   'FACECOMPUTE_METRICS_HOST', 'FACECOMPUTE_DATA_DIR', 'FACECOMPUTE_DATABASE_URL', 'FACECOMPUTE_REDIS_URL', 'FACECOMPUTE_STRIPE_SECRET_KEY',
   'FACECOMPUTE_DRAIN_TIMEOUT_MS', 'FACECOMPUTE_MODELS_CACHE', 'FACECOMPUTE_ORT_PROVIDER', 'FACECOMPUTE_PRODUCTION',
-  'FACECOMPUTE_STRIPE_WEBHOOK_SECRET', 'FACECOMPUTE_SMTP_URL',
+  'FACECOMPUTE_STRIPE_WEBHOOK_SECRET', 'FACECOMPUTE_SMTP_URL', 'FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES',
 ];
 /** The secret variables each component may hold (issue 24: each component gets only its own secrets). */
 const SECRETS_OF: Record<Component, string[]> = {
@@ -474,6 +474,32 @@ t.test('one value drives shutdown; subcharts wire themselves; numbers stay integ
   t.same([data['FACECOMPUTE_MAX_REQUEST_BYTES'], data['FACECOMPUTE_FALLBACK_CENTRE_SPAN'], data['FACECOMPUTE_MCP_STRICT_URLS']], ['26214400', '0.5', 'true'], 'YAML numbers and booleans as the service reads them (not 2.62144e+07)');
   t.equal(envOf(container(n, 'model-server')).get('FACECOMPUTE_BATCH_MAX').value, '64', 'per-component env too');
   checkStructure(t, n, defaults, { external: {}, gpu: false });
+});
+
+/** A memory quantity in MiB ("2560Mi", "2Gi"). */
+function quantityMiB(q: unknown): number {
+  const m = /^(\d+)(Mi|Gi)$/.exec(String(q));
+  if (!m) throw new Error(`not a Mi or Gi quantity: ${String(q)}`);
+  return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+}
+
+t.test("the model server's memory limit is set from its memory budget", async (t) => {
+  const cases: Array<[string, string[], number]> = [
+    ['default', ['--set', `secrets.databaseUrl=${DB_URL}`], 2048],
+    ['GPU', [...valuesFile('values-production.yaml'), ...valuesFile('values-gpu.yaml')], 6144],
+    ['3 GiB', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'modelServer.memoryBudgetMiB=3072', '--set', 'modelServer.resources.limits.memory=99Gi'], 3072],
+  ];
+  t.equal(defaults.modelServer.memoryBudgetMiB, 2048, 'the chart default is the service default, 2 GiB');
+  for (const [name, args, mib] of cases) {
+    const ctr = container(render(t, args), 'model-server');
+    const budget = envOf(ctr).get('FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES').value;
+    t.equal(budget, String(mib * 1024 * 1024), `${name}: FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES`);
+    t.equal(quantityMiB(ctr.resources.requests.memory), mib, `${name}: memory request = the budget`);
+    t.equal(quantityMiB(ctr.resources.limits.memory), (mib * 5) / 4, `${name}: memory limit = 5/4 of the budget`);
+    const env = Object.fromEntries([...envOf(ctr)].filter(([, v]: [string, any]) => typeof v.value === 'string').map(([k, v]: [string, any]) => [k, v.value]));
+    t.equal(loadConfig({ ...env, FACECOMPUTE_INTERNAL_TOKEN: 'x'.repeat(32) }).modelServer.memoryBudgetBytes, mib * 1024 * 1024, `${name}: the service reads it`);
+  }
+  t.equal(VARS.find((v) => v.name === 'FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES')?.default, String(2048 * 1024 * 1024), 'the service default is 2 GiB');
 });
 
 t.test('values.schema.json allows exactly the variables the chart does not set', async (t) => {

@@ -5,7 +5,8 @@
 import t from 'tap';
 import { Pipeline, keepsFallbackFace, type FallbackRule } from '../src/model-server/pipeline.js';
 import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer } from '../src/model-server/engines.js';
-import type { PipelineOptions } from '../src/model-client/protocol.js';
+import type { DistanceMetric, PipelineOptions } from '../src/model-client/protocol.js';
+import { decide } from '../src/deepface/decision.js';
 
 const img = (w: number, h: number, fill = 0): NativeImage => ({ width: w, height: h, channels: 3, data: Buffer.alloc(w * h * 3, fill) });
 
@@ -83,6 +84,12 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
 
 const opts: PipelineOptions = { model_name: 'Dlib', detector_backend: 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };
 const det = (x: number, w: number, conf = 0.9): Detection => ({ x, y: 10, w, h: w, confidence: conf, leftEye: null, rightEye: null });
+
+/** The pipeline's verify with the service's decision on top (src/service/compute-service.ts decides). */
+async function verifyDecided(pipeline: Pipeline, inputs: Parameters<Pipeline['verify']>[0], opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null }) {
+  const r = await pipeline.verify(inputs, opts);
+  return { ...r, ...decide(r.distance, opts.model_name, opts.distance_metric, opts.threshold) };
+}
 
 t.test('opencv finding nothing falls back to retinaface, and the area says so', async (t) => {
   const { pipeline, calls } = fakes({ opencv: [], retinaface: [det(20, 8, 0.999)] });
@@ -222,7 +229,7 @@ t.test('represent takes one image at a time, from decoding to tensor rows (issue
 t.test('verify takes the minimum distance over all face pairs and reports that pair', async (t) => {
   // Embeddings are (x, 1): faces at x=3 and x=9 in img1; img2 gets the same detections.
   const { pipeline } = fakes({ opencv: [det(3, 8), det(9, 8)] });
-  const r = await pipeline.verify({ img1: img(40, 40), img2: [9, 1], sameImage: false }, { ...opts, align: false, distance_metric: 'euclidean', threshold: null });
+  const r = await verifyDecided(pipeline, { img1: img(40, 40), img2: [9, 1], sameImage: false }, { ...opts, align: false, distance_metric: 'euclidean', threshold: null });
   t.equal(r.distance, 0);
   t.equal(r.verified, true);
   t.equal((r.areas.img1 as { x: number }).x, 9, 'the closest face of img1');
@@ -233,7 +240,7 @@ t.test('verify takes the minimum distance over all face pairs and reports that p
 
 t.test('a caller threshold changes verified but not confidence (DeepFace semantics)', async (t) => {
   const { pipeline } = fakes({});
-  const r = await pipeline.verify({ img1: [1, 0], img2: [0.8, 0.6], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: 0.5 });
+  const r = await verifyDecided(pipeline, { img1: [1, 0], img2: [0.8, 0.6], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: 0.5 });
   t.equal(r.distance, 0.2);
   t.equal(r.verified, true);
   t.equal(r.threshold, 0.5);
@@ -243,7 +250,7 @@ t.test('a caller threshold changes verified but not confidence (DeepFace semanti
 t.test('identical images are detected once', async (t) => {
   const { pipeline, calls } = fakes({ opencv: [det(3, 8)] });
   const same = img(40, 40);
-  const r = await pipeline.verify({ img1: same, img2: same, sameImage: true }, { ...opts, distance_metric: 'cosine', threshold: null });
+  const r = await verifyDecided(pipeline, { img1: same, img2: same, sameImage: true }, { ...opts, distance_metric: 'cosine', threshold: null });
   t.equal(r.distance, 0);
   t.equal(calls.detect.length, 1);
   t.equal(calls.tensors, 1);
@@ -267,12 +274,12 @@ t.test('verify detects both images at once, and still reports img1 first when bo
   const detectors = (pipeline as unknown as { deps: { detectors: Map<string, FaceDetector> } }).deps.detectors;
   detectors.set('opencv', gated);
   const timeout = new Promise<string>((r) => setTimeout(() => r('timed out'), 2000));
-  const r = await Promise.race([pipeline.verify({ img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, align: false, distance_metric: 'cosine', threshold: null }), timeout]);
+  const r = await Promise.race([verifyDecided(pipeline, { img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, align: false, distance_metric: 'cosine', threshold: null }), timeout]);
   t.not(r, 'timed out', 'both detections ran concurrently');
 
   // No face anywhere (the fallback finds none either): the error names img1, as DeepFace's would.
   const none = fakes({});
-  await t.rejects(none.pipeline.verify({ img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
+  await t.rejects(verifyDecided(none.pipeline, { img1: img(40, 40), img2: img(40, 40, 1), sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
     code: 'no_face_detected',
     detail: /in img1\./,
   });
@@ -280,7 +287,7 @@ t.test('verify detects both images at once, and still reports img1 first when bo
 
 t.test('embedding inputs are checked against the model dimension', async (t) => {
   const { pipeline } = fakes({});
-  await t.rejects(pipeline.verify({ img1: [1, 2, 3], img2: [1, 2], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
+  await t.rejects(verifyDecided(pipeline, { img1: [1, 2, 3], img2: [1, 2], sameImage: false }, { ...opts, distance_metric: 'cosine', threshold: null }), {
     code: 'embedding_dimension_mismatch',
   });
 });
@@ -330,7 +337,7 @@ t.test("skip: represent letterboxes the uint8 image, verify and compare divide f
   const { pipeline, calls } = fakes({ opencv: [det(20, 8)] });
   const skip = { ...opts, detector_backend: 'skip' };
   await pipeline.represent([img(40, 30)], { ...skip, max_faces: null, l2_normalize: false });
-  await pipeline.verify({ img1: img(40, 30), img2: img(40, 30, 1), sameImage: false }, { ...skip, distance_metric: 'cosine', threshold: null });
+  await verifyDecided(pipeline, { img1: img(40, 30), img2: img(40, 30, 1), sameImage: false }, { ...skip, distance_metric: 'cosine', threshold: null });
   await pipeline.embedLargest(img(40, 30), skip);
   await pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false });
   await pipeline.represent([img(40, 30)], { ...opts, enforce_detection: false, detector_backend: 'retinaface', max_faces: null, l2_normalize: false });

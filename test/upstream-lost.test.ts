@@ -22,7 +22,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { ServiceError } from '../src/errors/index.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
-import { makePng } from './helpers/images.js';
+import { makeBombPng, makePng } from './helpers/images.js';
 
 const logger = createLogger('test', 'silent');
 const PNG = makePng(8, 8).toString('base64');
@@ -87,6 +87,59 @@ t.test('a frame read whole and then dropped is lost; one reset unread goes to an
     t.equal(got, expected, `${end}: ${expected}`);
     t.equal(dying.frames(), 1, `${end}: the dying replica got the frame once`);
     t.equal(good.frames(), end === 'reset' ? 1 : 0, end === 'reset' ? 'reset unread: sent to the other replica' : 'read whole: not sent again');
+  }
+});
+
+/** A replica that reads whole frames and, once it holds `n` of them, dies: every connection closed at once. */
+async function dyingWithFrames(n: number): Promise<{ server: TcpServer; port: number }> {
+  const held: Socket[] = [];
+  const server = createTcpServer((socket: Socket) => {
+    let data = Buffer.alloc(0);
+    socket.on('data', (c: Buffer) => {
+      data = Buffer.concat([data, c]);
+      const head = data.indexOf('\r\n\r\n');
+      if (head < 0) return;
+      const length = Number(/content-length: *(\d+)/i.exec(data.subarray(0, head).toString('latin1'))?.[1] ?? 0);
+      if (data.length - head - 4 < length || held.includes(socket)) return;
+      held.push(socket);
+      if (held.length === n) for (const s of held) s.end();
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+t.test('a model server that dies strikes only the request with the largest job; bystanders go elsewhere or are refunded', async (t) => {
+  const header: RepresentHeader = { op: 'represent', model_name: 'Facenet', detector_backend: 'mtcnn', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base', images: [0], max_faces: null, l2_normalize: false };
+  // Image headers of three sizes; mtcnn's cost grows with the pixels.
+  const sizes = [800, 4000, 1600];
+  // Alone, the dying replica gets all three; beside a good one, least-outstanding sends it 800 and
+  // 1600 (the 4000 goes to the good one), so 1600 is the largest job it dies with.
+  const cases = [
+    { withOther: false, holds: 3, expected: ['upstream_failed', 'upstream_lost', 'upstream_failed'] },
+    { withOther: true, holds: 2, expected: ['answered', 'answered', 'upstream_lost'] },
+  ];
+  for (const { withOther, holds, expected } of cases) {
+    const dying = await dyingWithFrames(holds);
+    const good = await goodReplica();
+    t.teardown(() => {
+      dying.server.close();
+      good.server.close();
+    });
+    const urls = [`http://127.0.0.1:${dying.port}`, ...(withOther ? [`http://127.0.0.1:${good.port}`] : [])];
+    const c = createUpstream({ urls, timeoutMs: 5000, maxResponseBytes: 1 << 20 });
+    t.teardown(() => c.close());
+    const got = await Promise.all(
+      sizes.map((w) =>
+        c.represent(header, [makeBombPng(w, w)], { requestId: `r${w}` }).then(
+          () => 'answered',
+          (err: unknown) => (err instanceof ServiceError ? err.code : String(err)),
+        ),
+      ),
+    );
+    t.same(got, expected, `${withOther ? 'beside another replica' : 'alone'}: only the largest job it was running is lost, charged and struck; bystanders ${withOther ? 'are answered elsewhere' : 'are refunded'}`);
+    t.same(got.map((code) => consumesCall(code === 'answered' ? 200 : 502, code === 'answered' ? null : (code as 'upstream_lost'))), got.map((code) => code !== 'upstream_failed'), 'the bystanders are not charged');
   }
 });
 

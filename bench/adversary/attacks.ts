@@ -269,6 +269,13 @@ export function attacks(inputs: Inputs): Attack[] {
       },
     },
     {
+      name: '/verify with mtcnn of two flat 6324 x 6324 PNGs (a few hundred KB sent)',
+      item: 'issue 37, 3',
+      expect: '413 request_over_memory_budget, before decoding',
+      repeat: 2,
+      run: (t) => post(`${t.gateway}/verify`, JSON.stringify({ img1: inputs.bigPngs[0], img2: inputs.bigPngs[1], detector_backend: 'mtcnn' }), bearer(t.restKey)),
+    },
+    {
       name: 'largest accepted request: /verify of two flat 40 MP PNGs (not an attack)',
       item: 'high 3',
       expect: 'computed (422 no_face_detected: a flat image), within the pixel budget',

@@ -7,7 +7,8 @@
  * Memory limits like the Helm chart's, without cgroups (bench/adversary/watchdog.ts): every 10 ms a
  * watchdog reads each process's peak RSS (VmHWM) and SIGKILLs a process past its limit, as the OOM
  * killer would: `serve` (gateway, MCP and console in one process) 1 GiB, the gateway pod's limit, and
- * its model-server child 4 GiB, the model-server pod's (`prlimit --as` cannot stand in: see there).
+ * its model-server child 2.5 GiB, the model-server pod's (5/4 of its 2 GiB memory budget; `prlimit --as`
+ * cannot stand in: see there).
  *
  * For each attack, on a settled service: peak RSS is reset (`5` to /proc/<pid>/clear_refs) and the
  * event-loop histograms of both processes too (SIGUSR2 to bench/lib/eld-probe.mjs, preloaded through
@@ -55,7 +56,7 @@ const ONLY = arg('only', '');
 const SERVE_ROOT = resolve(arg('serve-root', REPO_ROOT));
 const MIB = 2 ** 20;
 /** The chart's memory limits (deploy/helm/facecompute/values.yaml). */
-const LIMIT = { serve: 1024 * MIB, 'model-server': 4096 * MIB } as const;
+const LIMIT = { serve: 1024 * MIB, 'model-server': 2560 * MIB } as const;
 type Role = keyof typeof LIMIT;
 
 /** dist/ must be the code under test: `serve` runs bin/facecompute.js, which prefers the build. */

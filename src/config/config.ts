@@ -54,6 +54,8 @@ export interface Config {
     internalToken: string;
     /** Replicas discovered from a host name's A/AAAA records (null = off). */
     dns: { url: string; intervalMs: number; servers: string[] } | null;
+    /** FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES: what one model server may hold, models included. */
+    memoryBudgetBytes: number;
   };
   dataDir: string;
   databaseUrl: string;
@@ -197,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dns: v.FACECOMPUTE_MODEL_SERVER_DNS
         ? { url: v.FACECOMPUTE_MODEL_SERVER_DNS, intervalMs: v.FACECOMPUTE_MODEL_SERVER_DNS_INTERVAL_MS, servers: v.FACECOMPUTE_MODEL_SERVER_DNS_SERVERS }
         : null,
+      memoryBudgetBytes: v.FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES,
     },
     dataDir: resolve(v.FACECOMPUTE_DATA_DIR),
     databaseUrl: v.FACECOMPUTE_DATABASE_URL,

@@ -212,9 +212,8 @@ export interface Decision {
  * caller's threshold unless absent or 0, verify inclusively, and compute the confidence against the
  * calibrated threshold.
  */
-export function decide(rawDistance: number, model: string, metric: Metric, customThreshold?: number): Decision {
+export function decide(rawDistance: number, model: string, metric: Metric, customThreshold?: number | null, pretuned = findThreshold(model, metric)): Decision {
   const distance = roundDistance(rawDistance);
-  const pretuned = findThreshold(model, metric);
   const threshold = customThreshold ? customThreshold : pretuned;
   return {
     distance,

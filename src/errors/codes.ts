@@ -21,6 +21,9 @@ export const ERROR_STATUS = {
   request_too_large: 413,
   too_many_pixels: 413,
   too_many_targets: 413,
+  // The request's estimated peak memory is over what the model server's budget leaves for jobs
+  // (src/model-server/memory-gate.ts); memory_budget_full: it fits, but not beside the running ones.
+  request_over_memory_budget: 413,
   no_face_detected: 422,
   url_fetch_failed: 422,
   rate_limited: 429,
@@ -38,6 +41,7 @@ export const ERROR_STATUS = {
   service_warming: 503,
   // The gateway holds FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES of request bodies already (src/http/body-budget.ts).
   body_capacity_full: 503,
+  memory_budget_full: 503,
   upstream_timeout: 504,
   // Refused by the HTTP parser before any route (src/http/transport-guards.ts); new conditions (§8).
   request_timeout: 408,
@@ -62,4 +66,4 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 }
 
 /** Codes whose 503 means "try again later": they carry `Retry-After`. */
-export const RETRYABLE_503: ReadonlySet<ErrorCode> = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining', 'body_capacity_full']);
+export const RETRYABLE_503: ReadonlySet<ErrorCode> = new Set(['queue_full', 'queue_timeout', 'service_warming', 'gateway_draining', 'body_capacity_full', 'memory_budget_full']);

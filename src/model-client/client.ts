@@ -34,16 +34,18 @@ import {
   type VerifyHeader,
   type ReadinessResponse,
   type RepresentResponse,
-  type VerifyResponse,
+  type VerifyDistance,
 } from './protocol.js';
 import { ReplicaSet, type HealthOptions, type Replica, type ReplicaSnapshot } from './replicas.js';
 import { systemResolver, watchDns, type DnsResolver, type DnsWatch } from './dns-discovery.js';
+import { jobCost, type ImageDims } from './job-cost.js';
+import { probeImage } from '../native/image.js';
 
 /** Codes a model server may answer that reach the caller unchanged. */
 const PASS_THROUGH: ReadonlySet<ErrorCode> = new Set([
   'invalid_request', 'unsupported_option', 'model_not_allowed', 'detector_not_allowed', 'invalid_image',
   'embedding_dimension_mismatch', 'invalid_embedding', 'too_many_pixels', 'image_too_large', 'no_face_detected',
-  'service_warming',
+  'service_warming', 'request_over_memory_budget', 'memory_budget_full',
 ]);
 
 const SAFE_DETAIL = /^[\w\s.,:;'"()\-=<>[\]{}+*%!?#]{1,300}$/;
@@ -74,7 +76,7 @@ export interface UpstreamCallContext {
 export interface Upstream {
   readiness(ctx: UpstreamCallContext): Promise<{ status: number; body: ReadinessResponse }>;
   capabilities(ctx: UpstreamCallContext): Promise<CapabilitiesResponse>;
-  verify(h: VerifyHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<VerifyResponse>;
+  verify(h: VerifyHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<VerifyDistance>;
   represent(h: RepresentHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<RepresentResponse>;
   embed(h: EmbedHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<EmbedResponse>;
   /** The replicas and their state (metrics, tests). */
@@ -115,7 +117,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const SHAPES: Record<string, (v: unknown) => boolean> = {
   [INTERNAL_PATHS.readiness]: (v) => isObj(v) && typeof v['status'] === 'string' && typeof v['ready'] === 'boolean',
   [INTERNAL_PATHS.capabilities]: (v) => isObj(v) && Array.isArray(v['allowed_models']) && typeof v['default_model'] === 'string' && isObj(v['embedding_dims']),
-  [INTERNAL_PATHS.verify]: (v) => isObj(v) && typeof v['verified'] === 'boolean' && typeof v['distance'] === 'number' && isObj(v['facial_areas']),
+  [INTERNAL_PATHS.verify]: (v) => isObj(v) && typeof v['distance'] === 'number' && isObj(v['facial_areas']),
   [INTERNAL_PATHS.represent]: (v) => isObj(v) && Array.isArray(v['results']) && v['results'].every((r) => Array.isArray(r)),
   [INTERNAL_PATHS.embed]: (v) => isObj(v) && Array.isArray(v['embedding']) && isObj(v['facial_area']),
 };
@@ -152,6 +154,32 @@ interface Connections {
 interface Answer {
   status: number;
   json: unknown;
+}
+
+/**
+ * A compute frame in flight on a replica, with its estimated peak bytes (job-cost.ts). When the
+ * replica dies, the frames it was computing form one `Loss`: only the largest job is presumed to
+ * have killed it and is upstream_lost (charged, a strike); the others are bystanders, sent again
+ * elsewhere when a replica is left, refunded otherwise.
+ */
+interface Job {
+  cost: number;
+  loss?: Loss;
+}
+
+interface Loss {
+  largest: number;
+  blamed: boolean;
+}
+
+/** The frame's estimated peak bytes; 0 when an image's header cannot be read (the server refuses it). */
+function frameCost(h: VerifyHeader | RepresentHeader | EmbedHeader, images: Buffer[]): number {
+  try {
+    const dims: ImageDims[] = images.map((b) => probeImage(b));
+    return jobCost(h, dims, { detectorMaxSide: 0 }).concurrent;
+  } catch {
+    return 0;
+  }
 }
 
 export function createUpstream(opts: UpstreamOptions): Upstream {
@@ -195,8 +223,39 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   /** The first DNS lookup decides the first replicas: requests that arrive before it wait for it. */
   const discovered = dns ? dns.first : Promise.resolve();
 
+  /** The compute frames in flight on each replica (Job). */
+  const running = new WeakMap<Replica<Connections>, Set<Job>>();
+
+  /** Whether `job`, lost with its replica, is the largest job the replica was running then. */
+  function isLargestLost(r: Replica<Connections>, job: Job): boolean {
+    if (!job.loss) {
+      // The first loss reported on this replica: every frame in flight on it died together.
+      const jobs = [...(running.get(r) ?? [])].filter((j) => !j.loss);
+      const loss: Loss = { largest: Math.max(job.cost, ...jobs.map((j) => j.cost)), blamed: false };
+      for (const j of jobs) j.loss = loss;
+      job.loss = loss;
+    }
+    if (job.loss.blamed || job.cost < job.loss.largest) return false;
+    job.loss.blamed = true;
+    return true;
+  }
+
   /** One request to one replica: its answer, or an AttemptError saying what failed. */
-  async function attempt(r: Replica<Connections>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[]): Promise<Answer> {
+  async function attempt(r: Replica<Connections>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[], cost = 0): Promise<Answer> {
+    const job: Job | null = body !== undefined ? { cost } : null;
+    if (job) {
+      let jobs = running.get(r);
+      if (!jobs) running.set(r, (jobs = new Set()));
+      jobs.add(job);
+    }
+    try {
+      return await attemptOn(r, method, path, body, ctx, okStatuses, job);
+    } finally {
+      if (job) running.get(r)?.delete(job);
+    }
+  }
+
+  async function attemptOn(r: Replica<Connections>, method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[], job: Job | null): Promise<Answer> {
     const signal = ctx.signal;
     let res: Dispatcher.ResponseData;
     r.requests++;
@@ -230,7 +289,11 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       // sent again: if its input is what killed the replica, another replica would die of it too
       // (issue 24). It is upstream_lost, which keeps the call charged and counts a strike against
       // the account (src/accounts/charging.ts, src/service/limits/strikes.ts).
+      // Of the frames a dying replica was computing, only the largest job is presumed the cause.
       if (body !== undefined && !frameNotConsumed(err)) {
+        if (job && !isLargestLost(r, job)) {
+          throw new AttemptError(new ServiceError('upstream_failed', 'the model server stopped while computing another, larger request', { cause: err }), 'bystander', 'another', 'failure');
+        }
         throw new AttemptError(new ServiceError('upstream_lost', 'the model server stopped while computing this request; it is not sent again', { cause: err }), 'lost', 'no', 'failure');
       }
       // The frame was not consumed (no connection, or a reset), or the request carries none
@@ -290,6 +353,11 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
         headers['retry-after'] = String(res.headers['retry-after'] ?? '5');
         throw new AttemptError(new ServiceError(code, detail, { headers }), 'warming', 'another', 'not_ready');
       }
+      if (code === 'memory_budget_full') {
+        // Busy, not broken: another replica may have room.
+        headers['retry-after'] = String(res.headers['retry-after'] ?? '1');
+        throw new AttemptError(new ServiceError(code, detail, { headers }), 'memory_full', 'another', 'none');
+      }
       // A sane refusal of the request itself: the replica is fine.
       set.succeeded(r);
       throw new AttemptError(new ServiceError(code, detail, { headers }), 'passed', 'no', 'none');
@@ -309,7 +377,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   const noReplica = () => new ServiceError('upstream_failed', 'no model server replica is known');
 
   /** Runs a request on the best replica, and once more when `attempt` says it may. */
-  async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200]): Promise<Answer> {
+  async function call(method: 'GET' | 'POST', path: string, body: Buffer | undefined, ctx: UpstreamCallContext, okStatuses: number[] = [200], cost = 0): Promise<Answer> {
     await discovered;
     let previous: { replica: Replica<Connections>; err: AttemptError } | null = null;
     for (;;) {
@@ -319,7 +387,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       if (!r) throw previous?.err.error ?? noReplica();
       r.outstanding++;
       try {
-        const a = await attempt(r, method, path, body, ctx, okStatuses);
+        const a = await attempt(r, method, path, body, ctx, okStatuses, cost);
         set.succeeded(r);
         return a;
       } catch (err) {
@@ -334,7 +402,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
   }
 
   async function compute<T>(path: string, h: VerifyHeader | RepresentHeader | EmbedHeader, images: Buffer[], ctx: UpstreamCallContext): Promise<T> {
-    return (await call('POST', path, encodeFrame(h, images), ctx)).json as T;
+    return (await call('POST', path, encodeFrame(h, images), ctx, [200], frameCost(h, images))).json as T;
   }
 
   return {
@@ -382,7 +450,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
     async capabilities(ctx) {
       return (await call('GET', INTERNAL_PATHS.capabilities, undefined, ctx)).json as CapabilitiesResponse;
     },
-    verify: (h, images, ctx) => compute<VerifyResponse>(INTERNAL_PATHS.verify, h, images, ctx),
+    verify: (h, images, ctx) => compute<VerifyDistance>(INTERNAL_PATHS.verify, h, images, ctx),
     represent: (h, images, ctx) => compute<RepresentResponse>(INTERNAL_PATHS.represent, h, images, ctx),
     embed: (h, images, ctx) => compute<EmbedResponse>(INTERNAL_PATHS.embed, h, images, ctx),
     replicas: () => set.snapshot(),

@@ -125,6 +125,13 @@ export interface VerifyResponse {
   time: number;
 }
 
+/**
+ * The model server's part of a verify: the unrounded minimum distance over every face pair and that
+ * pair's areas. The service decides (threshold, verified, confidence) and times it, for image and
+ * embedding inputs alike (src/service/compute-service.ts).
+ */
+export type VerifyDistance = Pick<VerifyResponse, 'distance' | 'model' | 'detector_backend' | 'similarity_metric' | 'facial_areas'>;
+
 /** The facial area of an embedding input: every field null, as DeepFace reports it. */
 export interface NullArea {
   x: null;

@@ -12,7 +12,8 @@ import { YunetDetector } from './detectors/yunet.js';
 import { MtcnnDetector } from './detectors/mtcnn.js';
 import { onInferenceFailure } from './inference/inference-thread.js';
 import { OrtRecognizer } from './models/ort-recognizer.js';
-import type { Detection, FaceDetector, ImageOps, NativeImage } from './engines.js';
+import type { DetectorEngine, Detection, FaceDetector, ImageOps, NativeImage } from './engines.js';
+import type { OrtSettings } from './models/ort-options.js';
 import type { EngineFactory } from './registry.js';
 
 export function imageOps(cfg: Config): ImageOps {
@@ -33,6 +34,43 @@ class SkipDetector implements FaceDetector {
   }
 }
 
+type DetectorAdapter = (name: string, files: string[]) => Promise<FaceDetector>;
+
+function modelFile(name: string, files: string[]): string {
+  const file = files[0];
+  if (file === undefined) throw new Error(`${name} has no model file`);
+  return file;
+}
+
+/** One adapter per detector engine: a mapped type, so an engine without one does not compile. */
+export function detectorAdapters(ort: OrtSettings): { readonly [E in DetectorEngine]: DetectorAdapter } {
+  const retinaface = (backbone: 'resnet50' | 'mobilenet0.25'): DetectorAdapter => async (name, files) => {
+    const d = await RetinaFaceDetector.create(modelFile(name, files), ort, { backbone });
+    return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
+  };
+  const mtcnn = (flavor: 'mtcnn' | 'fastmtcnn'): DetectorAdapter => async (name, files) => {
+    const d = await MtcnnDetector.create(flavor, modelFile(name, files), ort);
+    return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
+  };
+  return {
+    skip: async () => new SkipDetector(),
+    haar: async (name, files) => {
+      const [face, eye] = await Promise.all(files.map((f) => readFile(f, 'utf8')));
+      if (face === undefined || eye === undefined) throw new Error('opencv detector needs the face and eye cascades');
+      const haar = OpenCvDetector.load(face, eye);
+      return { name, detect: (image: NativeImage) => haar.detect(image) };
+    },
+    yunet: async (name, files) => {
+      const d = await YunetDetector.create(modelFile(name, files), ort);
+      return { name, detect: (image: NativeImage) => d.detect(image) };
+    },
+    mtcnn: mtcnn('mtcnn'),
+    fastmtcnn: mtcnn('fastmtcnn'),
+    'retinaface:resnet50': retinaface('resnet50'),
+    'retinaface:mobilenet0.25': retinaface('mobilenet0.25'),
+  };
+}
+
 export function engines(cfg: Config): EngineFactory {
   // Recognizers and ONNX detectors share one set of session settings.
   const ort = { intraOpThreads: cfg.models.ort.intraOpThreads, interOpThreads: cfg.models.ort.interOpThreads, provider: cfg.models.ort.provider };
@@ -45,29 +83,8 @@ export function engines(cfg: Config): EngineFactory {
         maxBatch: cfg.models.batchMax,
       });
     },
-    async detector(name: string, engine: string, files: string[]) {
-      if (engine === 'skip') return new SkipDetector();
-      if (engine === 'haar') {
-        const [face, eye] = await Promise.all(files.map((f) => readFile(f, 'utf8')));
-        if (face === undefined || eye === undefined) throw new Error('opencv detector needs the face and eye cascades');
-        const haar = OpenCvDetector.load(face, eye);
-        return { name, detect: (image: NativeImage) => haar.detect(image) };
-      }
-      const file = files[0];
-      if (file === undefined) throw new Error(`${name} has no model file`);
-      if (engine === 'retinaface:mobilenet0.25') {
-        const d = await RetinaFaceDetector.create(file, ort);
-        return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
-      }
-      if (engine === 'yunet') {
-        const d = await YunetDetector.create(file, ort);
-        return { name, detect: (image: NativeImage) => d.detect(image) };
-      }
-      if (engine === 'mtcnn' || engine === 'fastmtcnn') {
-        const d = await MtcnnDetector.create(engine, file, ort);
-        return { name, detect: (image: NativeImage) => d.detect(image), close: () => d.release() };
-      }
-      throw new Error(`unknown detector engine ${engine}`);
+    detector(name: string, engine: DetectorEngine, files: string[]) {
+      return detectorAdapters(ort)[engine](name, files);
     },
     syntheticImage(): NativeImage {
       // Mid-grey 320×240: exercises every layer without needing an image file.

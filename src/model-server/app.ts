@@ -20,13 +20,15 @@ import {
   type PipelineOptions,
   type ReadinessResponse,
   type RepresentResponse,
-  type VerifyResponse,
+  type VerifyDistance,
 } from '../model-client/protocol.js';
 import type { ImageOps, NativeImage } from './engines.js';
 import { Pipeline } from './pipeline.js';
 import { capabilities, type RegistryState } from './registry.js';
 import { requireInternalToken } from './internal-auth.js';
 import { probeImage } from '../native/image.js';
+import { jobCost, type ImageDims } from '../model-client/job-cost.js';
+import { MemoryGate } from './memory-gate.js';
 
 const KNOWN_NORMALIZATIONS: ReadonlySet<string> = new Set(NORMALIZATIONS);
 
@@ -35,6 +37,8 @@ export interface ModelServerDeps {
   logger: Logger;
   state: RegistryState;
   image: ImageOps;
+  /** Resident bytes of the warmed, idle process (the memory gate's baseline); tests pin it. */
+  baselineBytes?: () => number;
 }
 
 export function readiness(state: RegistryState): ReadinessResponse {
@@ -91,6 +95,13 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     fallbackRule: { minFaceSide: config.limits.fallbackMinFaceSide, centreSpan: config.limits.fallbackCentreSpan },
   });
 
+  const gate = new MemoryGate({
+    budgetBytes: config.modelServer.memoryBudgetBytes,
+    baselineBytes: deps.baselineBytes ?? (() => process.memoryUsage().rss),
+    maxWaitMs: config.capacity.queueTimeoutMs,
+  });
+  const costOptions = { detectorMaxSide: config.limits.detectorMaxSide };
+
   app.addContentTypeParser(FRAME_CONTENT_TYPE, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err, req, reply) => {
@@ -134,14 +145,27 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
    * anything is decoded. The gateway checks the same budget before it forwards; this holds it for a
    * caller that does not (another gateway's configuration, a direct internal call).
    */
-  function checkRequestPixels(images: Buffer[]): void {
+  function checkRequestPixels(images: Buffer[]): ImageDims[] {
     let total = 0;
+    const dims: ImageDims[] = [];
     for (const b of images) {
       const p = probeImage(b);
       total += p.width * p.height;
+      dims.push({ width: p.width, height: p.height });
     }
     if (total > config.limits.maxRequestPixels) {
       throw new ServiceError('too_many_pixels', `the images of this request decode to ${total} pixels, more than the limit of ${config.limits.maxRequestPixels} per request`);
+    }
+    return dims;
+  }
+
+  /** Runs `job` once its estimated peak fits the memory budget (memory-gate.ts). */
+  async function withMemory<T>(bytes: number, job: () => Promise<T>): Promise<T> {
+    const release = await gate.admit(bytes);
+    try {
+      return await job();
+    } finally {
+      release();
     }
   }
 
@@ -182,15 +206,21 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     const { header, images } = frameOf(req.body);
     if (header.op !== 'represent' || !Array.isArray(header.images)) throw new ServiceError('invalid_request', 'not a represent frame');
     const opts = checkOptions(header);
-    checkRequestPixels(images);
+    const dims = checkRequestPixels(images);
+    const loaders = header.images.map((i) => {
+      const bytes = bytesAt(images, i);
+      return () => image.decode(bytes);
+    });
+    const cost = jobCost(header, header.images.map((i) => dims[i] as ImageDims), costOptions);
     // Each image is decoded when the pipeline comes to it, after the previous one's faces are
-    // tensor rows: one decoded image at a time, not the whole batch (issue 24).
-    const results = await pipeline.represent(
-      header.images.map((i) => {
-        const bytes = bytesAt(images, i);
-        return () => image.decode(bytes);
+    // tensor rows: one decoded image at a time, not the whole batch.
+    const results = await withMemory(cost.sequential, () =>
+      pipeline.represent(loaders, {
+        ...opts,
+        max_faces: header.max_faces ?? null,
+        l2_normalize: header.l2_normalize === true,
+        return_face: header.return_face === true,
       }),
-      { ...opts, max_faces: header.max_faces ?? null, l2_normalize: header.l2_normalize === true, return_face: header.return_face === true },
     );
     return { results, model: opts.model_name, detector_backend: opts.detector_backend };
   });
@@ -201,49 +231,40 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     if (header.op !== 'embed') throw new ServiceError('invalid_request', 'not an embed frame');
     const opts = checkOptions(header);
     const bytes = bytesAt(images, header.image);
-    checkRequestPixels([bytes]);
-    const img = await image.decode(bytes);
-    const face = await pipeline.embedLargest(img, opts);
+    const dims = checkRequestPixels([bytes]);
+    const face = await withMemory(jobCost(header, dims, costOptions).sequential, async () => pipeline.embedLargest(await image.decode(bytes), opts));
     return { embedding: Array.from(face.embedding), facial_area: face.area as EmbedResponse['facial_area'], face_confidence: face.confidence, model: opts.model_name };
   });
 
-  app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyResponse> => {
+  app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyDistance> => {
     requireReady();
-    const started = performance.now();
     const { header, images } = frameOf(req.body);
     if (header.op !== 'verify') throw new ServiceError('invalid_request', 'not a verify frame');
     const opts = checkOptions(header);
     if (!DISTANCE_METRICS.includes(header.distance_metric)) throw new ServiceError('invalid_request', 'unknown distance_metric');
-    // Two images at most, both needed at once (their faces are compared); the budget bounds them.
-    checkRequestPixels(images);
-    const decoded = await decodeAll(images);
-    const resolve = (ref: unknown): NativeImage | number[] => {
-      if (ref && typeof ref === 'object' && 'embedding' in ref && Array.isArray((ref as { embedding: unknown }).embedding)) {
-        const e = (ref as { embedding: unknown[] }).embedding;
-        if (!e.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new ServiceError('invalid_embedding', 'embeddings must be finite numbers');
-        return e as number[];
-      }
-      if (ref && typeof ref === 'object' && 'image' in ref) return imageAt(decoded, (ref as { image: unknown }).image);
-      throw new ServiceError('invalid_request', 'img1 and img2 must be an image or an embedding');
-    };
-    const img1 = resolve(header.img1);
-    const img2 = resolve(header.img2);
-    const r = await pipeline.verify({ img1, img2, sameImage: !Array.isArray(img1) && img1 === img2 }, {
-      ...opts,
-      distance_metric: header.distance_metric,
-      threshold: typeof header.threshold === 'number' ? header.threshold : null,
-    });
-    return {
-      verified: r.verified,
-      distance: r.distance,
-      threshold: r.threshold,
-      confidence: r.confidence,
-      model: opts.model_name,
-      detector_backend: opts.detector_backend,
-      similarity_metric: header.distance_metric,
-      facial_areas: r.areas,
-      time: Math.round((performance.now() - started) / 10) / 100,
-    };
+    // Two images at most, both needed at once (their faces are compared). They are detected at
+    // once when that fits the memory budget, else one after the other, else refused.
+    const cost = jobCost(header, checkRequestPixels(images), costOptions);
+    const together = gate.fits(cost.concurrent);
+    const release = await gate.admit(together ? cost.concurrent : cost.sequential);
+    try {
+      const decoded = await decodeAll(images);
+      const resolve = (ref: unknown): NativeImage | number[] => {
+        if (ref && typeof ref === 'object' && 'embedding' in ref && Array.isArray((ref as { embedding: unknown }).embedding)) {
+          const e = (ref as { embedding: unknown[] }).embedding;
+          if (!e.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new ServiceError('invalid_embedding', 'embeddings must be finite numbers');
+          return e as number[];
+        }
+        if (ref && typeof ref === 'object' && 'image' in ref) return imageAt(decoded, (ref as { image: unknown }).image);
+        throw new ServiceError('invalid_request', 'img1 and img2 must be an image or an embedding');
+      };
+      const img1 = resolve(header.img1);
+      const img2 = resolve(header.img2);
+      const r = await pipeline.verify({ img1, img2, sameImage: !Array.isArray(img1) && img1 === img2, oneAtATime: !together }, { ...opts, distance_metric: header.distance_metric });
+      return { distance: r.distance, model: opts.model_name, detector_backend: opts.detector_backend, similarity_metric: header.distance_metric, facial_areas: r.areas };
+    } finally {
+      release();
+    }
   });
 
   return app;

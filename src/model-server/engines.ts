@@ -9,6 +9,17 @@ import type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec } fr
 export type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec };
 
 
+/** RetinaFace's backbones (manifest variants of `retinaface`, FACECOMPUTE_RETINAFACE_BACKBONE). */
+export const RETINAFACE_BACKBONES = ['resnet50', 'mobilenet0.25'] as const;
+export type RetinafaceBackbone = (typeof RETINAFACE_BACKBONES)[number];
+
+/**
+ * Every detector engine the model server implements. The serving plan names detectors by these
+ * only (serving-plan.ts), and adapters.ts must implement each (a mapped type over this union).
+ */
+export const DETECTOR_ENGINES = ['skip', 'haar', 'yunet', 'mtcnn', 'fastmtcnn', ...RETINAFACE_BACKBONES.map((b) => `retinaface:${b}` as const)] as const;
+export type DetectorEngine = (typeof DETECTOR_ENGINES)[number];
+
 /** A detector's output, in the coordinates of the image it was given. */
 export interface Detection {
   x: number;

@@ -1,10 +1,9 @@
 /**
  * DeepFace's represent / verify / extract_faces flow (reference §2.2, §2.3, §5.1), on the ports of
- * ports.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
+ * engines.ts. Orchestration only: pixels, detection and inference happen off the JS thread.
  */
 import { ServiceError } from '../errors/index.js';
 import { distance, l2normalize } from '../deepface/distance.js';
-import { findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
 import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from '../model-client/protocol.js';
 import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './engines.js';
 
@@ -312,25 +311,33 @@ export class Pipeline {
   }
 
   /**
-   * verify: the minimum distance over every face pair (§2.2). Inputs are decoded images or
-   * caller-supplied embeddings; identical images are decoded and detected once by the caller.
+   * verify's part here: the unrounded minimum distance over every face pair (§2.2) and that pair's
+   * areas. The decision (threshold, verified, confidence) is the service's, made once for every
+   * input. Inputs are decoded images or caller-supplied embeddings; identical images are decoded and
+   * detected once by the caller.
    */
   async verify(
-    inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean },
-    opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null },
-  ): Promise<{ distance: number; threshold: number; verified: boolean; confidence: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
+    inputs: { img1: NativeImage | number[]; img2: NativeImage | number[]; sameImage: boolean; oneAtATime?: boolean },
+    opts: PipelineOptions & { distance_metric: DistanceMetric },
+  ): Promise<{ distance: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
     const rec = this.recognizer(opts.model_name);
     const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
     const pending: FoundFace[][] = [];
     const pendingSide: number[] = [];
-    // Both images are detected at once (a verify at concurrency 1 then uses both cores); errors
-    // are still reported for img1 before img2, as DeepFace raises them in that order.
+    // Both images are detected at once (a verify at concurrency 1 then uses both cores), or one
+    // after the other when the memory budget says so; errors are still reported for img1 before
+    // img2, as DeepFace raises them in that order.
     const reuse = inputs.sameImage && !Array.isArray(inputs.img1);
-    const extracted = await Promise.allSettled(
-      [inputs.img1, inputs.img2].map((input, i) =>
-        Array.isArray(input) || (i === 1 && reuse) ? null : this.extractFaces(input, opts, i === 0 ? 'img1' : 'img2'),
-      ),
-    );
+    const detect = (input: NativeImage | number[], i: number): Promise<ImageFaces | null> | null =>
+      Array.isArray(input) || (i === 1 && reuse) ? null : this.extractFaces(input, opts, i === 0 ? 'img1' : 'img2');
+    const extracted: PromiseSettledResult<ImageFaces | null>[] = [];
+    if (inputs.oneAtATime) {
+      for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
+        const [r] = await Promise.allSettled([detect(input, i)]);
+        extracted.push(r as PromiseSettledResult<ImageFaces | null>);
+        if (r?.status === 'rejected') break;
+      }
+    } else extracted.push(...(await Promise.allSettled([inputs.img1, inputs.img2].map(detect))));
     for (const [i, input] of [inputs.img1, inputs.img2].entries()) {
       const name = i === 0 ? 'img1' : 'img2';
       const result = extracted[i] as PromiseSettledResult<ImageFaces | null>;
@@ -378,17 +385,6 @@ export class Pipeline {
         }
       }
     }
-    const dist = roundDistance(best);
-    const pretuned = findThreshold(opts.model_name, opts.distance_metric);
-    // DeepFace: a caller's threshold of 0 (or none) falls back to the calibrated one, and the
-    // confidence always uses the calibrated threshold.
-    const threshold = opts.threshold || pretuned;
-    return {
-      distance: dist,
-      threshold,
-      verified: dist <= threshold,
-      confidence: findConfidence(dist, opts.model_name, opts.distance_metric, dist <= pretuned),
-      areas: { img1: a.areas[bi] as FacialArea | NullArea, img2: b.areas[bj] as FacialArea | NullArea },
-    };
+    return { distance: best, areas: { img1: a.areas[bi] as FacialArea | NullArea, img2: b.areas[bj] as FacialArea | NullArea } };
   }
 }

@@ -14,20 +14,18 @@ import { DISTANCE_METRICS } from '../deepface/distance.js';
 import { findThreshold } from '../deepface/decision.js';
 import { loadCalibration, servedCalibration, type CalibrationFile, type CapabilitiesCalibration } from '../deepface/calibration.js';
 import type { CapabilitiesResponse, DistanceMetric, ModelSource, WeightProvenance } from '../model-client/protocol.js';
-import type { FaceDetector, NativeImage, Recognizer } from './engines.js';
+import type { DetectorEngine, FaceDetector, NativeImage, Recognizer } from './engines.js';
 import { Warmup } from './warmup.js';
 
 /** Binds detector engines and recognizers to their implementations (native addon, ONNX Runtime). */
 export interface EngineFactory {
   recognizer(name: string, onnxPath: string, manifest: Manifest): Promise<Recognizer>;
-  detector(name: string, engine: string, files: string[]): Promise<FaceDetector>;
+  detector(name: string, engine: DetectorEngine, files: string[]): Promise<FaceDetector>;
   /** Synthetic input for warming a detector and the tensor size of a recognizer. */
   syntheticImage(): NativeImage;
   /** Subscribes to the death of the engines' shared runtime (the inference thread), if they have one. */
   onFailure?(listener: (err: Error) => void): void;
 }
-
-export type Availability = { name: string; source: 'weights' | 'test-weights'; files: string[]; status?: ArtifactStatus } | { name: string; unavailable: string };
 
 export interface RegistryState {
   recognizers: Map<string, Recognizer>;

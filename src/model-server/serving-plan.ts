@@ -10,12 +10,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
-import { loadManifest, type Manifest } from '../models/manifest.js';
+import { loadManifest, type DetectorEntry, type Manifest } from '../models/manifest.js';
 import { artifactStatus, describeProblems, type ArtifactStatus } from '../models/catalog.js';
 import { describeFailure, readFetchLog, type FetchLog } from '../models/fetch-log.js';
 import { explainMissing, formatMissing, type MissingWeight } from '../models/explain.js';
 import type { WeightLocations } from '../models/weights.js';
 import { EXIT_DEFAULTS_UNSERVABLE } from '../errors/exit-codes.js';
+import { RETINAFACE_BACKBONES, type DetectorEngine, type RetinafaceBackbone } from './engines.js';
 
 
 export interface PlannedModel {
@@ -27,7 +28,7 @@ export interface PlannedModel {
 
 export interface PlannedDetector {
   name: string;
-  engine: string;
+  engine: DetectorEngine;
   status?: ArtifactStatus;
 }
 
@@ -47,7 +48,7 @@ export interface UnservableDefault {
 export interface ServingPlan {
   models: PlannedModel[];
   detectors: PlannedDetector[];
-  retinafaceVariant: string | null;
+  retinafaceVariant: RetinafaceBackbone | null;
   /** Allowed but not servable, with the reason. */
   unavailable: Record<string, string>;
   defaultModel: string;
@@ -73,6 +74,16 @@ export class DefaultsUnservableError extends Error {
 
 export function testOnnxPath(cfg: Config, model: string): string {
   return join(cfg.models.cacheDir, 'test-onnx', `${model}.onnx`);
+}
+
+/**
+ * The engines a manifest detector can be served by, in the order tried: a `retinaface` entry by
+ * each allowed backbone it has a variant for, any other by the engine of its name.
+ */
+export function detectorEngines(entry: DetectorEntry, backbone: Config['models']['retinafaceBackbone']): Array<{ id: string; engine: DetectorEngine; backbone: RetinafaceBackbone | null }> {
+  if (entry.engine !== 'retinaface') return [{ id: '', engine: entry.engine, backbone: null }];
+  const wanted = backbone === 'auto' ? RETINAFACE_BACKBONES : RETINAFACE_BACKBONES.filter((b) => b === backbone);
+  return wanted.filter((b) => entry.variants?.[b]).map((b) => ({ id: b, engine: `retinaface:${b}` as const, backbone: b }));
 }
 
 /** Why an artifact is unavailable, in one line: its missing files and, when a fetch was tried, why it failed. */
@@ -112,14 +123,13 @@ export async function planServing(cfg: Config, manifest: Manifest = loadManifest
       continue;
     }
     // `retinaface` is served by one of its backbones: ResNet-50 (DeepFace's) when installed and allowed.
-    const ids = entry.engine === 'retinaface' ? (cfg.models.retinafaceBackbone === 'auto' ? ['resnet50', 'mobilenet0.25'] : [cfg.models.retinafaceBackbone]).map((v) => `${name}:${v}`) : [name];
     const tried: ArtifactStatus[] = [];
     let served = false;
-    for (const id of ids) {
-      const s = await artifactStatus(id, loc, manifest);
+    for (const e of detectorEngines(entry, cfg.models.retinafaceBackbone)) {
+      const s = await artifactStatus(e.id ? `${name}:${e.id}` : name, loc, manifest);
       if (s.installed) {
-        if (entry.engine === 'retinaface') plan.retinafaceVariant = id.split(':')[1] ?? null;
-        plan.detectors.push({ name, engine: entry.engine === 'retinaface' ? id : entry.engine, status: s });
+        if (e.backbone) plan.retinafaceVariant = e.backbone;
+        plan.detectors.push({ name, engine: e.engine, status: s });
         served = true;
         break;
       }

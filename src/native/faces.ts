@@ -81,6 +81,20 @@ export function mtcnnPyramid(image: NativeImage, flavour: MtcnnFlavor): Promise<
   return call(() => native.mtcnnPyramid(image, flavor(flavour)));
 }
 
+/** The library's pyramid scales for a `width`×`height` image, largest first. */
+export function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number): number[] {
+  try {
+    return native.mtcnnScales(flavor(flavour), width, height);
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/** The PNet input of the level at `scale` (one of mtcnnScales), or null when the library skips it. */
+export function mtcnnPyramidLevel(image: NativeImage, flavour: MtcnnFlavor, scale: number): Promise<MtcnnLevel | null> {
+  return call(() => native.mtcnnPyramidLevel(image, flavor(flavour), scale));
+}
+
 /** PNet's outputs per level to RNet's boxes and 24×24 crops. */
 export function mtcnnAfterPnet(image: NativeImage, flavour: MtcnnFlavor, levels: MtcnnPnetOutput[]): Promise<MtcnnStage> {
   return call(() => native.mtcnnAfterPnet(image, flavor(flavour), levels));

@@ -11,8 +11,8 @@ import { CompareTargets, type TargetFields } from './compare-targets.js';
 import { checkEmbedding } from './embeddings.js';
 import { BufferPool } from './buffer-pool.js';
 import { CompareRows, type CompareResponse, type SourceInfo } from './compare-result.js';
-import { EMBEDDING_DIMS as DEFAULT_DIMS, findConfidence, findThreshold, roundDistance } from '../deepface/decision.js';
-import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea } from '../model-client/protocol.js';
+import { EMBEDDING_DIMS as DEFAULT_DIMS, decide, findThreshold } from '../deepface/decision.js';
+import { DISTANCE_METRICS, type CapabilitiesResponse, type DistanceMetric, type InputRef, type Normalization, type PipelineOptions, type NullArea, type VerifyDistance } from '../model-client/protocol.js';
 import type { Upstream } from '../model-client/client.js';
 import type { ImageResolver, InputContext, InputSettings } from './inputs/resolve.js';
 import { inputModes } from './inputs/resolve.js';
@@ -295,23 +295,19 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       const metric = b.distance_metric ?? 'cosine';
       const dims = dimsOf(c, p.model_name);
       const vecs: Array<Float32Array | null> = [b.img1, b.img2].map((x, i) => (Array.isArray(x) ? checkEmbedding(x, dims, `img${i + 1}`) : null));
+      // The one place verify is decided, for embeddings and images alike; `time` is this call's.
+      const decided = (raw: number, r: Pick<VerifyDistance, 'detector_backend' | 'facial_areas'>) => ({
+        ...decide(raw, p.model_name, metric, b.threshold, thresholdOf(c, p.model_name, metric)),
+        model: p.model_name,
+        detector_backend: r.detector_backend,
+        similarity_metric: metric,
+        facial_areas: r.facial_areas,
+        time: round2((performance.now() - t0) / 1000),
+      });
       if (bothVectors) {
         await ctx.reserve?.();
         const r = await compareOneToMany(vecs[0]!, vecs[1]!, dims, metric as Metric);
-        const distance = roundDistance(r.distances[0]!);
-        const pretuned = thresholdOf(c, p.model_name, metric);
-        const threshold = b.threshold || pretuned; // DeepFace: `threshold or pretuned`
-        return {
-          verified: distance <= threshold,
-          distance,
-          threshold,
-          confidence: findConfidence(distance, p.model_name, metric, distance <= pretuned),
-          model: p.model_name,
-          detector_backend: p.detector_backend,
-          similarity_metric: metric,
-          facial_areas: { img1: NULL_AREA, img2: NULL_AREA },
-          time: round2((performance.now() - t0) / 1000),
-        };
+        return decided(r.distances[0]!, { detector_backend: p.detector_backend, facial_areas: { img1: NULL_AREA, img2: NULL_AREA } });
       }
       const images: Buffer[] = [];
       const refs: InputRef[] = [];
@@ -326,9 +322,10 @@ export function createComputeService(d: ComputeDeps): ComputeService {
         }
       }
       await ctx.reserve?.();
-      return upstreamRun(() =>
+      const r = await upstreamRun(() =>
         d.upstream.verify({ op: 'verify', ...p, img1: refs[0]!, img2: refs[1]!, distance_metric: metric, threshold: b.threshold ?? null }, images, ctx),
       ctx);
+      return decided(r.distance, r);
     },
 
     async represent(b, ctx) {

@@ -53,6 +53,23 @@ pub fn mtcnn_pyramid(image: NativeImage, flavor: MtcnnFlavor) -> AsyncTask<Job<V
     ))
 }
 
+/// The library's pyramid scales for an image of `width`×`height`, largest first.
+#[napi]
+pub fn mtcnn_scales(flavor: MtcnnFlavor, width: u32, height: u32) -> Vec<f64> {
+    mtcnn::scales(flavor.into(), width, height)
+}
+
+/// The PNet input of the pyramid level at `scale` (one of `mtcnnScales`), or null when the library
+/// skips that level; built one level at a time, so a large image's pyramid is never held whole.
+#[napi(ts_return_type = "Promise<MtcnnLevel | null>")]
+pub fn mtcnn_pyramid_level(image: NativeImage, flavor: MtcnnFlavor, scale: f64) -> AsyncTask<Job<Option<Level>, Option<MtcnnLevel>>> {
+    let flavor: Flavor = flavor.into();
+    AsyncTask::new(Job::new(
+        move || mtcnn::pyramid_level(&to_image(&image)?, flavor, scale),
+        |level| Ok(level.map(|l| MtcnnLevel { scale: l.scale, width: l.width, height: l.height, tensor: Float32Array::new(l.tensor) })),
+    ))
+}
+
 /// PNet's outputs per level to RNet's boxes and their 24×24 crops.
 #[napi(ts_return_type = "Promise<MtcnnStage>")]
 pub fn mtcnn_after_pnet(image: NativeImage, flavor: MtcnnFlavor, levels: Vec<MtcnnPnetOutput>) -> AsyncTask<Job<(Vec<Row>, Vec<f32>), MtcnnStage>> {

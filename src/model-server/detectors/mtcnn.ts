@@ -5,6 +5,8 @@
  * thresholds, suppression, regression, DeepFace's integers) is the native core's
  * (crates/facecompute-core/src/detect/mtcnn), which reproduces each library's own arithmetic.
  *
+ * The pyramid is built one level at a time, each dropped once PNet has run on it.
+ *
  * Batching: RNet and ONet take an image's candidates in runs of up to 256 crops. PNet
  * runs once per pyramid level: the levels differ in size, and padding them to one batch would change
  * the cells at their right and bottom edges (the 'same' pooling), so the result would not be DeepFace's.
@@ -16,7 +18,7 @@
  */
 import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramidLevel, mtcnnScales, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
 import { createSession, toNative, type NativeImage } from './common.js';
 import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows, putRows, sliceRows } from './pnet-bands.js';
 import type { OrtSettings } from '../models/ort-options.js';
@@ -118,10 +120,14 @@ export class MtcnnDetector {
 
   /** The library's faces with DeepFace's integers and the unrounded values (tests, benchmarks). */
   async detectRaw(img: NativeImage): Promise<NativeFace[]> {
-    const levels = await mtcnnPyramid(img, this.flavor);
-    if (levels.length === 0) return [];
+    // One pyramid level at a time: each level's input is dropped once PNet has run on it, so a
+    // large image holds its largest level, not the whole pyramid (about twice that).
     const pnetOut = [];
-    for (const l of levels) pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
+    for (const scale of mtcnnScales(this.flavor, img.width, img.height)) {
+      const l = await mtcnnPyramidLevel(img, this.flavor, scale);
+      if (l) pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
+    }
+    if (pnetOut.length === 0) return [];
     const r = await mtcnnAfterPnet(img, this.flavor, pnetOut);
     const nr = r.boxes.length / 5;
     if (nr === 0) return [];

@@ -545,7 +545,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "no_face_detected" | "url_fetch_failed" | "rate_limited" | "too_many_strikes" | "internal_error" | "upstream_failed" | "upstream_lost" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "body_capacity_full" | "upstream_timeout" | "request_timeout" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
+            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "request_over_memory_budget" | "no_face_detected" | "url_fetch_failed" | "rate_limited" | "too_many_strikes" | "internal_error" | "upstream_failed" | "upstream_lost" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "body_capacity_full" | "memory_budget_full" | "upstream_timeout" | "request_timeout" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
             detail: string;
         };
     };
@@ -847,11 +847,12 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: image_too_large, request_too_large, too_many_pixels
+             * @description Error: image_too_large, request_too_large, too_many_pixels, request_over_memory_budget
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
              *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
+             *     - `request_over_memory_budget`: the request's estimated peak memory on the model server (its images' decoded size and what its detector holds for them) is over what `FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES` (2 GiB) leaves beside the loaded models; checked from the image headers, before decoding
              */
             413: {
                 headers: {
@@ -959,13 +960,14 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full, memory_budget_full
              *
              *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
              *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
              *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
              *     - `service_warming`: the models are still loading, or a model server is restarting
              *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             *     - `memory_budget_full`: the model server's memory budget was held by other requests for longer than `FACECOMPUTE_QUEUE_TIMEOUT_MS` (10 s); refused before decoding
              */
             503: {
                 headers: {
@@ -1162,11 +1164,12 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: image_too_large, request_too_large, too_many_pixels
+             * @description Error: image_too_large, request_too_large, too_many_pixels, request_over_memory_budget
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
              *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
+             *     - `request_over_memory_budget`: the request's estimated peak memory on the model server (its images' decoded size and what its detector holds for them) is over what `FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES` (2 GiB) leaves beside the loaded models; checked from the image headers, before decoding
              */
             413: {
                 headers: {
@@ -1274,13 +1277,14 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full, memory_budget_full
              *
              *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
              *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
              *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
              *     - `service_warming`: the models are still loading, or a model server is restarting
              *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             *     - `memory_budget_full`: the model server's memory budget was held by other requests for longer than `FACECOMPUTE_QUEUE_TIMEOUT_MS` (10 s); refused before decoding
              */
             503: {
                 headers: {
@@ -1488,12 +1492,13 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets
+             * @description Error: image_too_large, request_too_large, too_many_pixels, too_many_targets, request_over_memory_budget
              *
              *     - `image_too_large`: an image (after base64 decoding, or a remote body) is larger than `limits.max_image_bytes`
              *     - `request_too_large`: the body is larger than `limits.max_request_bytes` (`/compare`: `limits.max_compare_bytes`), a JSON body holds more than `limits.max_json_values` values (outside `/compare`'s JSON `targets`), or a batch has more images than `limits.max_batch_images`
              *     - `too_many_pixels`: an image's width × height is over `limits.max_image_pixels`, or a request's images together are over `limits.max_request_pixels` (checked from their headers, before decoding)
              *     - `too_many_targets`: more targets than `limits.max_targets`, more sources than `limits.max_sources`, or more results than `limits.max_compare_results`
+             *     - `request_over_memory_budget`: the request's estimated peak memory on the model server (its images' decoded size and what its detector holds for them) is over what `FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES` (2 GiB) leaves beside the loaded models; checked from the image headers, before decoding
              */
             413: {
                 headers: {
@@ -1601,13 +1606,14 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full
+             * @description Error: queue_full, queue_timeout, gateway_draining, service_warming, body_capacity_full, memory_budget_full
              *
              *     - `queue_full`: the service is at capacity: the estimated wait is past the queue timeout, or the queue is full
              *     - `queue_timeout`: a request waited the whole queue timeout for a compute slot
              *     - `gateway_draining`: this gateway is shutting down (`Connection: close`)
              *     - `service_warming`: the models are still loading, or a model server is restarting
              *     - `body_capacity_full`: the gateway already holds `FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES` (256 MiB) of request bodies; refused from the headers, before the body is read
+             *     - `memory_budget_full`: the model server's memory budget was held by other requests for longer than `FACECOMPUTE_QUEUE_TIMEOUT_MS` (10 s); refused before decoding
              */
             503: {
                 headers: {

@@ -94,6 +94,8 @@ spec:
             # token above is what allows a non-loopback bind.
             - name: FACECOMPUTE_MODEL_SERVER_HOST
               value: "0.0.0.0"
+            - name: FACECOMPUTE_MODEL_SERVER_MEMORY_BYTES
+              value: {{ mul (int $root.Values.modelServer.memoryBudgetMiB) 1048576 | quote }}
             {{- end }}
             {{- if $gpu }}
             - name: FACECOMPUTE_ORT_PROVIDER
@@ -126,6 +128,12 @@ spec:
               sleep:
                 seconds: {{ $root.Values.drain.preStopSeconds }}
           {{- $resources := deepCopy $v.resources }}
+          {{- if $isModelServer }}
+          {{- /* The memory budget the model server admits work by sets its memory; 5/4 of it is the limit. */}}
+          {{- $budget := int $root.Values.modelServer.memoryBudgetMiB }}
+          {{- $_ := set $resources "requests" (merge (dict "memory" (printf "%dMi" $budget)) (omit ($resources.requests | default dict) "memory")) }}
+          {{- $_ := set $resources "limits" (merge (dict "memory" (printf "%dMi" (div (mul $budget 5) 4))) (omit ($resources.limits | default dict) "memory")) }}
+          {{- end }}
           {{- if $gpu }}
           {{- $limits := merge (dict "nvidia.com/gpu" $root.Values.modelServer.gpu.count) ($resources.limits | default dict) }}
           {{- $_ := set $resources "limits" $limits }}

@@ -71,13 +71,36 @@ fn check_image(img: &Image) -> CoreResult<()> {
     Ok(())
 }
 
+/// The library's pyramid scales for an image of `width`×`height`, largest first.
+pub fn scales(flavor: Flavor, width: u32, height: u32) -> Vec<f64> {
+    match flavor {
+        Flavor::Mtcnn => tf::scales(width, height),
+        Flavor::FacenetPytorch => torch::scales(width, height),
+    }
+}
+
+/// The PNet input of one pyramid level, at one of [`scales`]; none when the library skips it (a
+/// level that truncates to nothing). Built one at a time, a large image's pyramid never exists
+/// whole: the first level alone is 0.36 of the image in float32 RGB.
+pub fn pyramid_level(img: &Image, flavor: Flavor, scale: f64) -> CoreResult<Option<Level>> {
+    check_image(img)?;
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(CoreError::invalid_request("mtcnn: a pyramid scale is within (0, 1]"));
+    }
+    Ok(match flavor {
+        Flavor::Mtcnn => tf::level(img, scale),
+        Flavor::FacenetPytorch => torch::level(img, scale),
+    })
+}
+
 /// The PNet inputs for every pyramid level, largest first (the library's scales and sizes).
 pub fn pyramid(img: &Image, flavor: Flavor) -> CoreResult<Vec<Level>> {
     check_image(img)?;
-    Ok(match flavor {
-        Flavor::Mtcnn => tf::pyramid(img),
-        Flavor::FacenetPytorch => torch::pyramid(img),
-    })
+    let mut levels = Vec::new();
+    for s in scales(flavor, img.width, img.height) {
+        levels.extend(pyramid_level(img, flavor, s)?);
+    }
+    Ok(levels)
 }
 
 /// PNet's outputs of each level (`reg` [1,4,h,w], `prob` [1,2,h,w], in [`pyramid`]'s order) to the
@@ -198,6 +221,20 @@ mod tests {
         assert!(crops(&img, Flavor::Mtcnn, &[[0.0, 0.0, 10.0, 10.0, 0.9]], 12).is_err());
         let t = Tensor::new(vec![1, 4], vec![0.0; 4]).unwrap();
         assert!(after_rnet(Flavor::Mtcnn, &[], &t, &t).is_err());
+    }
+
+    #[test]
+    fn levels_one_at_a_time_are_the_pyramid() {
+        let data: Vec<u8> = (0..61 * 47 * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let img = Image::from_raw(61, 47, 3, data).unwrap();
+        for flavor in [Flavor::Mtcnn, Flavor::FacenetPytorch] {
+            let whole = pyramid(&img, flavor).unwrap();
+            let one: Vec<Level> = scales(flavor, 61, 47).into_iter().filter_map(|s| pyramid_level(&img, flavor, s).unwrap()).collect();
+            assert!(!whole.is_empty());
+            assert_eq!(whole, one);
+            assert!(pyramid_level(&img, flavor, 0.0).is_err());
+            assert!(pyramid_level(&img, flavor, f64::NAN).is_err());
+        }
     }
 
     #[test]

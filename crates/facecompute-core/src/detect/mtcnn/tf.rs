@@ -125,16 +125,12 @@ fn resize_area(img: &Image, ow: usize, oh: usize) -> Vec<f32> {
     out
 }
 
-pub(super) fn pyramid(img: &Image) -> Vec<Level> {
+/// The level of `scale`, or none when it truncates to an empty image.
+pub(super) fn level(img: &Image, s: f64) -> Option<Level> {
     let (w, h) = (img.width as f64, img.height as f64);
-    scales(img.width, img.height)
-        .into_iter()
-        .filter_map(|s| {
-            // tf.image.resize truncates the float shape to int32.
-            let (oh, ow) = ((h * s) as usize, (w * s) as usize);
-            (oh > 0 && ow > 0).then(|| Level { scale: s, width: ow as u32, height: oh as u32, tensor: resize_area(img, ow, oh) })
-        })
-        .collect()
+    // tf.image.resize truncates the float shape to int32.
+    let (oh, ow) = ((h * s) as usize, (w * s) as usize);
+    (oh > 0 && ow > 0).then(|| Level { scale: s, width: ow as u32, height: oh as u32, tensor: resize_area(img, ow, oh) })
 }
 
 fn area(r: &Row) -> f64 {

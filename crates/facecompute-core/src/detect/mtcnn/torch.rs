@@ -70,17 +70,13 @@ fn pool_region(img: &Image, x0: usize, y0: usize, w: usize, h: usize, ow: usize,
     }
 }
 
-pub(super) fn pyramid(img: &Image) -> Vec<Level> {
+/// The level of `scale` (facenet-pytorch's `int(h * s + 1)` sizes are never empty).
+pub(super) fn level(img: &Image, s: f64) -> Option<Level> {
     let (w, h) = (img.width as f64, img.height as f64);
-    scales(img.width, img.height)
-        .into_iter()
-        .map(|s| {
-            let (oh, ow) = ((h * s + 1.0) as usize, (w * s + 1.0) as usize);
-            let mut tensor = vec![0f32; 3 * oh * ow];
-            pool_region(img, 0, 0, img.width as usize, img.height as usize, ow, oh, &mut tensor);
-            Level { scale: s, width: ow as u32, height: oh as u32, tensor }
-        })
-        .collect()
+    let (oh, ow) = ((h * s + 1.0) as usize, (w * s + 1.0) as usize);
+    let mut tensor = vec![0f32; 3 * oh * ow];
+    pool_region(img, 0, 0, img.width as usize, img.height as usize, ow, oh, &mut tensor);
+    Some(Level { scale: s, width: ow as u32, height: oh as u32, tensor })
 }
 
 /// A candidate: box, score and the regression it carries until it is applied.
