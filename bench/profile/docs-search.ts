@@ -14,6 +14,8 @@ import { parseArgs } from 'node:util';
 import { createDocsCorpus } from '../../src/mcp/docs-tools.js';
 import { PACKAGE_ROOT } from '../../src/package-root.js';
 import { loadAverage } from '../lib/proc.js';
+import { cpus } from 'node:os';
+import { simdInfo } from '../lib/machine.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '30' }, out: { type: 'string', default: 'bench/results/docs-search.json' } } });
 const ROUNDS = Number(values.rounds);
@@ -58,6 +60,8 @@ const result = {
   searches,
   load_average: loadAverage(),
   node: process.version,
+  cpu: cpus()[0]?.model ?? 'unknown',
+  simd: simdInfo(),
   at: new Date().toISOString(),
 };
 writeFileSync(values.out!, JSON.stringify(result, null, 2) + '\n');
