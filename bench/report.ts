@@ -37,13 +37,16 @@ interface ServiceLevel {
   deepface: LoadCell;
   /** DeepFace's API, two gunicorn workers (one per core); absent in results older than issue 17. */
   deepface_2w?: LoadCell;
+  /** DeepFace 0.0.103 (ONNX Runtime engine), one and two workers; absent before issue 41. */
+  deepface103?: LoadCell;
+  deepface103_2w?: LoadCell;
   event_loop: EventLoop[];
 }
 interface ServiceModel {
   model: string;
   levels: ServiceLevel[];
   /** Older results measured the one-worker API here; newer ones the two-worker API. */
-  yunet_c16?: { ours: LoadCell; deepface?: LoadCell; deepface_2w?: LoadCell } | null;
+  yunet_c16?: { ours: LoadCell; deepface?: LoadCell; deepface_2w?: LoadCell; deepface103_2w?: LoadCell } | null;
   agreement: unknown;
 }
 interface ServiceResult {
@@ -147,9 +150,13 @@ interface OrtResult {
  * the one-worker API, the smaller of the two.
  */
 export const MODEL_GOALS = {
-  verify_rps_ratio_c16: { op: '>=', value: 5, text: '/verify throughput at c16 ≥ 5× DeepFace API (2 workers)' },
-  verify_p50_ratio_c1: { op: '<=', value: 1 / 3, text: '/verify p50 at c1 ≤ 1/3 of DeepFace API (2 workers)' },
-  cpu_per_request_ratio_c16: { op: '<=', value: 1 / 5, text: 'CPU per /verify at c16 ≤ 1/5 of DeepFace API (2 workers)' },
+  verify_rps_ratio_c16: { op: '>=', value: 8, text: '/verify throughput at c16 ≥ 8× DeepFace API (2 workers)' },
+  verify_p50_ratio_c1: { op: '<=', value: 1 / 6, text: '/verify p50 at c1 ≤ 1/6 of DeepFace API (2 workers)' },
+  cpu_per_request_ratio_c16: { op: '<=', value: 0.125, text: 'CPU per /verify at c16 ≤ 0.125 of DeepFace API (2 workers)' },
+  // Issue 41: the same bars against DeepFace 0.0.103 on its ONNX Runtime engine, what a user installs today.
+  verify_rps_ratio_c16_103: { op: '>=', value: 8, text: '/verify throughput at c16 ≥ 8× DeepFace 0.0.103 API (ONNX, 2 workers)' },
+  cpu_per_request_ratio_c16_103: { op: '<=', value: 0.125, text: 'CPU per /verify at c16 ≤ 0.125 of DeepFace 0.0.103 API (ONNX, 2 workers)' },
+  yunet_rps_ratio_c16: { op: '>=', value: 5, text: '/verify throughput at c16 with yunet ≥ 5× DeepFace API (2 workers)' },
   peak_rss_ratio: { op: '<=', value: 1, text: 'peak RSS ≤ DeepFace API (1 worker)' },
   cold_start_ratio: { op: '<=', value: 1 / 5, text: 'cold start ≤ 1/5 of DeepFace' },
 } as const;
@@ -180,8 +187,14 @@ export function modelRatios(model: string, r: { service: ServiceResult | null; l
     verify_rps_ratio_c16: ratio(l16?.ours.rps, l16?.deepface_2w?.rps),
     verify_p50_ratio_c1: ratio(l1?.ours.p50_ms, l1?.deepface_2w?.p50_ms),
     cpu_per_request_ratio_c16: ratio(l16?.ours.cpu_ms_per_request, l16?.deepface_2w?.cpu_ms_per_request),
+    verify_rps_ratio_c16_103: ratio(l16?.ours.rps, l16?.deepface103_2w?.rps),
+    cpu_per_request_ratio_c16_103: ratio(l16?.ours.cpu_ms_per_request, l16?.deepface103_2w?.cpu_ms_per_request),
+    yunet_rps_ratio_c16: ratio(sm?.yunet_c16?.ours.rps, sm?.yunet_c16?.deepface_2w?.rps),
     peak_rss_ratio: mem ? mem.ratio : null,
     cold_start_ratio: cold ? cold.ratio : null,
+    verify_rps_ratio_c16_103_1w: ratio(l16?.ours.rps, l16?.deepface103?.rps),
+    verify_p50_ratio_c1_103: ratio(l1?.ours.p50_ms, l1?.deepface103_2w?.p50_ms),
+    yunet_rps_ratio_c16_103: ratio(sm?.yunet_c16?.ours.rps, sm?.yunet_c16?.deepface103_2w?.rps),
     verify_rps_ratio_c16_1w: ratio(l16?.ours.rps, l16?.deepface.rps),
     verify_p50_ratio_c1_1w: ratio(l1?.ours.p50_ms, l1?.deepface.p50_ms),
     cpu_per_request_ratio_c16_1w: ratio(l16?.ours.cpu_ms_per_request, l16?.deepface.cpu_ms_per_request),
@@ -266,6 +279,8 @@ export function writeReport(b: BenchFile, dir: string): void {
     memory_gb: b.machine.memory_gb,
     node: b.machine.node,
     date: b.machine.date,
+    // Which SIMD kernels ran (absent in results from before issue 41).
+    simd: b.machine.simd ?? 'not recorded',
     gpu: 'none: the CUDA execution provider is not measured',
     // Issue 17: the per-model ratios, ours over DeepFace (throughput: ours / DeepFace, so > 1 is
     // better for us; latency, CPU, memory and start time: ours / DeepFace, so < 1 is better).
@@ -322,17 +337,19 @@ export function writeReport(b: BenchFile, dir: string): void {
   if (machines.length <= 1) md.push(`Machine: ${machines[0] ?? b.machine.cpu}, ${b.machine.cores} cores, ${b.machine.memory_gb} GB, Node ${b.machine.node}; no GPU (the CUDA path is not measured). Commits per suite below.`);
   else md.push(`Machines: the suites ran on different machines (${machines.map((m) => m ?? 'not recorded').join('; ')}); see the table below. No GPU (the CUDA path is not measured).`);
   md.push('The machine was shared with other builds while this ran; every ratio compares sides measured in the same run, interleaved, and CPU time per request is given next to wall-clock figures because it moves much less with load.', '');
-  md.push('| suite | ran at (UTC) | commit | machine | load (1 min) before → after | during: min–max (mean) | seconds |', '|---|---|---|---|---|---|---|');
+  md.push('| suite | ran at (UTC) | commit | machine | load (1 min) before → after | during: min–max (mean) | seconds | SIMD kernels (Haar / compare) |', '|---|---|---|---|---|---|---|---|');
   for (const [k, v] of Object.entries(b.suites)) {
     if (!v) continue;
     const d = v.loadavg_during;
-    md.push(`| ${k} | ${v.ran_at.slice(0, 16).replace('T', ' ')} | ${v.commit} | ${v.machine ? `${v.machine.cpu}, ${v.machine.cores} cores` : 'not recorded'} | ${v.loadavg_before[0] ?? '?'} → ${v.loadavg_after[0] ?? '?'} | ${d ? `${d.min}–${d.max} (${d.mean})` : 'not recorded'} | ${v.seconds} |`);
+    const simd = v.machine?.simd;
+    const kernels = simd ? `${simd.haar} / ${simd.compare}${simd.forced ? ` (FACECOMPUTE_SIMD=${simd.forced})` : ''}` : 'not recorded';
+    md.push(`| ${k} | ${v.ran_at.slice(0, 16).replace('T', ' ')} | ${v.commit} | ${v.machine ? `${v.machine.cpu}, ${v.machine.cores} cores` : 'not recorded'} | ${v.loadavg_before[0] ?? '?'} → ${v.loadavg_after[0] ?? '?'} | ${d ? `${d.min}–${d.max} (${d.mean})` : 'not recorded'} | ${v.seconds} | ${kernels} |`);
   }
   md.push('');
   const yesNo = (m: boolean | null) => (m === null ? 'not measured' : m ? 'met' : '**not met**');
   md.push('## Goals', '', 'Each ours against DeepFace in the same run. "DeepFace API (2 workers)": its Flask API under gunicorn with one sync worker per core, as a user of this 2-core machine would run it; its Dockerfile runs one (the "1 worker" figures beside).', '');
   md.push('| Goal | Model | Measured (ours / DeepFace) | vs 1 worker | Met |', '|---|---|---|---|---|');
-  const oneWorker: Partial<Record<ModelGoal, string>> = { verify_rps_ratio_c16: 'verify_rps_ratio_c16_1w', verify_p50_ratio_c1: 'verify_p50_ratio_c1_1w', cpu_per_request_ratio_c16: 'cpu_per_request_ratio_c16_1w' };
+  const oneWorker: Partial<Record<ModelGoal, string>> = { verify_rps_ratio_c16: 'verify_rps_ratio_c16_1w', verify_p50_ratio_c1: 'verify_p50_ratio_c1_1w', cpu_per_request_ratio_c16: 'cpu_per_request_ratio_c16_1w', verify_rps_ratio_c16_103: 'verify_rps_ratio_c16_103_1w' };
   for (const k of Object.keys(MODEL_GOALS) as ModelGoal[]) {
     for (const m of models) {
       const v = byModel[m]?.[k];
@@ -345,16 +362,19 @@ export function writeReport(b: BenchFile, dir: string): void {
   for (const sm of serviceModels(service)) {
     const two = sm.levels.some((l) => l.deepface_2w);
     md.push(`## Service level: POST /verify (${sm.model}, opencv, img5.jpg + img6.jpg as base64 data URIs)`, '');
-    md.push('| c | ours req/s | DeepFace req/s 1 / 2 workers | × 1w / 2w | ours p50 / p99 ms | DeepFace 1w p50 / p99 ms | DeepFace 2w p50 / p99 ms | CPU ms/req ours / 1w / 2w | errors ours / 1w / 2w |', '|---|---|---|---|---|---|---|---|---|');
+    md.push('DeepFace 0.0.100 (TensorFlow) and, in the last columns, DeepFace 0.0.103 (ONNX Runtime engine; for Facenet it runs our converted Facenet ONNX as its stand-in facenet_weights.onnx, the same Keras weights), each API under gunicorn with 1 and 2 workers, in the same run.', '');
+    md.push('| c | ours req/s | DeepFace req/s 1 / 2 workers | × 1w / 2w | ours p50 / p99 ms | DeepFace 1w p50 / p99 ms | DeepFace 2w p50 / p99 ms | CPU ms/req ours / 1w / 2w | errors ours / 1w / 2w | 0.0.103 req/s 1 / 2 workers | × 1w / 2w | 0.0.103 2w p50 / p99 ms | 0.0.103 CPU ms/req 1w / 2w |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const l of sm.levels) {
       const d2 = l.deepface_2w;
+      const [n1, n2] = [l.deepface103, l.deepface103_2w];
       const errs = (c: LoadCell | undefined) => (c ? String(c.non2xx + c.errors + c.timeouts) : '-');
-      md.push(`| ${l.connections} | ${fx(l.ours.rps)} | ${fx(l.deepface.rps)} / ${fx(d2?.rps)} | ${fx(l.ours.rps / l.deepface.rps, 1)} / ${fx(ratio(l.ours.rps, d2?.rps), 1)} | ${fx(l.ours.p50_ms, 0)} / ${fx(l.ours.p99_ms, 0)} | ${fx(l.deepface.p50_ms, 0)} / ${fx(l.deepface.p99_ms, 0)} | ${fx(d2?.p50_ms, 0)} / ${fx(d2?.p99_ms, 0)} | ${fx(l.ours.cpu_ms_per_request, 0)} / ${fx(l.deepface.cpu_ms_per_request, 0)} / ${fx(d2?.cpu_ms_per_request, 0)} | ${errs(l.ours)} / ${errs(l.deepface)} / ${errs(d2)} |`);
+      md.push(`| ${l.connections} | ${fx(l.ours.rps)} | ${fx(l.deepface.rps)} / ${fx(d2?.rps)} | ${fx(l.ours.rps / l.deepface.rps, 1)} / ${fx(ratio(l.ours.rps, d2?.rps), 1)} | ${fx(l.ours.p50_ms, 0)} / ${fx(l.ours.p99_ms, 0)} | ${fx(l.deepface.p50_ms, 0)} / ${fx(l.deepface.p99_ms, 0)} | ${fx(d2?.p50_ms, 0)} / ${fx(d2?.p99_ms, 0)} | ${fx(l.ours.cpu_ms_per_request, 0)} / ${fx(l.deepface.cpu_ms_per_request, 0)} / ${fx(d2?.cpu_ms_per_request, 0)} | ${errs(l.ours)} / ${errs(l.deepface)} / ${errs(d2)} | ${fx(n1?.rps)} / ${fx(n2?.rps)} | ${fx(ratio(l.ours.rps, n1?.rps), 1)} / ${fx(ratio(l.ours.rps, n2?.rps), 1)} | ${fx(n2?.p50_ms, 0)} / ${fx(n2?.p99_ms, 0)} | ${fx(n1?.cpu_ms_per_request, 0)} / ${fx(n2?.cpu_ms_per_request, 0)} |`);
     }
+    if (!sm.levels.some((l) => l.deepface103_2w)) md.push('', '(No DeepFace 0.0.103 baseline in this run: `npm run bench:setup` makes its venv, .venvs/deepface-0.0.103.)');
     if (!two) md.push('', '(This run predates the two-worker baseline: re-run `npm run bench -- service`.)');
     const y = sm.yunet_c16;
     const yd = y?.deepface_2w ?? y?.deepface;
-    if (y && yd) md.push('', `Same pair with the yunet detector at c16: ours ${fx(y.ours.rps)} req/s (p50 ${fx(y.ours.p50_ms, 0)} ms, ${fx(y.ours.cpu_ms_per_request, 0)} CPU ms/req) vs DeepFace's API with ${y.deepface_2w ? '2 workers' : '1 worker'} ${fx(yd.rps)} req/s (p50 ${fx(yd.p50_ms, 0)} ms, ${fx(yd.cpu_ms_per_request, 0)} CPU ms/req): ${fx(ratio(y.ours.rps, yd.rps), 1)}×.`);
+    if (y && yd) md.push('', `Same pair with the yunet detector at c16: ours ${fx(y.ours.rps)} req/s (p50 ${fx(y.ours.p50_ms, 0)} ms, ${fx(y.ours.cpu_ms_per_request, 0)} CPU ms/req) vs DeepFace's API with ${y.deepface_2w ? '2 workers' : '1 worker'} ${fx(yd.rps)} req/s (p50 ${fx(yd.p50_ms, 0)} ms, ${fx(yd.cpu_ms_per_request, 0)} CPU ms/req): ${fx(ratio(y.ours.rps, yd.rps), 1)}×${y.deepface103_2w ? `; DeepFace 0.0.103 with 2 workers ${fx(y.deepface103_2w.rps)} req/s (${fx(y.deepface103_2w.cpu_ms_per_request, 0)} CPU ms/req): ${fx(ratio(y.ours.rps, y.deepface103_2w.rps), 1)}×` : ''}.`);
     const eld = sm.levels.flatMap((l) => l.event_loop.map((e) => `| ${l.connections} | ${eldLabel(e.argv)} | ${e.p50_ms} | ${e.p99_ms} | ${e.max_ms} |`));
     if (eld.length) md.push('', 'Event-loop delay during each load (perf_hooks.monitorEventLoopDelay beyond its 5 ms sampling period; the idle Node process shows what the busy machine alone adds):', '', '| c | process | p50 ms | p99 ms | max ms |', '|---|---|---|---|---|', ...eld);
     md.push('');

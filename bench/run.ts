@@ -64,7 +64,7 @@ export interface BenchFile {
  * deepface and gunicorn (found, not imported: importing TensorFlow takes seconds).
  */
 export function deepFaceProblem(python: string = DEEPFACE_PYTHON): string | null {
-  const fix = 'Create it with `npm run bench:setup` (DeepFace 0.0.100, TensorFlow CPU and OpenCV 4.11 from PyPI, pinned in bench/deepface/requirements.lock; about 2 minutes), or set DEEPFACE_PYTHON to the Python of an existing one.';
+  const fix = 'Create it with `npm run bench:setup` (DeepFace 0.0.100, TensorFlow CPU and OpenCV 4.11 from PyPI, pinned in bench/deepface/requirements.lock; about 2 minutes; it also makes the venv of DeepFace 0.0.103 on ONNX Runtime, the second baseline of the service suite, about 5 more), or set DEEPFACE_PYTHON to the Python of an existing one.';
   if (!existsSync(python)) return `The DeepFace baseline venv is missing: ${python} does not exist.\n${fix}`;
   const probe = spawnSync(python, ['-c', 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("deepface") and u.find_spec("gunicorn") else 3)'], { encoding: 'utf8', timeout: 60_000 });
   if (probe.error || probe.status !== 0) return `The DeepFace baseline venv at ${python} is not usable (${probe.error ? probe.error.message : probe.status === 3 ? 'deepface or gunicorn is not installed' : `exit ${probe.status}: ${probe.stderr.trim().slice(0, 200)}`}).\n${fix}`;

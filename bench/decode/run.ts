@@ -16,6 +16,7 @@ import sharp from 'sharp';
 import { Transformer, FastResizeFilter, ResizeFit } from '@napi-rs/image';
 import { decodeImage, letterbox, probeImage, type NativeImage } from '../../src/native/image.js';
 import { DEEPFACE_DIR, ROBUSTNESS_DIR, REPO_ROOT } from '../../test/helpers/shared.js';
+import { simdInfo } from '../lib/machine.js';
 
 const PASSES = Number(process.env['BENCH_PASSES'] ?? 3);
 const CONCURRENCY = os.availableParallelism();
@@ -162,6 +163,7 @@ async function main(): Promise<void> {
     node: process.version,
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model,
+    simd: simdInfo(),
     concurrency: CONCURRENCY,
     passes: PASSES,
     sets: { deepface: deepface.length, exif_rotated: exif.length },

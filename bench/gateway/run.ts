@@ -15,6 +15,7 @@ import { startFakeModelServer, startGateway, setFault, type Proc } from '../../t
 import { makePng } from '../../test/helpers/images.js';
 import { encodeFrame, FRAME_CONTENT_TYPE, type VerifyHeader } from '../../src/model-client/protocol.js';
 import { REPO_ROOT } from '../../test/helpers/shared.js';
+import { simdInfo } from '../lib/machine.js';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -152,7 +153,7 @@ async function main(): Promise<void> {
   const result = {
     generated_at: new Date().toISOString(),
     command: `node --import tsx bench/gateway/run.ts --duration ${DURATION} --connections ${CONNECTIONS}`,
-    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', total_mem_bytes: totalmem(), node: process.version },
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? '', total_mem_bytes: totalmem(), node: process.version, simd: simdInfo() },
     model_server: external ? external : 'fake (test/helpers/fake-model-server.ts, sha256 embeddings)',
     compare_core: 'src/native/compare.ts (TEMPORARY pure-TS stand-in unless the native binding has landed)',
     connections: CONNECTIONS,

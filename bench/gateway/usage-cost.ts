@@ -16,6 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { createAccountsStore } from '../../src/accounts/index.js';
 import { REPO_ROOT } from '../../test/helpers/shared.js';
+import { simdInfo } from '../lib/machine.js';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -164,6 +165,7 @@ const summary = {
   date: new Date().toISOString(),
   cpus: cpus().length,
   cpu_model: cpus()[0]?.model,
+  simd: simdInfo(),
   duration_s: DURATION,
   connections: CONNECTIONS,
   recorder_alone_cpu_us_per_request: alone,

@@ -10,4 +10,6 @@ export const DEEPFACE_DATA = join(SHARED_DATA_DIR, 'deepface');
 export const MODELS_CACHE = resolve(process.env['FACECOMPUTE_MODELS_CACHE'] ?? join(REPO_ROOT, '.models-cache'));
 /** Made by `npm run bench:setup` (bench/deepface/setup.sh). */
 export const DEEPFACE_PYTHON = process.env['DEEPFACE_PYTHON'] ?? join(REPO_ROOT, '.venvs', 'deepface', 'bin', 'python');
+/** DeepFace 0.0.103 on ONNX Runtime, the service suite's second baseline (also `npm run bench:setup`). */
+export const DEEPFACE_103_PYTHON = process.env['DEEPFACE_103_PYTHON'] ?? join(REPO_ROOT, '.venvs', 'deepface-0.0.103', 'bin', 'python');
 export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');

@@ -4,11 +4,11 @@
  * - DeepFace's Flask API under gunicorn with sync workers: one, as its Dockerfile runs it, or one per
  *   core (two here), as a user on this machine would run it.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { freePort, start, waitFor, type Spawned } from './proc.js';
-import { DEEPFACE_PYTHON, MODELS_CACHE, REPO_ROOT, SHARED_WEIGHTS_DIR } from './paths.js';
+import { DEEPFACE_103_PYTHON, DEEPFACE_PYTHON, MODELS_CACHE, REPO_ROOT, SHARED_WEIGHTS_DIR } from './paths.js';
 
 export interface OurService {
   proc: Spawned;
@@ -51,6 +51,29 @@ export const BENCH_MODELS = ['Dlib', 'Facenet'] as const;
 export function facenetWeightsFile(): string | null {
   for (const p of [join(SHARED_WEIGHTS_DIR, 'facenet_keras.h5'), join(MODELS_CACHE, 'weights', 'facenet_keras.h5')]) if (existsSync(p)) return p;
   return null;
+}
+
+/**
+ * Our converted Facenet graph (the models cache's `onnx/Facenet-<hash>.onnx`, made when the service
+ * first loads Facenet), which DeepFace 0.0.103 is given as its facenet_weights.onnx: the same Keras
+ * weights, N×160×160×3 → N×128. The newest if several; null before the first conversion.
+ */
+export function facenetOnnxFile(): string | null {
+  const dir = join(MODELS_CACHE, 'onnx');
+  if (!existsSync(dir)) return null;
+  const found = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && /^Facenet-[0-9a-f]+\.onnx$/.test(e.name))
+    .map((e) => join(dir, e.name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  return found[0] ?? null;
+}
+
+/** The DeepFace baselines: 0.0.100 on TensorFlow, and 0.0.103 on its ONNX Runtime engine. */
+export const DEEPFACE_VERSIONS = ['0.0.100', '0.0.103'] as const;
+export type DeepFaceVersion = (typeof DEEPFACE_VERSIONS)[number];
+
+export function deepFacePython(version: DeepFaceVersion): string {
+  return version === '0.0.103' ? DEEPFACE_103_PYTHON : DEEPFACE_PYTHON;
 }
 
 /**
@@ -146,6 +169,7 @@ export interface DeepFaceService {
   proc: Spawned;
   url: string;
   workers: number;
+  version: DeepFaceVersion;
   stop(): Promise<void>;
 }
 
@@ -157,6 +181,8 @@ export interface DeepFaceOptions {
   workers?: number;
   /** Preloaded at start (DEEPFACE_FACE_RECOGNITION_MODELS, DeepFace's recommended setting). */
   models?: readonly string[];
+  /** Which DeepFace (default 0.0.100). */
+  version?: DeepFaceVersion;
 }
 
 /**
@@ -167,10 +193,13 @@ export async function startDeepFace(o: DeepFaceOptions): Promise<DeepFaceService
   const port = await freePort();
   const workers = o.workers ?? 1;
   const models = o.models ?? ['Dlib'];
+  const version = o.version ?? '0.0.100';
   const facenet = facenetWeightsFile();
+  const facenetOnnx = version === '0.0.103' ? facenetOnnxFile() : null;
   if (models.includes('Facenet') && !facenet) throw new Error('Facenet weights not installed: run `facecompute models fetch Facenet`');
+  if (models.includes('Facenet') && version === '0.0.103' && !facenetOnnx) throw new Error(`no converted Facenet ONNX in ${MODELS_CACHE}/onnx: start our service with Facenet once`);
   mkdirSync(o.logDir, { recursive: true });
-  const proc = start(DEEPFACE_PYTHON, [join(REPO_ROOT, 'bench', 'deepface', 'api_server.py'), String(port), String(workers)], {
+  const proc = start(deepFacePython(version), [join(REPO_ROOT, 'bench', 'deepface', 'api_server.py'), String(port), String(workers)], {
     cwd: REPO_ROOT,
     logPath: join(o.logDir, `${o.label}.log`),
     env: {
@@ -180,9 +209,10 @@ export async function startDeepFace(o: DeepFaceOptions): Promise<DeepFaceService
       DEEPFACE_FACE_DETECTION_MODELS: 'opencv',
       TF_CPP_MIN_LOG_LEVEL: '2',
       ...(facenet ? { BENCH_FACENET_WEIGHTS: facenet } : {}),
+      ...(facenetOnnx ? { BENCH_FACENET_ONNX: facenetOnnx } : {}),
     },
   });
-  return { proc, url: `http://127.0.0.1:${port}`, workers, stop: () => proc.stop() };
+  return { proc, url: `http://127.0.0.1:${port}`, workers, version, stop: () => proc.stop() };
 }
 
 /** Event-loop delay snapshots written by eld-probe.mjs, one per Node process of our service. */

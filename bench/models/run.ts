@@ -18,6 +18,7 @@ import { resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { buildRandomOnnx, type KerasArch } from '../../test/helpers/keras-models.js';
 import { REPO_ROOT } from '../../test/helpers/shared.js';
+import { simdInfo } from '../lib/machine.js';
 
 const SIZE: Record<string, number> = { facenet128: 160, facenet512: 160, openface: 96 };
 
@@ -146,6 +147,7 @@ async function main(): Promise<void> {
     node: process.version,
     onnxruntime_node: (await import('onnxruntime-node/package.json', { with: { type: 'json' } })).default.version,
     cpu: cpus()[0]?.model ?? 'unknown',
+    simd: simdInfo(),
     logical_cpus: cpus().length,
     loadavg_at_end: loadavg(),
     weights: 'random (models/converters/keras_layouts, seeded); speed does not depend on weight values',

@@ -74,6 +74,8 @@ export declare function benchPeakF32Gflops(seconds: number): number
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
 
+export declare function benchSimdKernels(): SimdKernels
+
 export interface BenchTime {
   wallSeconds: number
   /**
@@ -449,6 +451,16 @@ export declare function rotateImage(img: NativeImage, cx: number, cy: number, an
  * task, not copied.
  */
 export declare function scanJson(body: Buffer, lift: JsonLift, maxValues: number): Promise<JsonScan>
+
+/**
+ * The SIMD kernels this process runs, as `FACECOMPUTE_SIMD` and the CPU choose them: the Haar
+ * scan's (`avx512`, `avx2` or `scalar`) and the vector comparison's. Every bench results file
+ * names them.
+ */
+export interface SimdKernels {
+  haar: string
+  compare: string
+}
 
 /** A model input's layout. */
 export type TensorLayout = 'nchw' | 'nhwc'

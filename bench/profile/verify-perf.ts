@@ -19,6 +19,8 @@ import { groupPerf } from '../lib/perf.js';
 import { RESULTS_DIR } from '../lib/paths.js';
 import { logDir, processTree } from '../lib/proc.js';
 import { createKey, startOurs } from '../lib/services.js';
+import { cpus } from 'node:os';
+import { simdInfo } from '../lib/machine.js';
 
 const { values } = parseArgs({ options: { model: { type: 'string', default: 'Dlib' }, detector: { type: 'string', default: 'opencv' }, seconds: { type: 'string', default: '15' }, connections: { type: 'string', default: '16' } } });
 const model = values.model as string;
@@ -70,7 +72,7 @@ try {
   ].join('\n');
   const path = join(RESULTS_DIR, `profile-verify-${model}-${detector}.txt`);
   writeFileSync(path, out);
-  writeFileSync(path.replace(/\.txt$/, '.json'), `${JSON.stringify({ model, detector, connections, seconds, answers: run.ok, rps: run.rps, ran_at: new Date().toISOString(), loadavg: spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout.trim(), ...groups }, null, 1)}\n`);
+  writeFileSync(path.replace(/\.txt$/, '.json'), `${JSON.stringify({ model, detector, connections, seconds, answers: run.ok, rps: run.rps, ran_at: new Date().toISOString(), cpu: cpus()[0]?.model ?? 'unknown', simd: simdInfo(), loadavg: spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout.trim(), ...groups }, null, 1)}\n`);
   process.stdout.write(`${out}\nwrote ${path}\n`);
 } finally {
   await ours.stop();

@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { SERVICE_PAIR, verifyBody } from '../lib/bodies.js';
 import { load, postJson, type LoadResult } from '../lib/load.js';
 import { processTree, settle, treeCpuSeconds, treeMemory, waitFor } from '../lib/proc.js';
-import { BENCH_MODELS, createKey, facenetWeightsFile, readEventLoop, startDeepFace, startOurs, type DeepFaceService, type OurService } from '../lib/services.js';
+import { existsSync } from 'node:fs';
+import { BENCH_MODELS, createKey, deepFacePython, facenetWeightsFile, readEventLoop, startDeepFace, startOurs, type DeepFaceService, type DeepFaceVersion, type OurService } from '../lib/services.js';
 import type { SuiteContext } from './context.js';
 
 export const LEVELS = [1, 4, 16];
@@ -76,13 +77,26 @@ export function rotation<T>(sides: readonly T[], level: number): T[] {
   return [...sides.slice(k), ...sides.slice(0, k)];
 }
 
-type Side = 'ours' | 'deepface' | 'deepface_2w';
+type Side = 'ours' | 'deepface' | 'deepface_2w' | 'deepface103' | 'deepface103_2w';
+
+const SIDE_LABEL: Record<Side, string> = { ours: 'ours', deepface: 'DeepFace 0.0.100 1w', deepface_2w: '0.0.100 2w', deepface103: '0.0.103 1w', deepface103_2w: '0.0.103 2w' };
+
+/** The DeepFace sides: version and gunicorn workers. 0.0.103 runs when its venv exists. */
+const DEEPFACE_SIDES: ReadonlyArray<{ side: Exclude<Side, 'ours'>; version: DeepFaceVersion; workers: number }> = [
+  { side: 'deepface', version: '0.0.100', workers: 1 },
+  { side: 'deepface_2w', version: '0.0.100', workers: 2 },
+  { side: 'deepface103', version: '0.0.103', workers: 1 },
+  { side: 'deepface103_2w', version: '0.0.103', workers: 2 },
+];
 
 export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, unknown>> {
   const dfModels = BENCH_MODELS.filter((m) => m !== 'Facenet' || facenetWeightsFile() !== null);
-  ctx.log(`service: starting DeepFace (gunicorn, ${DEEPFACE_WORKERS.join(' and ')} workers, ${dfModels.join(', ')} preloaded) and facecompute serve`);
-  const startDf = async (workers: number) => {
-    const df = await startDeepFace({ logDir: ctx.logDir, label: `service-deepface-${workers}w`, home: mkdtempSync(join(tmpdir(), 'deepface-home-')), workers, models: dfModels });
+  const with103 = existsSync(deepFacePython('0.0.103'));
+  if (!with103) ctx.log(`service: no DeepFace 0.0.103 venv (${deepFacePython('0.0.103')}): only the 0.0.100 baseline runs; \`npm run bench:setup\` makes it`);
+  const dfSides = DEEPFACE_SIDES.filter((d) => d.version === '0.0.100' || with103);
+  ctx.log(`service: starting DeepFace ${dfSides.map((d) => `${d.version} ${d.workers}w`).join(', ')} (gunicorn, ${dfModels.join(', ')} preloaded) and facecompute serve`);
+  const startDf = async (d: (typeof DEEPFACE_SIDES)[number]) => {
+    const df = await startDeepFace({ logDir: ctx.logDir, label: `service-deepface-${d.version}-${d.workers}w`, home: mkdtempSync(join(tmpdir(), 'deepface-home-')), workers: d.workers, models: dfModels, version: d.version });
     // Every worker loads the models on its own; a few answers make it likely both have.
     await deepFaceReady(df, verifyBody('opencv'), 600_000).catch(async (err: unknown) => {
       await df.stop();
@@ -90,23 +104,37 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
     });
     return df;
   };
-  const started = await Promise.allSettled([startDf(1), startDf(2), startOurs({ logDir: ctx.logDir, label: 'service-ours', eventLoopProbe: true, models: BENCH_MODELS })]);
-  const [df1, df2] = started.slice(0, 2).map((s) => (s.status === 'fulfilled' ? (s.value as DeepFaceService) : null));
-  const ours = started[2]?.status === 'fulfilled' ? (started[2].value as OurService) : null;
+  // 0.0.103's Facenet stand-in is our converted graph, which exists once our service has loaded
+  // Facenet: its APIs start after ours is up.
+  const first = dfSides.filter((d) => d.version === '0.0.100');
+  const started = await Promise.allSettled([startOurs({ logDir: ctx.logDir, label: 'service-ours', eventLoopProbe: true, models: BENCH_MODELS }), ...first.map(startDf)]);
+  const later = started[0]?.status === 'fulfilled' ? await Promise.allSettled(dfSides.filter((d) => d.version !== '0.0.100').map(startDf)) : [];
+  const ours = started[0]?.status === 'fulfilled' ? (started[0].value as OurService) : null;
+  const dfStarted = [...started.slice(1), ...later];
+  const dfs = new Map<Side, DeepFaceService>();
+  dfStarted.forEach((r, i) => {
+    if (r.status === 'fulfilled') dfs.set(dfSides[i]!.side, r.value as DeepFaceService);
+  });
   try {
-    if (!df1 || !df2 || !ours) {
-      const why = started.map((s) => (s.status === 'rejected' ? String((s.reason as Error).message ?? s.reason) : '')).filter(Boolean);
+    if (!ours || dfs.size !== dfSides.length) {
+      const why = [...started, ...later].map((s) => (s.status === 'rejected' ? String((s.reason as Error).message ?? s.reason) : '')).filter(Boolean);
       throw new Error(`could not start the services: ${why.join('; ')}`);
     }
+    const df1 = dfs.get('deepface')!;
+    const df2 = dfs.get('deepface_2w')!;
     const key = await createKey(ours.consoleUrl);
     const auth = { authorization: `Bearer ${key}` };
     const models = BENCH_MODELS.filter((m) => ours.models.includes(m) && dfModels.includes(m));
     const notServed = BENCH_MODELS.filter((m) => !models.includes(m));
     if (notServed.length) ctx.log(`service: not compared (weights not installed): ${notServed.join(', ')}`);
-    const urls: Record<Side, string> = { ours: `${ours.gatewayUrl}/verify`, deepface: `${df1.url}/verify`, deepface_2w: `${df2.url}/verify` };
-    const roots: Record<Side, number> = { ours: ours.proc.pid, deepface: df1.proc.pid, deepface_2w: df2.proc.pid };
+    const urls = { ours: `${ours.gatewayUrl}/verify` } as Record<Side, string>;
+    const roots = { ours: ours.proc.pid } as Record<Side, number>;
+    for (const [side, df] of dfs) {
+      urls[side] = `${df.url}/verify`;
+      roots[side] = df.proc.pid;
+    }
     const headers = (side: Side) => (side === 'ours' ? auth : {});
-    const sides: Side[] = ['ours', 'deepface', 'deepface_2w'];
+    const sides: Side[] = ['ours', ...dfSides.map((d) => d.side)];
 
     const perModel: Array<Record<string, unknown>> = [];
     for (const model of models) {
@@ -121,9 +149,9 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
         const o = j as { verified?: boolean; distance?: number; facial_areas?: unknown };
         return { verified: o.verified, distance: o.distance, facial_areas: o.facial_areas };
       };
-      const agreement = { ours: pick(first.ours.json), deepface: pick(first.deepface.json) };
-      // Each gunicorn worker initialises on its own: concurrent answers warm every worker of the 2w API.
-      await Promise.all(Array.from({ length: 4 }, () => postJson(urls.deepface_2w, body)));
+      const agreement = { ours: pick(first.ours.json), deepface: pick(first.deepface.json), ...(first.deepface103 ? { deepface103: pick(first.deepface103.json) } : {}) };
+      // Each gunicorn worker initialises on its own: concurrent answers warm every worker of the 2w APIs.
+      for (const side of sides.filter((x) => x.endsWith('_2w'))) await Promise.all(Array.from({ length: 4 }, () => postJson(urls[side], body)));
       // A second answer from each sizes the runs (the first may still pay lazy initialisation).
       const oneMs = {} as Record<Side, number>;
       for (const side of sides) oneMs[side] = (await postJson(urls[side], body, headers(side))).ms;
@@ -144,25 +172,27 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
         await new Promise((r) => setTimeout(r, 300)); // the probe writes every 200 ms
         return { cell, eld: ours.eldDir ? readEventLoop(ours.eldDir) : [] };
       };
-      const levels: Array<{ connections: number; ours: Cell; deepface: Cell; deepface_2w: Cell; event_loop: ReturnType<typeof readEventLoop> }> = [];
+      const levels: Array<{ connections: number; ours: Cell; deepface: Cell; deepface_2w: Cell; deepface103?: Cell; deepface103_2w?: Cell; event_loop: ReturnType<typeof readEventLoop> }> = [];
       for (const [i, c] of LEVELS.entries()) {
         const got = {} as Record<Side, { cell: Cell; eld: ReturnType<typeof readEventLoop> }>;
         for (const side of rotation(sides, i)) got[side] = await runSide(side, c, body, true);
-        levels.push({ connections: c, ours: got.ours.cell, deepface: got.deepface.cell, deepface_2w: got.deepface_2w.cell, event_loop: got.ours.eld });
-        ctx.log(`service ${model} c${c}: ours ${got.ours.cell.rps.toFixed(2)} req/s p50 ${got.ours.cell.p50_ms} ms ${got.ours.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req; DeepFace 1w ${got.deepface.cell.rps.toFixed(2)} req/s p50 ${got.deepface.cell.p50_ms} ms ${got.deepface.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req; 2w ${got.deepface_2w.cell.rps.toFixed(2)} req/s p50 ${got.deepface_2w.cell.p50_ms} ms ${got.deepface_2w.cell.cpu_ms_per_request?.toFixed(0)} CPU ms/req`);
+        const more = got.deepface103 && got.deepface103_2w ? { deepface103: got.deepface103.cell, deepface103_2w: got.deepface103_2w.cell } : {};
+        levels.push({ connections: c, ours: got.ours.cell, deepface: got.deepface.cell, deepface_2w: got.deepface_2w.cell, ...more, event_loop: got.ours.eld });
+        const say = (name: string, x: Cell) => `${name} ${x.rps.toFixed(2)} req/s p50 ${x.p50_ms} ms ${x.cpu_ms_per_request?.toFixed(0)} CPU ms/req`;
+        ctx.log(`service ${model} c${c}: ${sides.map((side) => say(SIDE_LABEL[side], got[side].cell)).join('; ')}`);
       }
       // The opencv detector (a Haar cascade, the same algorithm on both sides) dominates a request;
       // one more c16 run with yunet shows the rest of the pipeline with a cheap detector (against the
       // two-worker API only: the suite must stay bounded on a busy machine).
-      const ySides: Side[] = ['ours', 'deepface_2w'];
+      const ySides: Side[] = ['ours', 'deepface_2w', ...(with103 ? (['deepface103_2w'] as const) : [])];
       const yBody = verifyBody('yunet', model);
       const yOne = await Promise.all(ySides.map((side) => postJson(urls[side], yBody, headers(side))));
-      let yunet: { connections: number; ours: Cell; deepface_2w: Cell } | null = null;
+      let yunet: { connections: number; ours: Cell; deepface_2w: Cell; deepface103_2w?: Cell } | null = null;
       if (yOne.every((r) => r.status === 200)) {
         const got = {} as Record<Side, Cell>;
         for (const side of ySides) got[side] = (await runSide(side, 16, yBody, false)).cell;
-        yunet = { connections: 16, ours: got.ours, deepface_2w: got.deepface_2w };
-        ctx.log(`service ${model} c16 yunet: ours ${got.ours.rps.toFixed(2)} req/s (${got.ours.cpu_ms_per_request?.toFixed(0)} CPU ms/req); DeepFace 2w ${got.deepface_2w.rps.toFixed(2)} req/s (${got.deepface_2w.cpu_ms_per_request?.toFixed(0)})`);
+        yunet = { connections: 16, ours: got.ours, deepface_2w: got.deepface_2w, ...(got.deepface103_2w ? { deepface103_2w: got.deepface103_2w } : {}) };
+        ctx.log(`service ${model} c16 yunet: ours ${got.ours.rps.toFixed(2)} req/s (${got.ours.cpu_ms_per_request?.toFixed(0)} CPU ms/req); DeepFace 2w ${got.deepface_2w.rps.toFixed(2)} req/s (${got.deepface_2w.cpu_ms_per_request?.toFixed(0)})${got.deepface103_2w ? `; 0.0.103 2w ${got.deepface103_2w.rps.toFixed(2)} req/s (${got.deepface103_2w.cpu_ms_per_request?.toFixed(0)})` : ''}`);
       } else {
         ctx.log(`service ${model} yunet: skipped (${ySides.map((s, k) => `${s} ${yOne[k]?.status}`).join(', ')})`);
       }
@@ -201,9 +231,15 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       });
     }
     const memory = { ours: treeMemory(ours.proc.pid), deepface: treeMemory(df1.proc.pid), deepface_2w: treeMemory(df2.proc.pid) };
+    const df103 = dfs.get('deepface103_2w');
     ctx.log(`service: peak RSS after the load: ours ${memory.ours.peakRssMb.toFixed(0)} MB (${memory.ours.processes.length} processes), DeepFace 1w ${memory.deepface.peakRssMb.toFixed(0)} MB, 2w ${memory.deepface_2w.peakRssMb.toFixed(0)} MB`);
     return {
       deepface_workers: [...DEEPFACE_WORKERS],
+      deepface_versions: dfSides.map((d) => ({ side: d.side, version: d.version, workers: d.workers })),
+      deepface103_note: with103
+        ? 'DeepFace 0.0.103 on its ONNX Runtime engine (bench/deepface/requirements-0.0.103.lock); for Facenet it runs our converted Facenet ONNX as its facenet_weights.onnx (the same Keras weights; its own file is on GitHub and Hugging Face only)'
+        : 'not run: no DeepFace 0.0.103 venv',
+      deepface103_2w_peak_rss_mb: df103 ? treeMemory(df103.proc.pid).peakRssMb : null,
       models: perModel,
       models_not_served: notServed,
       memory_after_load: {
@@ -217,6 +253,6 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       },
     };
   } finally {
-    await Promise.all([df1?.stop(), df2?.stop(), ours?.stop()]);
+    await Promise.all([...[...dfs.values()].map((d) => d.stop()), ours?.stop()]);
   }
 }

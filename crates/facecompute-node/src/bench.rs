@@ -28,6 +28,21 @@ pub fn bench_compare_engine(rows: u32, dims: u32) -> CompareEngine {
     CompareEngine { kernel: compare::Kernel::best().as_str().to_string(), threads: compare::threads_for(rows as usize, dims.max(1) as usize) as u32 }
 }
 
+/// The SIMD kernels this process runs, as `FACECOMPUTE_SIMD` and the CPU choose them: the Haar
+/// scan's (`avx512`, `avx2` or `scalar`) and the vector comparison's. Every bench results file
+/// names them.
+#[napi(object)]
+pub struct SimdKernels {
+    pub haar: String,
+    pub compare: String,
+}
+
+#[napi]
+pub fn bench_simd_kernels() -> SimdKernels {
+    use facecompute_core::{detect::haar, simd};
+    SimdKernels { haar: haar::scan_kernel(simd::Kernel::best()).as_str().to_string(), compare: compare::Kernel::best().as_str().to_string() }
+}
+
 /// This core's peak f32 FMA rate (GFLOP/s), measured for about `seconds` on the calling thread (the
 /// yardstick of the many-to-many kernel in bench/compare).
 #[napi]

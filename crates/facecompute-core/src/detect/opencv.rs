@@ -89,6 +89,13 @@ impl OpenCvDetector {
         faces.into_iter().map(|f| self.with_eyes(g, f)).collect()
     }
 
+    /// What the face cascade's scan evaluates on `img` (`Cascade::scan_work`), for bench/haar.
+    pub fn face_scan_work(&self, img: &Image) -> CoreResult<crate::detect::haar::ScanWork> {
+        let gray = gray_of(img.width, img.height, img.channels, &img.data)?;
+        let g = Gray { width: img.width as usize, height: img.height as usize, data: &gray };
+        self.face.scan_work(g, &FACE_OPTS)
+    }
+
     /// As [`detect_raw`](Self::detect_raw), with the face cascade's raw windows before grouping and
     /// the group each face averages (see `Cascade::detect_multi_scale3_traced`): the debugging view
     /// behind `facecompute debug haar-windows`.

@@ -15,6 +15,54 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use pyramid::Roi;
 pub use pyramid::{bgr_to_gray_cascade, resize_linear_exact_cascade};
 
+/// What one detection's face scan evaluates (see [`Cascade::scan_work`]): the inputs of the
+/// scan's roofline in docs/benchmarks.md.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ScanWork {
+    /// Window origins evaluated (OpenCV's skip after a first-stage failure left out).
+    pub windows: u64,
+    /// Of those, windows that pass the variance test and run stage 0.
+    pub normalised: u64,
+    /// Weak classifiers (stumps) evaluated over all windows.
+    pub stumps: u64,
+    /// Integral-image values read by those stumps (four per rectangle, OpenCV's way).
+    pub corner_reads: u64,
+    /// Bytes of the integral images built (sum and squared sum, every level).
+    pub integral_bytes: u64,
+}
+
+impl ScanWork {
+    fn add(&mut self, c: &Cascade, e: &Eval, p: usize, result: i32) {
+        self.windows += 1;
+        let nf = e.area * rect_sum_u(e.sq, p, &e.nofs) as f64 - (rect_sum(e.sum, p, &e.nofs) as f64).powi(2);
+        if !(nf >= e.flat_nf) || !(e.area * ((1.0 / nf.sqrt()) as f32 as f64) < 1e-1) {
+            return;
+        }
+        self.normalised += 1;
+        // `run_at` returns 1 past the last stage, else -(the stage that failed).
+        let last = if result == 1 { c.stages.len() - 1 } else { (-result) as usize };
+        let Some(stumps) = &c.stumps else { return };
+        for st in &c.stages[..=last] {
+            for sp in &stumps[st.first as usize..(st.first + st.count) as usize] {
+                let rects = c.features[sp.feature as usize].rects.iter().filter(|r| r.weight != 0.0).count();
+                self.stumps += 1;
+                self.corner_reads += 4 * rects as u64;
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Set only by `Cascade::scan_work`, on its own thread: the scalar scan counts into it.
+    static WORK: std::cell::RefCell<Option<ScanWork>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The Haar scan that runs for `kernel` (the process's choice is `Kernel::best()`): `Avx512`
+/// (sixteen lanes), `Avx2` (eight) or `Scalar`. What benchmarks report as the kernel that ran.
+pub fn scan_kernel(kernel: Kernel) -> Kernel {
+    dense::scan_kernel(kernel)
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rect {
     pub x: i32,
@@ -438,7 +486,27 @@ impl Cascade {
     /// `CascadeClassifier::detectMultiScale3(img, scaleFactor, minNeighbors, 0, minSize, maxSize,
     /// outputRejectLevels=true)`, clipped to the image like OpenCV's public wrapper.
     pub fn detect_multi_scale3(&self, img: Gray, opts: &DetectOptions) -> CoreResult<Vec<Detection>> {
-        let cands = self.candidates(img, opts, Kernel::best())?;
+        self.detect_multi_scale3_with(img, opts, Kernel::best())
+    }
+
+    /// What `detect_multi_scale3` evaluates on `img` (counted by the scalar scan on this thread,
+    /// which evaluates exactly the windows and stumps every kernel must): for the roofline of
+    /// bench/haar.
+    pub fn scan_work(&self, img: Gray, opts: &DetectOptions) -> CoreResult<ScanWork> {
+        WORK.with(|w| *w.borrow_mut() = Some(ScanWork::default()));
+        let run = self.candidates(img, &DetectOptions { threads: 1, ..*opts }, Kernel::Scalar);
+        let mut work = WORK.with(|w| w.borrow_mut().take()).unwrap_or_default();
+        run?;
+        for s in self.scales(img, opts)? {
+            work.integral_bytes += 8 * ((s.w + 1) * (s.h + 1)) as u64;
+        }
+        Ok(work)
+    }
+
+    /// [`detect_multi_scale3`](Self::detect_multi_scale3) with the scan of `kernel` (or the
+    /// narrower one `scan_kernel` falls back to): for tests and benchmarks of each kernel on one CPU.
+    pub fn detect_multi_scale3_with(&self, img: Gray, opts: &DetectOptions, kernel: Kernel) -> CoreResult<Vec<Detection>> {
+        let cands = self.candidates(img, opts, kernel)?;
         Ok(self.group3(&cands, img, opts).into_iter().map(|(d, _)| d).collect())
     }
 
@@ -675,6 +743,11 @@ impl Cascade {
             let mut x = ox0;
             while x < ox1 {
                 let (result, weight) = self.run_at(&eval, row + (x - ox0));
+                WORK.with(|w| {
+                    if let Some(work) = w.borrow_mut().as_mut() {
+                        work.add(self, &eval, row + (x - ox0), result);
+                    }
+                });
                 if result == 1 {
                     hits.push(Hit { x: x as u32, y: y as u32, weight });
                 }

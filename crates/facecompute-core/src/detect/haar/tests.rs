@@ -142,10 +142,10 @@ fn att_face_matches_opencv_python_with_any_thread_count() {
     let face = load("haarcascade_frontalface_default.xml");
     let (w, h, img) = att_face_bordered();
     let g = Gray { width: w, height: h, data: &img };
-    for threads in [1, 2, 5] {
+    for (threads, kernel) in [1, 2, 5].into_iter().flat_map(|t| scan_kernels().into_iter().map(move |k| (t, k))) {
         let opts = DetectOptions { scale_factor: 1.1, min_neighbors: 10, threads, ..Default::default() };
-        let found = face.detect_multi_scale3(g, &opts).unwrap();
-        assert_eq!(found.len(), 1, "threads {threads}");
+        let found = face.detect_multi_scale3_with(g, &opts, kernel).unwrap();
+        assert_eq!(found.len(), 1, "threads {threads}, {kernel:?}");
         assert_eq!(found[0].rect, Rect { x: 53, y: 81, w: 81, h: 81 });
         assert_eq!(found[0].reject_level, 25);
         assert_eq!(found[0].level_weight, 5.122573173022829);
@@ -190,9 +190,29 @@ fn scan_inputs() -> Vec<(usize, usize, Vec<u8>)> {
     out
 }
 
+/// Every Haar scan this CPU can run, each once: AVX-512, AVX2, scalar (the reference).
+fn scan_kernels() -> Vec<Kernel> {
+    let mut out: Vec<Kernel> = Kernel::supported().into_iter().map(scan_kernel).collect();
+    out.dedup();
+    out
+}
+
 #[test]
-fn dense_scan_finds_the_windows_of_the_scalar_scan_bit_for_bit() {
-    if !dense::supports(Kernel::Avx2) {
+fn scan_kernels_follow_the_cpu() {
+    let have = scan_kernels();
+    assert_eq!(have.last(), Some(&Kernel::Scalar));
+    assert_eq!(have.contains(&Kernel::Avx2), Kernel::Avx2.is_supported());
+    assert_eq!(have.contains(&Kernel::Avx512), Kernel::Avx512.is_supported() && Kernel::Avx2.is_supported());
+    // A narrower kernel asked for is the one that runs (FACECOMPUTE_SIMD's path).
+    for k in &have {
+        assert_eq!(scan_kernel(*k), *k);
+    }
+}
+
+#[test]
+fn dense_scans_find_the_windows_of_the_scalar_scan_bit_for_bit() {
+    let kernels: Vec<Kernel> = scan_kernels().into_iter().filter(|k| *k != Kernel::Scalar).collect();
+    if kernels.is_empty() {
         eprintln!("no AVX2 on this CPU: only the scalar scan runs here");
         return;
     }
@@ -210,9 +230,11 @@ fn dense_scan_finds_the_windows_of_the_scalar_scan_bit_for_bit() {
             for sf in [1.1, 1.3] {
                 let opts = DetectOptions { scale_factor: sf, threads: 1, ..Default::default() };
                 let scalar = c.candidates(g, &opts, Kernel::Scalar).unwrap();
-                let dense = c.candidates(g, &opts, Kernel::Avx2).unwrap();
                 let bits = |v: &[(Rect, f64)]| v.iter().map(|(r, wt)| (*r, wt.to_bits())).collect::<Vec<_>>();
-                assert_eq!(bits(&dense), bits(&scalar), "{name} on {w}x{h}, scale factor {sf}");
+                for &kernel in &kernels {
+                    let dense = c.candidates(g, &opts, kernel).unwrap();
+                    assert_eq!(bits(&dense), bits(&scalar), "{kernel:?}: {name} on {w}x{h}, scale factor {sf}");
+                }
                 windows += scalar.len();
             }
         }

@@ -15,7 +15,7 @@ unsafe fn at(p: *const i32, o: u32) -> __m256i {
 /// `p[a] - p[b] - p[c] + p[d]`, wrapping, for eight origins.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn rect(p: *const i32, o: &[u32]) -> __m256i {
+pub(super) unsafe fn rect(p: *const i32, o: &[u32]) -> __m256i {
     unsafe {
         // Two offsets per 64-bit load: the loads, not the arithmetic, bound this loop.
         let q = o.as_ptr().cast::<u64>();
@@ -29,7 +29,7 @@ unsafe fn rect(p: *const i32, o: &[u32]) -> __m256i {
 /// Lanes 0-3 and 4-7 of eight i32 as f64.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn widen_i32(v: __m256i) -> (__m256d, __m256d) {
+pub(super) fn widen_i32(v: __m256i) -> (__m256d, __m256d) {
     (
         _mm256_cvtepi32_pd(_mm256_castsi256_si128(v)),
         _mm256_cvtepi32_pd(_mm256_extracti128_si256::<1>(v)),
@@ -95,14 +95,14 @@ unsafe fn goes_left_int<const SHAPE: u8>(p: *const i32, st: &Stump, vnf: __m256)
 
 /// Stage sums: f64 lanes 0-3 and 4-7, adding each leaf in order as the scalar scan does, or the
 /// two integer counters of `Stage` (eight lanes each).
-trait Sums: Copy {
+pub(super) trait Sums: Copy {
     fn start(st: &Stage) -> Self;
     fn add(&mut self, st: &Stump, left: __m256);
     fn finish(self, st: &Stage) -> (__m256d, __m256d);
 }
 
 #[derive(Clone, Copy)]
-struct F64Sums(__m256d, __m256d);
+pub(super) struct F64Sums(__m256d, __m256d);
 
 impl Sums for F64Sums {
     #[inline(always)]
@@ -126,7 +126,7 @@ impl Sums for F64Sums {
 }
 
 #[derive(Clone, Copy)]
-struct IntSums(__m256i, __m256i);
+pub(super) struct IntSums(__m256i, __m256i);
 
 impl Sums for IntSums {
     #[inline(always)]
@@ -196,7 +196,7 @@ fn mask(lo: __m256d, hi: __m256d) -> u32 {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn below(lo: __m256d, hi: __m256d, threshold: f64) -> u32 {
+pub(super) fn below(lo: __m256d, hi: __m256d, threshold: f64) -> u32 {
     let t = _mm256_set1_pd(threshold);
     mask(
         _mm256_cmp_pd::<_CMP_LT_OQ>(lo, t),
@@ -219,13 +219,89 @@ pub(super) unsafe fn scan_row(level: &Level, base: usize, n: usize, hits: &mut V
     }
 }
 
+/// The variance test of `run_at` for eight origins at `ps`/`pq` (`lanes` of them valid):
+/// nf = area * sqsum - sum^2, then 1/sqrt(nf) as f32. Returns the normalisable lanes and their
+/// factors, or `None` when every valid lane is flat (then no square root is taken).
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn scan<S: Sums>(level: &Level, base: usize, n: usize, hits: &mut Vec<(u32, f64)>) {
+pub(super) unsafe fn normalise(level: &Level, ps: *const i32, pq: *const i32, lanes: usize) -> Option<(u32, __m256)> {
     let area = _mm256_set1_pd(level.area);
     let flat_nf = _mm256_set1_pd(level.flat_nf);
     let (one, tenth) = (_mm256_set1_pd(1.0), _mm256_set1_pd(1e-1));
-    let stages = level.stages;
+    let (vs, vq) = unsafe { (rect(ps, &level.nofs), rect(pq, &level.nofs)) };
+    let (s_lo, s_hi) = widen_i32(vs);
+    let (q_lo, q_hi) = widen_i32(vq);
+    let nf_lo = _mm256_sub_pd(_mm256_mul_pd(area, q_lo), _mm256_mul_pd(s_lo, s_lo));
+    let nf_hi = _mm256_sub_pd(_mm256_mul_pd(area, q_hi), _mm256_mul_pd(s_hi, s_hi));
+    let valid = (1u32 << lanes) - 1;
+    let varied = mask(
+        _mm256_cmp_pd::<_CMP_GE_OQ>(nf_lo, flat_nf),
+        _mm256_cmp_pd::<_CMP_GE_OQ>(nf_hi, flat_nf),
+    );
+    if varied & valid == 0 {
+        return None;
+    }
+    let vnf_lo = _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(nf_lo)));
+    let vnf_hi = _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(nf_hi)));
+    let ok_lo = _mm256_and_pd(
+        _mm256_cmp_pd::<_CMP_GE_OQ>(nf_lo, flat_nf),
+        _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_mul_pd(area, _mm256_cvtps_pd(vnf_lo)), tenth),
+    );
+    let ok_hi = _mm256_and_pd(
+        _mm256_cmp_pd::<_CMP_GE_OQ>(nf_hi, flat_nf),
+        _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_mul_pd(area, _mm256_cvtps_pd(vnf_hi)), tenth),
+    );
+    let nonflat = mask(ok_lo, ok_hi) & valid;
+    (nonflat != 0).then(|| _mm256_set_m128(vnf_hi, vnf_lo)).map(|v| (nonflat, v))
+}
+
+/// Stages `from..` for the eight origins at `p` whose lanes `live` are still alive; with `from`
+/// 0, `first` turns the first stage's failures into the live lanes (OpenCV's skip rule). Returns
+/// the lanes alive after the last stage (0 once every lane has failed) and its sums.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn stages_from<S: Sums>(
+    level: &Level,
+    p: *const i32,
+    vnf: __m256,
+    from: usize,
+    mut live: u32,
+    mut first: impl FnMut(u32) -> u32,
+) -> (u32, __m256d, __m256d) {
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    // One call site for `stage`, so that it is inlined: a call per stage and vector cost more
+    // than the late stages' few stumps.
+    for (si, st) in level.stages.iter().enumerate().skip(from) {
+        (lo, hi) = unsafe { stage::<S>(p, level.stumps, st, vnf) };
+        let fail = below(lo, hi, st.threshold);
+        live = if si == 0 { first(fail) } else { live & !fail };
+        if live == 0 {
+            break;
+        }
+    }
+    (live, lo, hi)
+}
+
+/// Appends `(j0 + lane, sum)` for each lane of `live`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn push_hits(j0: usize, mut live: u32, lo: __m256d, hi: __m256d, hits: &mut Vec<(u32, f64)>) {
+    let mut sums = [0f64; LANES];
+    // SAFETY: `sums` holds eight f64.
+    unsafe {
+        _mm256_storeu_pd(sums.as_mut_ptr(), lo);
+        _mm256_storeu_pd(sums.as_mut_ptr().add(4), hi);
+    }
+    while live != 0 {
+        let i = live.trailing_zeros() as usize;
+        hits.push(((j0 + i) as u32, sums[i]));
+        live &= live - 1;
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn scan<S: Sums>(level: &Level, base: usize, n: usize, hits: &mut Vec<(u32, f64)>) {
     let mut skip = false;
     let mut j0 = 0;
     while j0 < n {
@@ -236,64 +312,16 @@ unsafe fn scan<S: Sums>(level: &Level, base: usize, n: usize, hits: &mut Vec<(u3
                 level.sq.as_ptr().add(base + j0).cast::<i32>(),
             )
         };
-        // The variance test of `run_at`: nf = area * sqsum - sum^2, then 1/sqrt(nf) as f32.
-        let (vs, vq) = unsafe { (rect(ps, &level.nofs), rect(pq, &level.nofs)) };
-        let (s_lo, s_hi) = widen_i32(vs);
-        let (q_lo, q_hi) = widen_i32(vq);
-        let nf_lo = _mm256_sub_pd(_mm256_mul_pd(area, q_lo), _mm256_mul_pd(s_lo, s_lo));
-        let nf_hi = _mm256_sub_pd(_mm256_mul_pd(area, q_hi), _mm256_mul_pd(s_hi, s_hi));
-        let valid = (1u32 << lanes) - 1;
-        let varied = mask(
-            _mm256_cmp_pd::<_CMP_GE_OQ>(nf_lo, flat_nf),
-            _mm256_cmp_pd::<_CMP_GE_OQ>(nf_hi, flat_nf),
-        );
-        if varied & valid == 0 {
-            // Every evaluated origin is flat (-1): none skips the next. No square root needed.
-            skip = false;
-            j0 += LANES;
-            continue;
-        }
-        let vnf_lo = _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(nf_lo)));
-        let vnf_hi = _mm256_cvtpd_ps(_mm256_div_pd(one, _mm256_sqrt_pd(nf_hi)));
-        let ok_lo = _mm256_and_pd(
-            _mm256_cmp_pd::<_CMP_GE_OQ>(nf_lo, flat_nf),
-            _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_mul_pd(area, _mm256_cvtps_pd(vnf_lo)), tenth),
-        );
-        let ok_hi = _mm256_and_pd(
-            _mm256_cmp_pd::<_CMP_GE_OQ>(nf_hi, flat_nf),
-            _mm256_cmp_pd::<_CMP_LT_OQ>(_mm256_mul_pd(area, _mm256_cvtps_pd(vnf_hi)), tenth),
-        );
-        let nonflat = mask(ok_lo, ok_hi) & valid;
-        if nonflat == 0 {
+        let Some((nonflat, vnf)) = (unsafe { normalise(level, ps, pq, lanes) }) else {
             // Every evaluated origin is flat (-1): none skips the next.
             skip = false;
             j0 += LANES;
             continue;
-        }
-        let vnf = _mm256_set_m128(vnf_hi, vnf_lo);
-        // One call site for `stage`, so that it is inlined: a call per stage and vector cost more
-        // than the late stages' few stumps.
-        let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-        let mut live = 0;
-        for (si, st) in stages.iter().enumerate() {
-            (lo, hi) = unsafe { stage::<S>(ps, level.stumps, st, vnf) };
-            let fail = below(lo, hi, st.threshold);
-            live = if si == 0 { walk(lanes, nonflat, fail, &mut skip) } else { live & !fail };
-            if live == 0 {
-                break;
-            }
-        }
+        };
+        let first = |fail| walk(lanes, nonflat, fail, &mut skip);
+        let (live, lo, hi) = unsafe { stages_from::<S>(level, ps, vnf, 0, 0, first) };
         if live != 0 {
-            let mut sums = [0f64; LANES];
-            unsafe {
-                _mm256_storeu_pd(sums.as_mut_ptr(), lo);
-                _mm256_storeu_pd(sums.as_mut_ptr().add(4), hi);
-            }
-            while live != 0 {
-                let i = live.trailing_zeros() as usize;
-                hits.push(((j0 + i) as u32, sums[i]));
-                live &= live - 1;
-            }
+            push_hits(j0, live, lo, hi, hits);
         }
         j0 += LANES;
     }

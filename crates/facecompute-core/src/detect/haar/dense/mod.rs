@@ -12,18 +12,26 @@
 //! of 8 (img5 and img6), yet 60% of all stump evaluations. Per stump the loop is bound by loads
 //! (offsets, corners, constants), which is what the integer shapes and sums cut.
 //!
-//! AVX2 also serves CPUs with AVX-512: a sixteen-lane version of this kernel measured 8% slower on
-//! the AMD EPYC (Zen 5) we run on (`bench_haar`, 156-159 against 145 ms/image on one thread), as
-//! more of its lanes are dead and every unaligned 64-byte load splits across cache lines.
+//! With AVX-512F, `avx512` runs sixteen lanes while both halves of a vector have live lanes and
+//! hands the one live half to this AVX2 code after that: a vector kept sixteen wide to the end
+//! measured 8% slower on the AMD EPYC (Zen 5) we run on, as most of its lanes are dead in the late
+//! stages and every unaligned 64-byte load splits across cache lines. Measurements and the scan's
+//! roofline: docs/benchmarks.md, "Haar scan kernels".
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 use crate::simd::Kernel;
 
-/// Origins per vector. Every plane is padded by this many columns so that the last vector of a row
-/// reads inside the buffer.
+/// Origins per AVX2 vector.
 const LANES: usize = 8;
+
+/// Origins per widest vector (AVX-512's sixteen). Every plane is padded by this many columns, and
+/// `Level::new` checks rows rounded up to it, so that the last vector of a row reads inside the
+/// buffer.
+const PAD: usize = 16;
 
 /// Where column `c` of integral row `r` lives: `r * stride + (c % step) * plane + c / step`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +64,7 @@ pub(super) fn integrals_planar(
 ) -> Layout {
     debug_assert!(step == 1 || step == 2);
     let cols = w + 1;
-    let plane = cols.div_ceil(step) + LANES;
+    let plane = cols.div_ceil(step) + PAD;
     let layout = Layout {
         step,
         plane,
@@ -257,7 +265,7 @@ impl<'a> Level<'a> {
         ints: bool,
     ) -> Option<Self> {
         let max_ofs = stumps.iter().flat_map(|s| s.ofs).chain(nofs).max()? as usize;
-        let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(LANES) * LANES
+        let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(PAD) * PAD
             - 1
             + max_ofs;
         let fits = last < sum.len() && sum.len() == sq.len();
@@ -278,9 +286,19 @@ impl<'a> Level<'a> {
 }
 
 /// Whether the dense scan runs for `kernel`, the instruction set chosen for the process: any x86
-/// choice with AVX2 (see the module comment for AVX-512).
+/// choice with AVX2.
 pub(super) fn supports(kernel: Kernel) -> bool {
     matches!(kernel, Kernel::Avx512 | Kernel::Avx2) && Kernel::Avx2.is_supported()
+}
+
+/// Which kernel `scan_row` runs for `kernel`: sixteen lanes with AVX-512F, eight with AVX2, or
+/// none (the scalar scan).
+pub(super) fn scan_kernel(kernel: Kernel) -> Kernel {
+    match kernel {
+        Kernel::Avx512 if Kernel::Avx512.is_supported() && supports(kernel) => Kernel::Avx512,
+        Kernel::Avx512 | Kernel::Avx2 if supports(kernel) => Kernel::Avx2,
+        _ => Kernel::Scalar,
+    }
 }
 
 /// Scans `n` origins, `base`, `base + 1`, ... of one row (planar indices, `step` pixels apart), with
@@ -294,15 +312,18 @@ pub(super) fn scan_row(
     n: usize,
     hits: &mut Vec<(u32, f64)>,
 ) {
-    assert!(
-        supports(kernel),
-        "dense Haar scan without AVX2; callers check `supports`"
-    );
+    let chosen = scan_kernel(kernel);
+    assert!(chosen != Kernel::Scalar, "dense Haar scan without AVX2; callers check `supports`");
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 was detected at run time (above); `Level::new` checked the extent of every load
-    // for origins below its row and vector counts, and the caller stays within them.
+    // SAFETY: the instruction set was detected at run time (`scan_kernel`); `Level::new` checked the
+    // extent of every load for origins below its row and vector counts (rounded up to `PAD`), and
+    // the caller stays within them.
     unsafe {
-        avx2::scan_row(level, base, n, hits)
+        if chosen == Kernel::Avx512 {
+            avx512::scan_row(level, base, n, hits)
+        } else {
+            avx2::scan_row(level, base, n, hits)
+        }
     }
 }
 
