@@ -167,6 +167,9 @@ export interface DetectionInput {
 /** DeepFace's four distance metrics (contract §3). */
 export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular'
 
+/** Lossless PNG of an image (BGR or grey), for the face crops /represent returns with `return_face`. */
+export declare function encodePng(img: NativeImage): Promise<Buffer>
+
 export interface ExtractedFaceOutput {
   face: NativeImage
   area: FacialAreaOutput
@@ -351,6 +354,15 @@ export interface MtcnnPnetOutput {
 
 /** The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first). */
 export declare function mtcnnPyramid(image: NativeImage, flavor: MtcnnFlavor): Promise<Array<MtcnnLevel>>
+
+/**
+ * The PNet input of the pyramid level at `scale` (one of `mtcnnScales`), or null when the library
+ * skips that level; built one level at a time, so a large image's pyramid is never held whole.
+ */
+export declare function mtcnnPyramidLevel(image: NativeImage, flavor: MtcnnFlavor, scale: number): Promise<MtcnnLevel | null>
+
+/** The library's pyramid scales for an image of `width`×`height`, largest first. */
+export declare function mtcnnScales(flavor: MtcnnFlavor, width: number, height: number): Array<number>
 
 export interface MtcnnStage {
   /** The boxes the next network is given, flat rows of 5. */
