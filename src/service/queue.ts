@@ -1,34 +1,10 @@
 /**
- * Bounded compute queue with deadline-aware admission. At most `slots` jobs run at once (the cap on
- * in-flight upstream requests); at most `capacity` wait, each at most `timeoutMs` (queue_timeout).
- *
- * Admission (`deadline`, the default): the wait a newcomer faces is estimated from recent service
- * times. With every slot busy it starts after d more jobs finish (d = jobs ahead − slots + 1),
- * which takes d × S / slots on average, S being the moving average of how long a job holds its
- * slot. Departures are not spread evenly, though: jobs that started together (a burst) finish
- * together, and the next slot may free only after a whole S. So the estimate is also worked out on
- * the slots' schedule (each running job ends at its start + S; each job ahead takes the slot that
- * frees first and holds it S), and the larger of the two is taken. That estimate is then calibrated by what admitted requests met: each waiter's actual wait is compared
- * with the estimate it entered with, and the estimate is scaled by the moving mean of that ratio
- * plus two of its moving standard deviations (clamped to 0.5–5), and at least by how far the head
- * of the queue has already overrun its own estimate. So a machine whose capacity drifts (a shared
- * host, a model server slowing down) tightens admission as soon as waits overrun, and a request
- * admitted near the limit rarely times out after all.
- * A request whose estimate passes `timeoutMs` less a headroom (a fraction of it kept for the
- * estimate's error: capacity drifts while a request waits) could not start in time: it is refused
- * at once (503 queue_full) with Retry-After saying when the backlog will have drained enough to take
- * it, instead of waiting `timeoutMs` to be told queue_timeout.
- *
- * Admitted requests are not left to time out when the estimate changes under them: whenever a job
- * finishes (the moving service time and the slots' schedule change), each waiter's start is
- * re-estimated in queue order with the expected ratio (its moving mean: only what the estimate
- * says, not its pessimistic bound), and a waiter that can no longer start before its own
- * deadline is shed at once with queue_full and Retry-After, the places behind it moving up.
- * `capacity` admission keeps only the bound on waiters.
- *
- * The gateway admits a request from its headers (`admit()`), before its body is read, and the
- * ticket holds its place: requests admitted but still reading their bodies count as ahead of the
- * next one, so a burst cannot all pass the check before any of them has queued.
+ * Bounded compute queue: at most `slots` jobs run, at most `capacity` wait, each at most `timeoutMs`.
+ * With `deadline` admission (the default) a request whose estimated wait would pass its deadline is
+ * refused at once (503 queue_full, Retry-After) instead of timing out later, and a waiter that can no
+ * longer start in time is shed; `capacity` keeps only the bound on waiters. Admission is taken from the
+ * headers, before the body is read (`admit()`). How the wait is estimated and calibrated:
+ * docs/operations.md, "Deadline-aware admission".
  */
 import { ServiceError } from '../errors/index.js';
 
