@@ -108,9 +108,11 @@ t.test('RNet and ONet in batches equal one run on every crop, bit for bit', asyn
   }
 });
 
-t.test('docs/security.md states the served run limits', async (t) => {
-  const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'security.md'), 'utf8').replace(/\s+/g, ' ');
+t.test('docs/security.md and docs/architecture.md state the served run limits', async (t) => {
   t.equal(MTCNN_RUN_LIMITS.bandPixels, BAND_INPUT_PIXELS);
-  t.match(doc, `PNet in bands of rows of at most ${BAND_INPUT_PIXELS.toLocaleString('en-US')} input pixels`);
-  t.match(doc, `RNet and ONet on at most ${MTCNN_RUN_LIMITS.cropBatch} crops at a time`);
+  for (const page of ['security.md', 'architecture.md']) {
+    const doc = readFileSync(join(import.meta.dirname, '..', 'docs', page), 'utf8').replace(/\s+/g, ' ');
+    t.match(doc, `PNet in bands of rows of at most ${BAND_INPUT_PIXELS.toLocaleString('en-US')} input pixels`, page);
+    t.match(doc, `RNet and ONet on at most ${MTCNN_RUN_LIMITS.cropBatch} crops at a time`, page);
+  }
 });
