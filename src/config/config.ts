@@ -82,6 +82,9 @@ export interface Config {
     remoteOrigins: string[];
     localImagesRoot: string;
     remoteTimeoutMs: number;
+    /** Per-account budget of remote fetches: fetches and bytes per minute. */
+    remoteFetchesPerMinute: number;
+    remoteFetchBytesPerMinute: number;
     remoteMaxRedirects: number;
   };
   limits: {
@@ -116,6 +119,11 @@ export interface Config {
     rateLimitConcurrent: number;
     /** Request bodies held at once by the gateway process, bytes (FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES). */
     maxInflightBodyBytes: number;
+    /** One account's share of it (FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT). */
+    maxInflightBodyBytesPerAccount: number;
+    /** Slowest average upload rate, bytes/s, checked after the grace (0: off). */
+    minUploadBytesPerS: number;
+    uploadGraceMs: number;
     /** Requests lost with their model server per account and window before image requests are refused. */
     strikeLimit: number;
     strikeWindowMs: number;
@@ -226,6 +234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       remoteOrigins: v.FACECOMPUTE_REMOTE_ORIGINS,
       localImagesRoot: v.FACECOMPUTE_LOCAL_IMAGES_ROOT ? resolve(v.FACECOMPUTE_LOCAL_IMAGES_ROOT) : '',
       remoteTimeoutMs: v.FACECOMPUTE_REMOTE_TIMEOUT_MS,
+      remoteFetchesPerMinute: v.FACECOMPUTE_REMOTE_FETCHES_PER_MINUTE,
+      remoteFetchBytesPerMinute: v.FACECOMPUTE_REMOTE_FETCH_BYTES_PER_MINUTE,
       remoteMaxRedirects: v.FACECOMPUTE_REMOTE_MAX_REDIRECTS,
     },
     limits: {
@@ -256,6 +266,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
       maxInflightBodyBytes: v.FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES,
+      maxInflightBodyBytesPerAccount: v.FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT,
+      minUploadBytesPerS: v.FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S,
+      uploadGraceMs: v.FACECOMPUTE_UPLOAD_GRACE_MS,
       strikeLimit: v.FACECOMPUTE_STRIKE_LIMIT,
       strikeWindowMs: v.FACECOMPUTE_STRIKE_WINDOW_MS,
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,

@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   insufficient_credits: 402,
   account_inactive: 403,
   not_found: 404,
+  // A path that exists under other methods (src/http/route-guard.ts); `Allow` lists them.
+  method_not_allowed: 405,
   image_too_large: 413,
   request_too_large: 413,
   too_many_pixels: 413,
@@ -41,6 +43,8 @@ export const ERROR_STATUS = {
   upstream_timeout: 504,
   // Refused by the HTTP parser before any route (src/http/transport-guards.ts); new conditions (§8).
   request_timeout: 408,
+  // A body arriving slower than FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S (src/http/upload-rate.ts).
+  upload_too_slow: 408,
   expectation_failed: 417,
   headers_too_large: 431,
   // Console-only conditions (contract §7 allows new codes for new conditions).

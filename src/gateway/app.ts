@@ -14,7 +14,8 @@ import type { AccountsPort } from '../accounts/api.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import type { Logger } from '../logging/logger.js';
-import { registerErrorHandling } from '../http/error-handler.js';
+import { notFound, registerErrorHandling } from '../http/error-handler.js';
+import { registerRouteGuard } from '../http/route-guard.js';
 import * as S from '../vocabulary/schemas.js';
 import type { ComputeService } from '../service/compute-service.js';
 import type { Upstream } from '../model-client/client.js';
@@ -93,7 +94,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { compute, fetcher, limiter, queue, upstream } = stack;
   if (stack.client.replicas) registerReplicaMetrics(metrics.registry, stack.client.replicas.bind(stack.client));
 
-  const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes);
+  const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes, cfg.capacity.maxInflightBodyBytesPerAccount);
   const inFlight = new InFlight();
 
   const app = Fastify({
@@ -110,6 +111,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   registerContractHeaders(app);
   registerTransportGuards(app);
+  registerRouteGuard(app, { notFound });
   registerErrorHandling(app, (req, e) => {
     if (req.fc) req.fc.error = e.code;
     if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
@@ -140,7 +142,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     maxImageBytes: cfg.limits.maxImageBytes,
     maxCompareBytes: cfg.limits.maxCompareBytes,
     strikes: { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs },
-    auth: { queue, bodyBudget, bodyLimitOf, rateLimitWindowMs: cfg.capacity.rateLimitWindowMs, rateLimitConcurrent: cfg.capacity.rateLimitConcurrent },
+    auth: { queue, bodyBudget, bodyLimitOf, rateLimitWindowMs: cfg.capacity.rateLimitWindowMs, rateLimitConcurrent: cfg.capacity.rateLimitConcurrent, uploadRate: { minBytesPerS: cfg.capacity.minUploadBytesPerS, graceMs: cfg.capacity.uploadGraceMs } },
   });
 
   return {

@@ -115,8 +115,8 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } } as const;
 
-  app.post('/verify', { schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
-  app.post('/represent', { schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
+  app.post('/verify', { config: { admission: true }, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
+  app.post('/represent', { config: { admission: true }, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
   // The answer is written as JSON text from the kernel's typed arrays (compare-result.ts): 100,000
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
