@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   too_many_targets: 413,
   no_face_detected: 422,
   url_fetch_failed: 422,
+  // A remote fetch that completed and was not an image: charged (src/accounts/charging.ts).
+  url_not_image: 422,
   rate_limited: 429,
   // Requests of this account were lost with their model server too often (src/service/limits/strikes.ts).
   too_many_strikes: 429,

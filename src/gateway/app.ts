@@ -22,6 +22,7 @@ import type { Upstream } from '../model-client/client.js';
 import type { UpstreamSupervision } from '../model-client/supervised.js';
 import type { RemoteFetchOptions, RemoteFetcher } from '../service/inputs/remote-fetch.js';
 import type { ComputeQueue } from '../service/queue.js';
+import type { FetchBudget } from '../service/limits/fetch-budget.js';
 import type { Limiter } from '../service/limits/limiter.js';
 import { createComputeStack } from '../service/configured.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
@@ -69,6 +70,8 @@ export interface Gateway {
   upstream: Upstream;
   metrics: GatewayMetrics;
   fetcher: RemoteFetcher | null;
+  /** The per-account budget of remote fetches (null when remote images are off); `serve` shares it with MCP. */
+  fetchBudget: FetchBudget | null;
   bodyBudget: BodyBudget;
   /** Stop taking new work: new requests get 503 gateway_draining with Connection: close. */
   startDraining(): void;
@@ -91,7 +94,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     onUpstreamError: (k) => metrics.upstreamErrors.inc({ kind: k }),
     onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
   });
-  const { compute, fetcher, limiter, queue, upstream } = stack;
+  const { compute, fetcher, fetchBudget, limiter, queue, upstream } = stack;
   if (stack.client.replicas) registerReplicaMetrics(metrics.registry, stack.client.replicas.bind(stack.client));
 
   const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes, cfg.capacity.maxInflightBodyBytesPerAccount);
@@ -136,6 +139,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
   await app.register(computeRoutes, {
     compute,
+    fetchBudget,
     accounts,
     limiter,
     metrics,
@@ -153,6 +157,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     upstream,
     metrics,
     fetcher,
+    fetchBudget,
     bodyBudget,
     startDraining() {
       inFlight.draining = true;
@@ -164,6 +169,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       await app.close();
       await upstream.close().catch(() => undefined);
       await limiter.close().catch(() => undefined);
+      await fetchBudget?.close().catch(() => undefined);
     },
   };
 }

@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
 import type { ComputeContext, ComputeService } from '../service/compute-service.js';
 import type { Limiter } from '../service/limits/limiter.js';
+import type { FetchBudget } from '../service/limits/fetch-budget.js';
 import { strikeGuard, type StrikeSettings } from '../service/limits/strikes.js';
 import { metered } from './metering.js';
 import { useJsonBodyParser } from '../http/json-body.js';
@@ -36,6 +37,8 @@ export interface McpDeps {
   limiter: Limiter;
   /** Compute with the MCP image policy (HTTPS only, no local files). */
   compute: ComputeService;
+  /** The per-account budget of remote fetches (src/service/limits/fetch-budget.ts); none when absent. */
+  fetchBudget?: FetchBudget | null;
   maxBodyBytes: number;
   /** Values one JSON body may hold (FACECOMPUTE_MAX_JSON_VALUES, src/http/json-body.ts). */
   maxJsonValues: number;
@@ -133,7 +136,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     let outcome: UsageOutcome = 'not_charged';
     try {
       await count();
-      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
+      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes), ...(deps.fetchBudget ? { fetches: deps.fetchBudget.meter(key.accountId) } : {}) };
       // Docs tools are metered (the rate limit) but never reserve a call (src/mcp/docs-tools.ts).
       const result = (await (!isDocsTool(tool) && TOOLS[tool].free
         ? call(deps.compute, ctx)

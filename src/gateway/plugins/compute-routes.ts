@@ -12,6 +12,7 @@ import * as S from '../../vocabulary/schemas.js';
 import type { ComputeContext, ComputeService } from '../../service/compute-service.js';
 import { compareJson } from '../../service/compare-result.js';
 import type { Limiter } from '../../service/limits/limiter.js';
+import type { FetchBudget } from '../../service/limits/fetch-budget.js';
 import type { JsonBodyParserOptions } from '../../http/json-body.js';
 import { strikeGuard, type StrikeSettings } from '../../service/limits/strikes.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -20,6 +21,8 @@ import { authAndLimits, type AuthLimitsOptions } from './auth-limits.js';
 
 export interface ComputeRoutesOptions {
   compute: ComputeService;
+  /** The per-account budget of remote fetches (null when remote images are off). */
+  fetchBudget: FetchBudget | null;
   accounts: AccountsPort;
   limiter: Limiter;
   metrics: GatewayMetrics;
@@ -106,6 +109,7 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
       requestId: req.id,
       uploads: req.uploads,
       authenticated: req.auth !== undefined,
+      ...(o.fetchBudget && req.auth ? { fetches: o.fetchBudget.meter(req.auth.accountId) } : {}),
       signal: ac.signal,
       reserve,
       ...(req.compareTargets ? { targets: req.compareTargets } : {}),
