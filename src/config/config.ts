@@ -140,6 +140,8 @@ export interface Config {
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    /** Signups of both kinds per IPv6 /48 per hour. */
+    signupRateLimitPer48: number;
     emailSignupRateLimit: number;
     emailVerifyTtlMs: number;
     login: { freeFailures: number; maxDelayMs: number; addressFailuresPerHour: number };
@@ -290,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      signupRateLimitPer48: v.FACECOMPUTE_SIGNUP_RATE_LIMIT_PER_48,
       emailSignupRateLimit: v.FACECOMPUTE_EMAIL_SIGNUP_RATE_LIMIT,
       emailVerifyTtlMs: v.FACECOMPUTE_EMAIL_VERIFY_TTL_MS,
       login: {

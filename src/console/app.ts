@@ -99,7 +99,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   await app.register(cookie);
   await app.register(session, { store, secureCookies: secureCookies(config) });
   await app.register(flash, { secureCookies: secureCookies(config) });
-  await app.register(apiRoutes, { store });
+  await app.register(apiRoutes, { store, publicConsoleUrl: config.accounts.publicConsoleUrl });
   // Only with Stripe: the test provider has no events (production.ts requires the secret with Stripe).
   if (config.accounts.billingProvider === 'stripe') await app.register(stripeWebhookRoutes, { store, secret: config.accounts.stripeWebhookSecret });
   await app.register(pageRoutes, {

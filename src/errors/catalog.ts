@@ -79,7 +79,7 @@ export const ERROR_DOCS = {
   invalid_credentials: { surfaces: ['console'], when: 'a wrong email or password (repeated failures from one address then wait: `429 rate_limited`)', retry: 'no', action: 'Check the email and password.' },
   csrf_failed: { surfaces: ['console'], when: 'a cookie-authenticated write without a matching CSRF token', retry: 'no', action: 'Reload the page (browsers), or authenticate with `Authorization: Bearer <session_token>` (agents).' },
   origin_not_allowed: { surfaces: ['MCP', 'console'], when: 'a browser request from an origin the endpoint does not allow', retry: 'no', action: 'Call from an allowed origin (`FACECOMPUTE_MCP_ALLOWED_ORIGINS`), or from outside a browser.' },
-  signup_rate_limited: { surfaces: ['console'], when: 'too many signups from one client address (IPv4, or IPv6 /64) in an hour', retry: 'after Retry-After', action: 'Reuse the account and key you have.' },
+  signup_rate_limited: { surfaces: ['console'], when: 'too many signups from one client address (IPv4, or IPv6 /64), or from one IPv6 /48, in an hour', retry: 'after Retry-After', action: 'Reuse the account and key you have.' },
   payment_method_declined: { surfaces: ['console'], when: 'the card was declined (the provider\'s reason is logged, not returned)', retry: 'no', action: 'Use another card.' },
   card_in_use: { surfaces: ['console'], when: 'this card already gives the card allowance to another account', retry: 'no', action: 'Use another card.' },
 } as const satisfies Record<ErrorCode, ErrorDoc>;
