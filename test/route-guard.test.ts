@@ -100,3 +100,18 @@ t.test('console', async (t) => {
   await expectRefused(t, port, 'POST', '/api/nothing', 404, 'not_found');
   await expectRefused(t, port, 'DELETE', '/api/signup/anonymous', 405, 'method_not_allowed', 'POST');
 });
+
+t.test('admission follows the route config, not the URL string: POST /verify?x=1 takes its queue place from the headers', async (t) => {
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:9' });
+  const accounts = new MemoryAccounts([{ key: 'a', accountId: 'a', kind: 'rest' }]);
+  const gw = await buildGateway({ config, accounts, logger, upstream: stubUpstream() });
+  await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => gw.close(0));
+  for (const path of ['/verify?x=1', '/represent?', '/verify']) {
+    const r = partial(portOf(gw.app), 'POST', path, 'authorization: Bearer a\r\n');
+    for (let i = 0; i < 300 && gw.queue.stats().reserved === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    t.equal(gw.queue.stats().reserved, 1, `${path}: a place is reserved before the body arrives`);
+    r.socket.destroy();
+    for (let i = 0; i < 300 && gw.queue.stats().reserved > 0; i++) await new Promise((res) => setTimeout(res, 10));
+  }
+});

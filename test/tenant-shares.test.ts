@@ -17,6 +17,7 @@ import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 import { rawRequest } from './helpers/raw-http.js';
 import { REPO_ROOT } from './helpers/shared.js';
+import { makePng } from './helpers/images.js';
 
 const logger = createLogger('test', 'silent');
 const portOf = (app: FastifyInstance) => (app.server.address() as AddressInfo).port;
@@ -93,6 +94,37 @@ t.test('an upload below the minimum rate is cut off with upload_too_slow', async
   // A prompt upload is not touched.
   const ok = await rawRequest(port, head('a', 2), '{}').answer;
   t.equal(ok.status, 400);
+});
+
+t.test('/compare with several image sources is one upstream job, one queue place', async (t) => {
+  // One upstream slot and no waiting room: three image sources as three jobs would find the queue full.
+  let running = 0;
+  let peak = 0;
+  let calls = 0;
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:9', FACECOMPUTE_UPSTREAM_CONCURRENCY: '1', FACECOMPUTE_QUEUE_CAPACITY: '0' });
+  const accounts = new MemoryAccounts([{ key: 'a', accountId: 'a', kind: 'rest', credits: 10 }]);
+  const upstream = stubUpstream({
+    embed: async () => {
+      calls++;
+      peak = Math.max(peak, ++running);
+      await new Promise((r) => setTimeout(r, 20));
+      running--;
+      return { embedding: Array(128).fill(0.1), facial_area: { x: 0, y: 0, w: 8, h: 8 }, face_confidence: 1 } as never;
+    },
+  });
+  const gw = await buildGateway({ config, accounts, logger, upstream });
+  t.teardown(() => gw.close(0));
+  const png = makePng(8, 8).toString('base64');
+  const r = await gw.app.inject({
+    method: 'POST',
+    url: '/compare',
+    headers: { authorization: 'Bearer a', 'content-type': 'application/json' },
+    payload: JSON.stringify({ source: [{ img: png }, { img: png }, { img: png }], targets: [Array(128).fill(0.2)] }),
+  });
+  t.equal(r.statusCode, 200, r.body.slice(0, 200));
+  t.equal(calls, 3, 'each source embedded');
+  t.equal(peak, 1, 'one at a time, in the one slot');
+  t.equal(gw.queue.stats().reserved, 0, 'the admission ticket was given back');
 });
 
 t.test('MCP: every element of a batch counts against the key window; docs resources are cached', async (t) => {
