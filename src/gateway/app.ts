@@ -121,7 +121,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
 
   await app.register(multipart, { throwFileSizeLimit: true });
-  useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics) });
+  useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics, cfg.limits.maxTargets) });
   // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
   await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
   await app.register(requestState, { accounts, limiter, metrics, inFlight, usage: deps.usage });

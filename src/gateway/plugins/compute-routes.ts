@@ -49,11 +49,11 @@ interface BodyTypeProvider extends FastifyTypeProvider {
  * src/gateway/app.ts): a large body's `targets` rows and `targets_b64` text are read natively, off the
  * event loop, into the request's owner of its targets, and JSON.parse reads the rest.
  */
-const COMPARE_LIFT = { rows: 'targets', text: 'targets_b64' } as const;
-
-export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetrics): NonNullable<JsonBodyParserOptions['lift']> {
+export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetrics, maxTargets: number): NonNullable<JsonBodyParserOptions['lift']> {
+  // Rows past max_targets + 1 are read, not kept: the answer is too_many_targets whatever they hold.
+  const lift = { rows: 'targets', text: 'targets_b64', maxRows: maxTargets } as const;
   return {
-    members: (req) => (req.routeOptions.url === '/compare' ? COMPARE_LIFT : undefined),
+    members: (req) => (req.routeOptions.url === '/compare' ? lift : undefined),
     take: (req, lifted, holder) => {
       req.compareTargets ??= compute.openCompareTargets();
       if (lifted.rows) req.compareTargets.adoptRows(lifted.rows);
