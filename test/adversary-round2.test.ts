@@ -8,6 +8,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
+import { ERROR_STATUS } from '../src/errors/index.js';
 
 interface Row {
   attack: string;
@@ -27,7 +28,10 @@ export function round2Table(): string {
     '|---|---|---|---|---|---|',
     ...run.results.map((r) => {
       const a = r.answers[r.answers.length - 1]!;
-      return `| ${r.attack.replace(/^round 2: /, '')} | ${a.status} ${a.code} | ${r.answers.map((x) => x.ms).join('/')} | ${rise(r, 'serve')} / ${rise(r, 'model-server')} | ${r.died ? 'yes' : 'no'} | ${r.client.p50_ms} / ${r.client.p99_ms}, ${r.client.errors} |`;
+      // "200, rate_limited (…)": the HTTP status of a batch whose elements were refused, not the code's.
+      const lead = /^[a-z_]+/.exec(a.code)?.[0] ?? '';
+      const sep = (ERROR_STATUS as Record<string, number>)[lead] === a.status || !(lead in ERROR_STATUS) ? ' ' : ', ';
+      return `| ${r.attack.replace(/^round 2: /, '')} | ${a.status}${sep}${a.code} | ${r.answers.map((x) => x.ms).join('/')} | ${rise(r, 'serve')} / ${rise(r, 'model-server')} | ${r.died ? 'yes' : 'no'} | ${r.client.p50_ms} / ${r.client.p99_ms}, ${r.client.errors} |`;
     }),
   ];
   return lines.join('\n');
