@@ -51,4 +51,10 @@ t.test("docs/security.md shows the run's table", async (t) => {
   const page = readFileSync(resolve(REPO_ROOT, 'docs/security.md'), 'utf8');
   t.ok(page.includes(round2Table()), 'the table is the run\'s rows');
   t.ok(page.includes(`p50 ${run.baseline.p50_ms} ms and p99 ${run.baseline.p99_ms} ms without attack`), 'the baseline');
+  const worst = Math.max(...run.results.map((r) => r.client.p99_ms));
+  t.ok(worst <= 2 * run.baseline.p99_ms, 'the other tenant stayed within 2x of its p99, as the prose says');
+  t.ok(page.replace(/\s+/g, ' ').includes(`(the largest: ${worst} ms,`), `the largest p99 in a window: ${worst} ms`);
+  const serveRise = (name: string) => run.results.find((r) => r.attack.includes(name))!.processes.find((p) => p.role === 'serve')!.rise_mb;
+  t.ok(page.replace(/\s+/g, ' ').includes(`\`serve\` +${serveRise('MCP, 300 batches')} MiB`), 'the MCP batches row');
+  t.ok(page.includes(`(+${serveRise('one targets row')} MiB here)`), 'the single row');
 });
