@@ -146,14 +146,14 @@ t.test('MCP: every element of a batch counts against the key window; docs resour
   const limited = answers.filter((a) => a.error?.data?.error === 'rate_limited').length;
   t.equal(ok, 10, 'the window (10) answers ten elements');
   t.equal(limited, 15, 'the other fifteen are rate_limited');
-  // A tool call afterwards is refused too: the batch spent the window.
+  // A request afterwards is refused too: the batch spent the window.
   const call = await fetch(`http://127.0.0.1:${portOf(mcp.app)}/mcp`, {
     method: 'POST',
     headers: { authorization: 'Bearer m', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_docs', arguments: { query: 'limits' } } }),
   });
-  const answer = (await call.json()) as { result: { isError?: boolean; structuredContent?: { error?: string } } };
-  t.equal(answer.result.structuredContent?.error, 'rate_limited');
+  t.equal(call.status, 429, 'the spent key is refused from the headers, its body unread');
+  t.equal(((await call.json()) as { error?: string }).error, 'rate_limited');
 
   const docs = createDocsCorpus(`${REPO_ROOT}/docs`, { console: 'https://c', base: 'https://b', mcp: 'https://m/mcp' });
   t.equal(docs.listResources(), docs.listResources(), 'resources/list is built once');

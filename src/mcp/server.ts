@@ -9,7 +9,7 @@ import { CallToolRequestSchema, ErrorCode, ListResourcesRequestSchema, ListTools
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
-import { registerRouteGuard } from '../http/route-guard.js';
+import { declaresBody, registerRouteGuard } from '../http/route-guard.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
@@ -250,6 +250,15 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req, reply) => {
     if (req.routeOptions.config.mcpAuth !== true) return;
     req.mcpKey = await authenticate(req);
+    // A key whose window is spent is refused from the headers, its body unread: past the window
+    // every element of a batch would be refused anyway, after the body was parsed and answered.
+    const w = await deps.limiter.hit(req.mcpKey.accountId, 0);
+    if (w.remaining <= 0) {
+      const seconds = Math.max(1, Math.ceil(w.resetMs / 1000));
+      throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${Math.ceil((deps.rateLimitWindowMs ?? 60_000) / 1000)} s exceeded; retry in ${seconds} s`, {
+        headers: { 'retry-after': String(seconds), ...(declaresBody(req) ? { connection: 'close' } : {}) },
+      });
+    }
     deps.bodyBudget.hold(req, reply, deps.maxBodyBytes, req.mcpKey.accountId);
     if (deps.uploadRate) watchUploadRate(req, reply, deps.uploadRate);
   });
