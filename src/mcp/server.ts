@@ -252,8 +252,9 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     req.mcpKey = await authenticate(req);
     // A key whose window is spent is refused from the headers, its body unread: past the window
     // every element of a batch would be refused anyway, after the body was parsed and answered.
-    const w = await deps.limiter.hit(req.mcpKey.accountId, 0);
-    if (w.remaining <= 0) {
+    // A limiter that cannot answer is not decided here: each element's count fails closed for it.
+    const w = await deps.limiter.hit(req.mcpKey.accountId, 0).catch(() => null);
+    if (w !== null && w.remaining <= 0) {
       const seconds = Math.max(1, Math.ceil(w.resetMs / 1000));
       throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${Math.ceil((deps.rateLimitWindowMs ?? 60_000) / 1000)} s exceeded; retry in ${seconds} s`, {
         headers: { 'retry-after': String(seconds), ...(declaresBody(req) ? { connection: 'close' } : {}) },
