@@ -93,6 +93,29 @@ eachDatabase(
       t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '2001:db8:5:6::1' })).statusCode, 201);
     });
 
+    t.test('another site cannot make its visitors sign up anonymously (CSRF)', async (t) => {
+      const crossSite: Array<Record<string, string>> = [{ 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }];
+      for (const headers of crossSite) {
+        const res = await c.api('POST', '/api/signup/anonymous', { ip: '198.51.100.90', headers });
+        t.equal(res.statusCode, 403, JSON.stringify(headers));
+        t.equal(res.json().error, 'origin_not_allowed');
+      }
+      t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '198.51.100.91', headers: { 'sec-fetch-site': 'same-origin', origin: CONSOLE_URL } })).statusCode, 201, 'the console itself');
+      t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '198.51.100.92', headers: { origin: CONSOLE_URL } })).statusCode, 201, 'the console, from a browser without Sec-Fetch-Site');
+      t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '198.51.100.93' })).statusCode, 201, 'an agent (neither header)');
+    });
+
+    t.test('signups are limited per IPv6 /48 too: its 65,536 /64s do not buy more', async (t) => {
+      // FACECOMPUTE_SIGNUP_RATE_LIMIT_PER_48 is 5 here, for both kinds together.
+      for (let i = 1; i <= 4; i++) t.equal((await c.api('POST', '/api/signup/anonymous', { ip: `2001:db8:9:${i}::1` })).statusCode, 201, `/64 number ${i}`);
+      t.equal((await c.api('POST', '/api/signup', { body: { email: `site-${tdb.name}@example.com`, password: PW }, ip: '2001:db8:9:5::1' })).statusCode, 201, 'an email signup counts too');
+      const res = await c.api('POST', '/api/signup/anonymous', { ip: '2001:db8:9:6::1' });
+      t.equal(res.statusCode, 429, 'a sixth /64 of the same /48 is refused');
+      t.equal(res.json().error, 'signup_rate_limited');
+      t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '2001:db8:a:1::1' })).statusCode, 201, 'another /48 is another site');
+      t.equal((await c.api('POST', '/api/signup/anonymous', { ip: '198.51.100.77' })).statusCode, 201, 'IPv4 keeps its per-address limit only');
+    });
+
     async function verifiedAccount(n: string, ip = '198.51.100.60') {
       const s = (await c.api('POST', '/api/signup', { body: { email: `${n}-${tdb.name}@example.com`, password: PW }, ip })).json();
       await verifyEmailOf(c.store, s.account.id);
@@ -165,7 +188,7 @@ eachDatabase(
       t.equal(await store.sessionAccount(leaked), null, 'every other session of the account ended');
     });
   },
-  { FACECOMPUTE_DATA_DIR: dataDir, FACECOMPUTE_PUBLIC_CONSOLE_URL: CONSOLE_URL, FACECOMPUTE_SIGNUP_RATE_LIMIT: '3', FACECOMPUTE_EMAIL_SIGNUP_RATE_LIMIT: '2', FACECOMPUTE_CARD_ATTEMPTS_PER_ACCOUNT: '3', FACECOMPUTE_CARD_ATTEMPTS_PER_ADDRESS: '4' },
+  { FACECOMPUTE_DATA_DIR: dataDir, FACECOMPUTE_PUBLIC_CONSOLE_URL: CONSOLE_URL, FACECOMPUTE_SIGNUP_RATE_LIMIT: '3', FACECOMPUTE_SIGNUP_RATE_LIMIT_PER_48: '5', FACECOMPUTE_EMAIL_SIGNUP_RATE_LIMIT: '2', FACECOMPUTE_CARD_ATTEMPTS_PER_ACCOUNT: '3', FACECOMPUTE_CARD_ATTEMPTS_PER_ADDRESS: '4' },
 );
 
 t.test('Stripe webhook: only signed, fresh events count; a detached card ends the card allowance', async (t) => {

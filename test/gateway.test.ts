@@ -138,10 +138,15 @@ t.test('public routes, headers, 404s', async (t) => {
   const file = JSON.parse(readFileSync(`${REPO_ROOT}/models/calibration/lfw-devtrain.json`, 'utf8'));
   t.equal(served.models.Facenet.opencv.cosine.far_1e_3.threshold, file.models.Facenet.opencv.cosine.far_1e_3.threshold, 'the fake serves the committed calibration');
   t.same(c.json.calibration, served, '/capabilities.calibration');
-  for (const [m, p] of [['GET', '/nope'], ['GET', '/verify'], ['POST', '/health'], ['DELETE', '/compare'], ['OPTIONS', '/verify'], ['HEAD', '/health'], ['GET', '/openapi.json'], ['GET', '/v1/verify']] as const) {
+  for (const [m, p] of [['GET', '/nope'], ['GET', '/openapi.json'], ['GET', '/v1/verify']] as const) {
+    isError(t, await req(m, p, undefined, { key: null }), 404, 'not_found', `${m} ${p}`);
+  }
+  // A path that exists under other methods: 405 with Allow (src/http/route-guard.ts).
+  for (const [m, p, allow] of [['GET', '/verify', 'POST'], ['POST', '/health', 'GET'], ['DELETE', '/compare', 'POST'], ['OPTIONS', '/verify', 'POST'], ['HEAD', '/health', 'GET']] as const) {
     const r = await req(m, p, undefined, { key: null });
-    if (m === 'HEAD') t.equal(r.status, 404, 'HEAD 404');
-    else isError(t, r, 404, 'not_found', `${m} ${p}`);
+    if (m === 'HEAD') t.equal(r.status, 405, 'HEAD 405');
+    else isError(t, r, 405, 'method_not_allowed', `${m} ${p}`);
+    t.equal(r.headers.get('allow'), allow, `${m} ${p}: Allow`);
   }
 });
 

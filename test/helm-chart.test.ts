@@ -424,6 +424,19 @@ t.test('production values', async (t) => {
   const ing = r.one('Ingress', FULL);
   const paths = ing.spec.rules[0].http.paths.map((p: any) => [p.path, p.backend.service.name]);
   t.same(paths, [['/mcp', `${FULL}-mcp`], ['/', `${FULL}-gateway`]], 'the Ingress: /mcp to the MCP endpoint, the rest to the gateways');
+  // ingress-nginx refuses bodies over 1m by default: the documented 25 and 64 MiB bodies must pass.
+  t.equal(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'], String(64 * 1024 * 1024), 'the Ingress passes the largest body limit (64 MiB, /compare)');
+  const bigger = render(t, [...valuesFile('values-production.yaml'), '--set', 'config.FACECOMPUTE_MAX_COMPARE_BYTES=100000000']);
+  t.equal(bigger.one('Ingress', FULL).metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'], '100000000', 'follows the configured limit');
+  const own = render(t, [...valuesFile('values-production.yaml'), '--set-json', 'ingress.annotations={"nginx.ingress.kubernetes.io/proxy-body-size":"200m"}']);
+  t.equal(own.one('Ingress', FULL).metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'], '200m', "the operator's own annotation wins");
+  // Database and Redis egress only to the configured addresses in production.
+  for (const c of ['gateway', 'mcp', 'console'] as const) {
+    const egress = r.one('NetworkPolicy', `${FULL}-${c}`).spec.egress as any[];
+    const db = egress.filter((rule) => rule.ports?.some((p: any) => p.port === 5432));
+    t.same(db.map((rule) => rule.to), [production.networkPolicy.egress.database.to], `${c}: PostgreSQL only at its configured address`);
+    if (c !== 'console') t.same(egress.filter((rule) => rule.ports?.some((p: any) => p.port === 6379)).map((rule) => rule.to), [production.networkPolicy.egress.redis.to], `${c}: Redis only at its configured address`);
+  }
   const config = r.one('ConfigMap', `${FULL}-config`).data;
   t.equal(config['FACECOMPUTE_PUBLIC_BASE_URL'], `https://${production.ingress.host}`, 'public URLs from the Ingress host, https with TLS');
 });
@@ -522,6 +535,8 @@ t.test('misconfigurations fail at render time, with their message', async (t) =>
     ['Stripe without a key', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'config.FACECOMPUTE_BILLING_PROVIDER=stripe'], /needs secrets\.stripeSecretKey/],
     ['Stripe without a webhook secret', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'config.FACECOMPUTE_BILLING_PROVIDER=stripe', '--set', 'secrets.stripeSecretKey=sk_live_x'], /needs secrets\.stripeWebhookSecret/],
     ['production with the Ingress and no trusted proxies', [...valuesFile('values-production.yaml'), '--set-json', 'ingress.trustedProxies=[]'], /production with the Ingress needs ingress\.trustedProxies .*one client's failed sign-ins/],
+    ['production without the database address', [...valuesFile('values-production.yaml'), '--set-json', 'networkPolicy.egress.database.to=[]'], /production needs networkPolicy\.egress\.database\.to/],
+    ['production without the Redis address', [...valuesFile('values-production.yaml'), '--set-json', 'networkPolicy.egress.redis.to=[]'], /production needs networkPolicy\.egress\.redis\.to/],
     ['production with an Ingress without TLS', [...valuesFile('values-production.yaml'), '--set-json', 'ingress.tls=[]'], /production needs ingress\.tls/],
     ['production with the file mailer', [...valuesFile('values-production.yaml'), '--set', 'config.FACECOMPUTE_MAILER=file'], /production needs config\.FACECOMPUTE_MAILER=smtp/],
     ['queueWait without metrics', ['--set', `secrets.databaseUrl=${DB_URL}`, '--set', 'modelServer.autoscaling.metric=queueWait', '--set', 'metrics.enabled=false'], /queueWait needs metrics\.enabled=true/],

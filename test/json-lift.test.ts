@@ -22,6 +22,7 @@ import { seededMatrix } from './helpers/vectors.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 import { registerErrorHandling } from '../src/http/error-handler.js';
 import { NATIVE_CHECK_MIN_BYTES, useJsonBodyParser } from '../src/http/json-body.js';
+import { scanJsonBody } from '../src/native/json.js';
 import { CompareTargets } from '../src/service/compare-targets.js';
 import * as S from '../src/vocabulary/schemas.js';
 
@@ -269,6 +270,23 @@ t.test('the gateway: a 9 MiB targets_b64 is decoded from the pooled body buffer,
   await new Promise((r) => setImmediate(r));
   t.equal(CompareTargets.held, 0, 'nothing held once the responses closed');
   t.ok(gw.compute.bodyBuffers.pooled > pooledBefore, `the body buffer went back to the pool (${pooledBefore} -> ${gw.compute.bodyBuffers.pooled})`);
+});
+
+t.test('targets rows past max_targets are read, not kept (many tiny rows)', async (t) => {
+  // 2,000,000 rows of one number: before the cap, 8 MB of floats and 8 MB of row lengths were built
+  // (a 64 MiB body: about +134 MB) before max_targets refused them.
+  const body = Buffer.from(`{"source": {"embedding": [1]}, "targets": [${Array(2_000_000).fill('[0]').join(',')}]}`);
+  const scan = await scanJsonBody(body, { rows: 'targets', maxRows: 1000 }, 1e6);
+  t.equal(scan.lifted?.rowLengths.length, 1001, 'max_targets + 1 rows kept');
+  t.equal(scan.lifted?.values.length, 1001);
+  t.equal(scan.lifted?.rowsOver, true);
+  t.equal(scan.values, 7, 'the rest is counted as usual: {, source, {, embedding, [, 1, targets');
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MAX_TARGETS: '1000' });
+  const gw = await buildGateway({ config, accounts: new MemoryAccounts([{ key: 'k', accountId: 'a', kind: 'rest' }]), logger: createLogger('test', 'silent'), upstream: stubUpstream() });
+  t.teardown(() => gw.close(10));
+  const r = await gw.app.inject({ method: 'POST', url: '/compare', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, payload: body });
+  t.equal(r.statusCode, 413);
+  t.match(r.json(), { error: 'too_many_targets', detail: 'targets holds more than 1000 vectors; the limit is 1000' });
 });
 
 t.test('docs/security.md states the counts compared here', async (t) => {

@@ -251,7 +251,7 @@ t.test('DNS rebinding: resolved once per hop, connection pinned, second resoluti
 t.test('fetch failures → url_fetch_failed; oversize → image_too_large', async (t) => {
   const f = fetcher({ maxBytes: 100_000, timeoutMs: 500 });
   t.equal(await code(f.fetch('http://img.example.com/404')), 'url_fetch_failed');
-  t.equal(await code(f.fetch('http://img.example.com/notimage')), 'url_fetch_failed');
+  t.equal(await code(f.fetch('http://img.example.com/notimage')), 'url_not_image', 'fetched whole, not an image: its own (charged) code');
   t.equal(await code(f.fetch('http://nxdomain.example.com/img.png')), 'url_fetch_failed');
   t.equal(await code(f.fetch('http://img.example.com/loop')), 'url_fetch_failed', 'too many redirects');
   t.equal(await code(f.fetch('http://img.example.com/big-declared')), 'image_too_large');

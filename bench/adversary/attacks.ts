@@ -70,7 +70,7 @@ function unterminated(bytes: number, field: string): Buffer {
  * every one is answered or has waited `holdMs`; then all are closed. The answers: those refused, and
  * a 0 for those still held (taken in full, waiting for their bodies).
  */
-async function heldUploads(base: string, key: string, connections: number, declared: number, sent: number, holdMs: number): Promise<Answer[]> {
+async function heldUploads(base: string, key: string, connections: number, declared: number, sent: number, holdMs: number, path = '/verify'): Promise<Answer[]> {
   const url = new URL(base);
   const t0 = performance.now();
   const sockets = Array.from({ length: connections }, () => connect(Number(url.port), url.hostname));
@@ -90,13 +90,49 @@ async function heldUploads(base: string, key: string, connections: number, decla
             resolve({ status: Number(data.slice(9, 12)), code, ms: performance.now() - t0 });
           });
           s.on('error', () => undefined);
-          s.write(`POST /verify HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
+          s.write(`POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
           s.write(unterminated(sent, 'img1'));
         }),
     ),
   );
   for (const s of sockets) s.destroy();
   return answers;
+}
+
+/**
+ * One request on its own socket: the head, then `body` (the server may close before taking it all),
+ * answered when the whole response has arrived or the socket closes.
+ */
+function rawExchange(base: string, head: string, body: Buffer | string, timeoutMs = 10_000): Promise<Answer> {
+  const url = new URL(base);
+  const t0 = performance.now();
+  return new Promise<Answer>((resolve) => {
+    const s = connect(Number(url.port), url.hostname);
+    let data = '';
+    const done = (a: Answer) => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve(a);
+    };
+    const timer = setTimeout(() => done({ status: 0, code: 'no answer', ms: performance.now() - t0 }), timeoutMs);
+    s.on('data', (c) => {
+      data += c.toString('latin1');
+      const end = data.indexOf('\r\n\r\n');
+      const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, end)))?.[1] ?? NaN);
+      if (end < 0 || data.length - end - 4 < len) return;
+      let code = 'ok';
+      try {
+        code = (JSON.parse(data.slice(end + 4, end + 4 + len)) as { error?: string }).error ?? 'ok';
+      } catch {
+        code = 'not JSON';
+      }
+      done({ status: Number(data.slice(9, 12)), code, ms: performance.now() - t0 });
+    });
+    s.on('error', () => undefined);
+    s.on('close', () => done({ status: 0, code: data ? 'closed mid-answer' : 'closed unanswered', ms: performance.now() - t0 }));
+    s.write(head.replace('HOST', url.host));
+    s.write(body);
+  });
 }
 
 /** Built on first use, then reused: the large bodies below take a second or two to build. */
@@ -137,6 +173,11 @@ export function attacks(inputs: Inputs): Attack[] {
   const validTargets = once(() => numbersBody(64 * 2 ** 20 - 4096, 'targets', E));
   const numbersElsewhere = once(() => numbersBody(64 * 2 ** 20 - 4096, 'extra', E));
   // 96,000 rows of 128 float32 as base64: 64 MiB of one JSON string.
+  const mib = once(() => Buffer.from(`{"img1":"${'A'.repeat(2 ** 20 - 12)}"}`));
+  // 64 MiB of /compare JSON: one row of 16 million numbers, and 16 million rows of one number.
+  const oneRow = once(() => Buffer.from(`{"source":{"embedding":${JSON.stringify(E)}},"targets":[[${Array(Math.floor((64 * 2 ** 20 - 16384) / 2)).fill('0').join(',')}]]}`));
+  const tinyRows = once(() => Buffer.from(`{"source":{"embedding":${JSON.stringify(E)}},"targets":[${Array(Math.floor((64 * 2 ** 20 - 16384) / 4)).fill('[0]').join(',')}]}`));
+  const resourcesBatch = JSON.stringify(Array.from({ length: 50 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'resources/list', params: {} })));
   const validB64 = once(() => {
     const rows = new Float32Array(96_000 * 128).map((_, i) => Math.sin(i * 0.37));
     return Buffer.from(JSON.stringify({ source: { embedding: E }, model_name: 'Dlib', top_k: 5, targets_b64: Buffer.from(rows.buffer).toString('base64') }));
@@ -259,7 +300,8 @@ export function attacks(inputs: Inputs): Attack[] {
     {
       name: 'body budget: 12 uploads declaring 25 MiB, 1 MiB sent each, held',
       item: 'low',
-      expect: '503 body_capacity_full for those past 256 MiB',
+      // One key: since the per-account share, those past 96 MiB are its own 429 (three are held).
+      expect: '429 rate_limited past the account share (96 MiB), 503 body_capacity_full past 256 MiB',
       repeat: 1,
       async run(t) {
         const answers = await heldUploads(t.gateway, t.restKey, 12, 25 * 2 ** 20, 2 ** 20, 3000);
@@ -276,11 +318,133 @@ export function attacks(inputs: Inputs): Attack[] {
       run: (t) => post(`${t.gateway}/verify`, JSON.stringify({ img1: inputs.bigPngs[0], img2: inputs.bigPngs[1], detector_backend: 'mtcnn' }), bearer(t.restKey)),
     },
     {
+      // Issue 37, round 2: nothing is read before it is routed. 4 senders, 20 each, no key.
+      name: 'round 2: 80 x 1 MB JSON to unknown paths and methods, no key, 4 senders',
+      item: 'round 2',
+      expect: '404 not_found or 405 method_not_allowed, before the body (not_found/method_not_allowed)',
+      repeat: 1,
+      prepare: mib,
+      async run(t) {
+        const where: Array<[string, string, string]> = [
+          [t.gateway, 'POST', '/x'],
+          [t.gateway, 'POST', '/capabilities'],
+          [t.gateway, 'OPTIONS', '/verify'],
+          [t.gateway, 'DELETE', '/verify'],
+          [t.mcp, 'POST', '/mcp/x'],
+        ];
+        const body = mib();
+        const all: Answer[] = [];
+        await Promise.all(
+          Array.from({ length: 4 }, async (_, sender) => {
+            for (let i = 0; i < 20; i++) {
+              const [base, method, path] = where[(sender * 20 + i) % where.length]!;
+              all.push(await rawExchange(base, `${method} ${path} HTTP/1.1\r\nhost: HOST\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`, body));
+            }
+          }),
+        );
+        // The server closes with the body unread: the peer's RST can reach this socket before the
+        // answer was read, which then never arrives (counted apart; any other answer is reported).
+        const refused = all.filter((a) => a.status === 404 || a.status === 405);
+        const reset = all.filter((a) => a.status === 0 && a.code === 'closed unanswered');
+        const other = all.find((a) => a.status !== 404 && a.status !== 405 && !reset.includes(a));
+        const slowest = Math.max(...refused.map((a) => a.ms), 0);
+        if (other) return { status: other.status, code: `${other.code} (${refused.length} of ${all.length} refused)`, ms: slowest };
+        return { status: 404, code: `not_found/method_not_allowed (${refused.length} of ${all.length} answered 404 or 405, ${reset.length} reset before the answer was read)`, ms: slowest };
+      },
+    },
+    {
+      // One free key opens six /compare uploads declaring 64 MiB each and drips them; the well-behaved
+      // client is another tenant. Before the per-account share its /verify got 503 body_capacity_full.
+      name: 'round 2: one key, 6 uploads to /compare declaring 64 MiB each, dripping',
+      item: 'round 2',
+      expect: '429 rate_limited for those past the account share (96 MiB)',
+      repeat: 1,
+      async run(t) {
+        const answers = await heldUploads(t.gateway, t.restKey, 6, 64 * 2 ** 20, 64 * 1024, 4000, '/compare');
+        const refused = answers.filter((a) => a.status !== 0);
+        const first = refused[0];
+        return { status: first?.status ?? 0, code: `${first?.code ?? 'none'} (${refused.length} of 6 refused, ${answers.length - refused.length} held)`, ms: Math.max(...refused.map((a) => a.ms), 0) };
+      },
+    },
+    {
+      name: 'round 2: an upload dripping 10 bytes a second',
+      item: 'round 2',
+      expect: '408 upload_too_slow (after the 5 s grace)',
+      repeat: 1,
+      async run(t) {
+        const url = new URL(t.gateway);
+        const t0 = performance.now();
+        return new Promise<Answer>((resolve) => {
+          const s = connect(Number(url.port), url.hostname);
+          let data = '';
+          const tick = setInterval(() => s.write('AAAAAAAAAA'), 1000);
+          const end = (a: Answer) => {
+            clearInterval(tick);
+            s.destroy();
+            resolve(a);
+          };
+          setTimeout(() => end({ status: 0, code: 'held', ms: performance.now() - t0 }), 11_000);
+          s.on('data', (c) => {
+            data += c.toString('latin1');
+            const e = data.indexOf('\r\n\r\n');
+            const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, e)))?.[1] ?? NaN);
+            if (e < 0 || data.length - e - 4 < len) return;
+            end({ status: Number(data.slice(9, 12)), code: (JSON.parse(data.slice(e + 4, e + 4 + len)) as { error?: string }).error ?? 'ok', ms: performance.now() - t0 });
+          });
+          s.on('error', () => undefined);
+          s.write(`POST /verify HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${t.restKey}\r\ncontent-type: application/json\r\ncontent-length: ${2 ** 20}\r\n\r\n{"img1":"`);
+        });
+      },
+    },
+    {
+      name: 'round 2: /compare with 64 MiB of one targets row',
+      item: 'round 2',
+      expect: '413 request_too_large',
+      repeat: 2,
+      prepare: oneRow,
+      run: (t) => post(`${t.gateway}/compare`, oneRow(), bearer(t.restKey)),
+    },
+    {
+      name: 'round 2: /compare with 64 MiB of one-number targets rows',
+      item: 'round 2',
+      expect: '413 too_many_targets',
+      repeat: 2,
+      prepare: tinyRows,
+      run: (t) => post(`${t.gateway}/compare`, tinyRows(), bearer(t.restKey)),
+    },
+    {
       name: 'largest accepted request: /verify of two flat 40 MP PNGs (not an attack)',
       item: 'high 3',
       expect: 'computed (422 no_face_detected: a flat image), within the pixel budget',
       repeat: 1,
       run: (t) => post(`${t.gateway}/verify`, JSON.stringify({ img1: inputs.bigPngs[0], img2: inputs.bigPngs[1], detector_backend: 'opencv' }), bearer(t.restKey)),
+    },
+    {
+      // Last: it spends the MCP key's window. Every element counts, as a REST request does.
+      name: 'round 2: MCP, 300 batches of 50 resources/list, one key',
+      item: 'round 2',
+      expect: '429 rate_limited: every element past the key window, whole batches once it is spent',
+      repeat: 1,
+      async run(t) {
+        const t0 = performance.now();
+        let limited = 0;
+        let answered = 0;
+        let refusedBatches = 0;
+        let status = 0;
+        for (let i = 0; i < 300; i++) {
+          const res = await request(`${t.mcp}/mcp`, { method: 'POST', body: resourcesBatch, headers: { 'content-type': 'application/json', ...bearer(t.mcpKey), ...MCP_ACCEPT } });
+          status = res.statusCode;
+          const out = (await res.body.json()) as Array<{ result?: unknown; error?: { data?: { error?: string } } }> | { error?: string };
+          if (!Array.isArray(out)) {
+            // The key's window is spent: the whole batch is refused from the headers.
+            if (out.error === 'rate_limited') refusedBatches++;
+            continue;
+          }
+          answered += out.filter((x) => x.result !== undefined).length;
+          limited += out.filter((x) => x.error?.data?.error === 'rate_limited').length;
+        }
+        return { status, code: `rate_limited (${answered} of 15000 elements answered, ${limited} refused in their batch, ${refusedBatches} batches refused from the headers)`, ms: performance.now() - t0 };
+      },
     },
   ];
 }

@@ -2,7 +2,8 @@
  * The adversary suite (issue 24): every attack of the issue against a live `serve`, one at a time,
  * while a well-behaved client keeps calling /verify, loopback only:
  *   npm run build:ts && npm run bench:adversary [-- --window-seconds 12 --baseline-seconds 30 --out bench/results/adversary.json]
- *   (--only 'a,b' runs the attacks whose names hold a or b; --serve-root DIR attacks another checkout's build)
+ *   (--only 'a,b' runs the attacks whose names hold a or b; --serve-root DIR attacks another checkout's build;
+ *   --rate-limit N: the per-key window a minute, 1200 by default)
  *
  * Memory limits like the Helm chart's, without cgroups (bench/adversary/watchdog.ts): every 10 ms a
  * watchdog reads each process's peak RSS (VmHWM) and SIGKILLs a process past its limit, as the OOM
@@ -49,6 +50,8 @@ const WINDOW_S = Number(arg('window-seconds', '12'));
 const BASELINE_S = Number(arg('baseline-seconds', '30'));
 const OUT = resolve(REPO_ROOT, arg('out', 'bench/results/adversary.json'));
 const ONLY = arg('only', '');
+/** The per-key window of requests a minute (FACECOMPUTE_RATE_LIMIT_REQUESTS) the service runs with. */
+const RATE_LIMIT = arg('rate-limit', '1200');
 /**
  * The checkout whose `serve` is attacked (its build): another branch's, to compare before and after
  * with the same attacks in the same harness. This checkout by default.
@@ -143,7 +146,9 @@ async function main(): Promise<void> {
     root: SERVE_ROOT,
     eventLoopProbe: true,
     models: ['Dlib'],
-    env: { FACECOMPUTE_LOCAL_IMAGES_ROOT: localRoot, FACECOMPUTE_LOG_LEVEL: 'warn' },
+    // A per-key window that the well-behaved client (about 300 requests a minute here) stays under and
+    // an attack can pass: the benches' own default (a billion) would hide the per-key limits.
+    env: { FACECOMPUTE_LOCAL_IMAGES_ROOT: localRoot, FACECOMPUTE_LOG_LEVEL: 'warn', FACECOMPUTE_RATE_LIMIT_REQUESTS: RATE_LIMIT },
   });
   const dog = memoryWatchdog(() => roles(svc.proc.pid).map((p) => ({ ...p, limitBytes: LIMIT[p.role] })));
   const load0 = loadavg();

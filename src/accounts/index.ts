@@ -33,6 +33,7 @@ export async function createAccountsStore(config: Config, overrides: StoreOverri
     freeCalls: a.freeCalls,
     signupRateLimit: a.signupRateLimit,
     emailSignupRateLimit: a.emailSignupRateLimit,
+    signupRateLimitPer48: a.signupRateLimitPer48,
     login: { ...a.login, now: overrides.now ?? Date.now },
     billing: overrides.billing ?? createBillingProvider(a),
     ...(mailer ? { mailer } : {}),

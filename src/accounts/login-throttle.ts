@@ -38,6 +38,15 @@ const EPOCH = new Date(0).toISOString();
  * subscriber or host is routed; rotating addresses inside it must not buy more guesses).
  */
 export function addressKey(ip: string): string {
+  return addressPrefix(ip, 64);
+}
+
+/**
+ * The address's network of `bits` (48 or 64) for IPv6; IPv4 addresses (and IPv4-mapped ones) are
+ * whole. A /48 is what one site is commonly routed: it holds 65,536 /64s, so a budget per /64 alone
+ * gives one site 65,536 budgets.
+ */
+export function addressPrefix(ip: string, bits: 48 | 64): string {
   const bare = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare);
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
@@ -46,9 +55,9 @@ export function addressKey(ip: string): string {
   const [head, tail] = bare.toLowerCase().split('::') as [string, string | undefined];
   const h = head === '' ? [] : head.split(':');
   const tl = tail === undefined || tail === '' ? [] : tail.split(':');
-  // An embedded IPv4 tail (::a.b.c.d) is two groups; the /64 needs only the first four.
+  // An embedded IPv4 tail (::a.b.c.d) is two groups; the prefixes need only the first three or four.
   const groups = tail === undefined ? h : [...h, ...Array(Math.max(0, 8 - h.length - tl.length)).fill('0'), ...tl];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups.slice(0, bits / 16).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/${bits}`;
 }
 
 function secondsUntil(t: number, now: number): number {

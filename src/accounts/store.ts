@@ -13,7 +13,7 @@ import { KEY_PREFIX, SESSION_PREFIX, hashesEqual, kindOf, newApiKey, randomSecre
 import { hashPassword, verifyPassword } from './passwords.js';
 import { checkKeyName, checkPassword, normalizeEmail } from './validation.js';
 import { checkPaymentMethodToken, type BillingProvider } from './billing/index.js';
-import { LoginThrottle, addressKey, type LoginThrottleOptions } from './login-throttle.js';
+import { LoginThrottle, addressKey, addressPrefix, type LoginThrottleOptions } from './login-throttle.js';
 import { AttemptWindow } from './attempt-window.js';
 import type { Mailer } from './mail/mailer.js';
 import { newSigningKey, parseToken, signToken, tokenMatches } from './email-verification.js';
@@ -67,6 +67,8 @@ export interface StoreOptions {
   signupRateLimit: number;
   /** Email signups per client address per hour. */
   emailSignupRateLimit?: number;
+  /** Signups of either kind per IPv6 /48 per hour (FACECOMPUTE_SIGNUP_RATE_LIMIT_PER_48); unset: 4 × signupRateLimit. */
+  signupRateLimitPer48?: number;
   login: LoginThrottleOptions;
   billing: BillingProvider;
   /** Sends verification mails; without one, signups with an email cannot be verified (tests of other things). */
@@ -214,6 +216,7 @@ export class AccountsStore implements AccountsPort {
   async signupAnonymous(clientAddress: string): Promise<SessionResult> {
     const limit = this.opts.signupRateLimit;
     await this.attempts.enforce({ bucket: 'signup-anonymous', limit, windowMs: HOUR_MS }, addressKey(clientAddress), 'signup_rate_limited', `at most ${limit} anonymous signups per hour from one address; try again later or sign up with an email`);
+    await this.enforceSite(clientAddress);
     const row = await this.insertAccount('anonymous', null, null);
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
   }
@@ -228,10 +231,24 @@ export class AccountsStore implements AccountsPort {
     const p = checkPassword(password);
     const limit = this.opts.emailSignupRateLimit ?? 5;
     // The console always passes the client's address; a caller without one (an operator's tool) has no per-address budget.
-    if (clientAddress !== undefined) await this.attempts.enforce({ bucket: 'signup-email', limit, windowMs: HOUR_MS }, addressKey(clientAddress), 'signup_rate_limited', `at most ${limit} signups per hour from one address; try again later`);
+    if (clientAddress !== undefined) {
+      await this.attempts.enforce({ bucket: 'signup-email', limit, windowMs: HOUR_MS }, addressKey(clientAddress), 'signup_rate_limited', `at most ${limit} signups per hour from one address; try again later`);
+      await this.enforceSite(clientAddress);
+    }
     const row = await this.insertAccount('account', e, await hashPassword(p));
     await this.sendVerification(row.id, e);
     return { account: await this.view(row), session_token: await this.createSession(row.id) };
+  }
+
+  /**
+   * Signups of both kinds per IPv6 /48 per hour, beside the per-/64 ones: one site's /48 holds 65,536
+   * /64s. IPv4 addresses are limited whole already.
+   */
+  private async enforceSite(clientAddress: string): Promise<void> {
+    const site = addressPrefix(clientAddress, 48);
+    if (!site.endsWith('/48')) return;
+    const limit = this.opts.signupRateLimitPer48 ?? 4 * this.opts.signupRateLimit;
+    await this.attempts.enforce({ bucket: 'signup-site', limit, windowMs: HOUR_MS }, site, 'signup_rate_limited', `at most ${limit} signups per hour from one IPv6 /48; try again later`);
   }
 
   // ---- email verification -------------------------------------------------------------------------

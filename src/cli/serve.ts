@@ -132,7 +132,7 @@ export async function run(_args: string[]): Promise<number> {
     gw = await buildGateway({ config, accounts: store, logger: logger.child({ surface: 'gateway' }), ...(supervisor ? { supervision: supervisor } : {}), ...(usage ? { usage } : {}) });
     const gateway = gw;
     closers.push(() => gatewayClosed ?? gateway.close(0));
-    const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, bodyBudget: gw.bodyBudget, usage, logger: logger.child({ surface: 'mcp' }) });
+    const mcp = await createMcp({ config, accounts: store, limiter: gw.limiter, upstream: gw.upstream, queue: gw.queue, bodyBudget: gw.bodyBudget, fetchBudget: gw.fetchBudget, usage, logger: logger.child({ surface: 'mcp' }) });
     closers.push(() => mcp.app.close());
     const consoleApp = await buildConsole({ config, store, logger: logger.child({ surface: 'console' }) });
     closers.push(() => consoleApp.close());

@@ -84,6 +84,9 @@ export interface Config {
     remoteOrigins: string[];
     localImagesRoot: string;
     remoteTimeoutMs: number;
+    /** Per-account budget of remote fetches: fetches and bytes per minute. */
+    remoteFetchesPerMinute: number;
+    remoteFetchBytesPerMinute: number;
     remoteMaxRedirects: number;
   };
   limits: {
@@ -118,6 +121,11 @@ export interface Config {
     rateLimitConcurrent: number;
     /** Request bodies held at once by the gateway process, bytes (FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES). */
     maxInflightBodyBytes: number;
+    /** One account's share of it (FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT). */
+    maxInflightBodyBytesPerAccount: number;
+    /** Slowest average upload rate, bytes/s, checked after the grace (0: off). */
+    minUploadBytesPerS: number;
+    uploadGraceMs: number;
     /** Requests lost with their model server per account and window before image requests are refused. */
     strikeLimit: number;
     strikeWindowMs: number;
@@ -134,6 +142,8 @@ export interface Config {
   accounts: {
     freeCalls: { anonymous: number; account: number; card: number };
     signupRateLimit: number;
+    /** Signups of both kinds per IPv6 /48 per hour. */
+    signupRateLimitPer48: number;
     emailSignupRateLimit: number;
     emailVerifyTtlMs: number;
     login: { freeFailures: number; maxDelayMs: number; addressFailuresPerHour: number };
@@ -230,6 +240,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       remoteOrigins: v.FACECOMPUTE_REMOTE_ORIGINS,
       localImagesRoot: v.FACECOMPUTE_LOCAL_IMAGES_ROOT ? resolve(v.FACECOMPUTE_LOCAL_IMAGES_ROOT) : '',
       remoteTimeoutMs: v.FACECOMPUTE_REMOTE_TIMEOUT_MS,
+      remoteFetchesPerMinute: v.FACECOMPUTE_REMOTE_FETCHES_PER_MINUTE,
+      remoteFetchBytesPerMinute: v.FACECOMPUTE_REMOTE_FETCH_BYTES_PER_MINUTE,
       remoteMaxRedirects: v.FACECOMPUTE_REMOTE_MAX_REDIRECTS,
     },
     limits: {
@@ -260,6 +272,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitWindowMs: v.FACECOMPUTE_RATE_LIMIT_WINDOW_MS,
       rateLimitConcurrent: v.FACECOMPUTE_RATE_LIMIT_CONCURRENT,
       maxInflightBodyBytes: v.FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES,
+      maxInflightBodyBytesPerAccount: v.FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT,
+      minUploadBytesPerS: v.FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S,
+      uploadGraceMs: v.FACECOMPUTE_UPLOAD_GRACE_MS,
       strikeLimit: v.FACECOMPUTE_STRIKE_LIMIT,
       strikeWindowMs: v.FACECOMPUTE_STRIKE_WINDOW_MS,
       admission: v.FACECOMPUTE_QUEUE_ADMISSION,
@@ -281,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         card: v.FACECOMPUTE_FREE_CALLS_CARD,
       },
       signupRateLimit: v.FACECOMPUTE_SIGNUP_RATE_LIMIT,
+      signupRateLimitPer48: v.FACECOMPUTE_SIGNUP_RATE_LIMIT_PER_48,
       emailSignupRateLimit: v.FACECOMPUTE_EMAIL_SIGNUP_RATE_LIMIT,
       emailVerifyTtlMs: v.FACECOMPUTE_EMAIL_VERIFY_TTL_MS,
       login: {

@@ -12,7 +12,8 @@ import { ServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
-import errors from './plugins/errors.js';
+import errors, { consoleNotFound } from './plugins/errors.js';
+import { registerRouteGuard } from '../http/route-guard.js';
 import session from './plugins/session.js';
 import flash from './plugins/flash.js';
 import apiRoutes from './routes/api.js';
@@ -66,6 +67,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   registerContractHeaders(app);
   registerTransportGuards(app);
   registerClosingRefusal(app, 'console');
+  registerRouteGuard(app, { notFound: consoleNotFound });
 
   app.addHook('onRequest', async (_req, reply) => {
     void reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY');
@@ -97,7 +99,7 @@ export async function buildConsole(deps: ConsoleDeps): Promise<FastifyInstance> 
   await app.register(cookie);
   await app.register(session, { store, secureCookies: secureCookies(config) });
   await app.register(flash, { secureCookies: secureCookies(config) });
-  await app.register(apiRoutes, { store });
+  await app.register(apiRoutes, { store, publicConsoleUrl: config.accounts.publicConsoleUrl });
   // Only with Stripe: the test provider has no events (production.ts requires the secret with Stripe).
   if (config.accounts.billingProvider === 'stripe') await app.register(stripeWebhookRoutes, { store, secret: config.accounts.stripeWebhookSecret });
   await app.register(pageRoutes, {

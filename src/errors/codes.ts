@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   insufficient_credits: 402,
   account_inactive: 403,
   not_found: 404,
+  // A path that exists under other methods (src/http/route-guard.ts); `Allow` lists them.
+  method_not_allowed: 405,
   image_too_large: 413,
   request_too_large: 413,
   too_many_pixels: 413,
@@ -26,6 +28,8 @@ export const ERROR_STATUS = {
   request_over_memory_budget: 413,
   no_face_detected: 422,
   url_fetch_failed: 422,
+  // A remote fetch that completed and was not an image: charged (src/accounts/charging.ts).
+  url_not_image: 422,
   rate_limited: 429,
   // Requests of this account were lost with their model server too often (src/service/limits/strikes.ts).
   too_many_strikes: 429,
@@ -45,6 +49,8 @@ export const ERROR_STATUS = {
   upstream_timeout: 504,
   // Refused by the HTTP parser before any route (src/http/transport-guards.ts); new conditions (§8).
   request_timeout: 408,
+  // A body arriving slower than FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S (src/http/upload-rate.ts).
+  upload_too_slow: 408,
   expectation_failed: 417,
   headers_too_large: 431,
   // Console-only conditions (contract §7 allows new codes for new conditions).

@@ -14,13 +14,15 @@ import type { AccountsPort } from '../accounts/api.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import type { Logger } from '../logging/logger.js';
-import { registerErrorHandling } from '../http/error-handler.js';
+import { notFound, registerErrorHandling } from '../http/error-handler.js';
+import { registerRouteGuard } from '../http/route-guard.js';
 import * as S from '../vocabulary/schemas.js';
 import type { ComputeService } from '../service/compute-service.js';
 import type { Upstream } from '../model-client/client.js';
 import type { UpstreamSupervision } from '../model-client/supervised.js';
 import type { RemoteFetchOptions, RemoteFetcher } from '../service/inputs/remote-fetch.js';
 import type { ComputeQueue } from '../service/queue.js';
+import type { FetchBudget } from '../service/limits/fetch-budget.js';
 import type { Limiter } from '../service/limits/limiter.js';
 import { createComputeStack } from '../service/configured.js';
 import { createMetrics, registerReplicaMetrics, type GatewayMetrics } from './metrics.js';
@@ -68,6 +70,8 @@ export interface Gateway {
   upstream: Upstream;
   metrics: GatewayMetrics;
   fetcher: RemoteFetcher | null;
+  /** The per-account budget of remote fetches (null when remote images are off); `serve` shares it with MCP. */
+  fetchBudget: FetchBudget | null;
   bodyBudget: BodyBudget;
   /** Stop taking new work: new requests get 503 gateway_draining with Connection: close. */
   startDraining(): void;
@@ -90,10 +94,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     onUpstreamError: (k) => metrics.upstreamErrors.inc({ kind: k }),
     onQueueWait: (ms) => metrics.queueWait.observe(ms / 1000),
   });
-  const { compute, fetcher, limiter, queue, upstream } = stack;
+  const { compute, fetcher, fetchBudget, limiter, queue, upstream } = stack;
   if (stack.client.replicas) registerReplicaMetrics(metrics.registry, stack.client.replicas.bind(stack.client));
 
-  const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes);
+  const bodyBudget = deps.bodyBudget ?? new BodyBudget(cfg.capacity.maxInflightBodyBytes, cfg.capacity.maxInflightBodyBytesPerAccount);
   const inFlight = new InFlight();
 
   const app = Fastify({
@@ -110,13 +114,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
 
   registerContractHeaders(app);
   registerTransportGuards(app);
+  registerRouteGuard(app, { notFound });
   registerErrorHandling(app, (req, e) => {
     if (req.fc) req.fc.error = e.code;
     if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
   });
 
   await app.register(multipart, { throwFileSizeLimit: true });
-  useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics) });
+  useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics, cfg.limits.maxTargets) });
   // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
   await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
   await app.register(requestState, { accounts, limiter, metrics, inFlight, usage: deps.usage });
@@ -134,13 +139,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
   await app.register(computeRoutes, {
     compute,
+    fetchBudget,
     accounts,
     limiter,
     metrics,
     maxImageBytes: cfg.limits.maxImageBytes,
     maxCompareBytes: cfg.limits.maxCompareBytes,
     strikes: { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs },
-    auth: { queue, bodyBudget, bodyLimitOf, rateLimitWindowMs: cfg.capacity.rateLimitWindowMs, rateLimitConcurrent: cfg.capacity.rateLimitConcurrent },
+    auth: { queue, bodyBudget, bodyLimitOf, rateLimitWindowMs: cfg.capacity.rateLimitWindowMs, rateLimitConcurrent: cfg.capacity.rateLimitConcurrent, uploadRate: { minBytesPerS: cfg.capacity.minUploadBytesPerS, graceMs: cfg.capacity.uploadGraceMs } },
   });
 
   return {
@@ -151,6 +157,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     upstream,
     metrics,
     fetcher,
+    fetchBudget,
     bodyBudget,
     startDraining() {
       inFlight.draining = true;
@@ -162,6 +169,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
       await app.close();
       await upstream.close().catch(() => undefined);
       await limiter.close().catch(() => undefined);
+      await fetchBudget?.close().catch(() => undefined);
     },
   };
 }

@@ -129,7 +129,7 @@ export function sendError(reply: FastifyReply, e: ServiceError): FastifyReply {
   return reply.send(JSON.stringify(e.toBody()));
 }
 
-function notFound(req: FastifyRequest): ServiceError {
+export function notFound(req: FastifyRequest): ServiceError {
   return new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}; see GET /capabilities and the OpenAPI document`);
 }
 
@@ -137,7 +137,8 @@ export function registerErrorHandling(app: FastifyInstance, onError?: (req: Fast
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // A route that does not exist has no body to parse: Fastify's 404 route still runs the content-type
     // and body checks of body-bearing methods (QUERY without Content-Type was a 400), the contract says 404.
-    const e = req.is404 ? notFound(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
+    // The route guard's own refusals (src/http/route-guard.ts: 405, Connection: close) stand as thrown.
+    const e = req.is404 && !(err instanceof ServiceError) ? notFound(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
     // A capacity refusal (queue_full, queue_timeout, warming, draining) is the service protecting
     // itself, not a fault: logged like a 4xx, without the error's stack. Under overload they are
     // most answers, and serializing a stack for each cost the gateway's event loop the time that

@@ -101,6 +101,8 @@ export function createDocsCorpus(docsDir: string, urls: DocUrls): DocsCorpus {
   const byName = new Map(pages.map((p) => [p.name, p]));
   let validate: ValidateFunction<SearchArguments> | undefined;
   const pageUrl = (name: string) => (name === 'README.md' ? `${urls.console}/docs/` : `${urls.console}/docs/${name}`);
+  const listed = pages.map((p) => ({ uri: `${DOCS_RESOURCE_PREFIX}${p.name}`, name: p.name, title: p.title, description: `${p.title} (${pageUrl(p.name)})`, mimeType: 'text/markdown' }));
+  const rendered = new Map<string, string>();
   return {
     pages,
     call(name, args) {
@@ -120,14 +122,18 @@ export function createDocsCorpus(docsDir: string, urls: DocUrls): DocsCorpus {
       if (results.length === 0) return 'No passage of the documentation matches.';
       return `${results.length} passage(s), best first: ${results.map((r) => `${r.page} § ${r.section}`).join('; ')}.`;
     },
+    // The list and each page's agent text are built once and served from memory: a batch of 50
+    // resources/list or resources/read costs 50 lookups, not 50 renderings of the docs.
     listResources() {
-      return pages.map((p) => ({ uri: `${DOCS_RESOURCE_PREFIX}${p.name}`, name: p.name, title: p.title, description: `${p.title} (${pageUrl(p.name)})`, mimeType: 'text/markdown' }));
+      return listed;
     },
     readResource(uri) {
       const page = uri.startsWith(DOCS_RESOURCE_PREFIX) ? byName.get(uri.slice(DOCS_RESOURCE_PREFIX.length)) : undefined;
       // MCP's "resource not found" code (specification, server/resources: error handling).
       if (!page) throw new McpError(-32002 as ErrorCode, `Resource not found: ${uri.slice(0, 200)}`, { uri: uri.slice(0, 200) });
-      return { contents: [{ uri, mimeType: 'text/markdown', text: pageForAgents(page.markdown, urls) }] };
+      let text = rendered.get(page.name);
+      if (text === undefined) rendered.set(page.name, (text = pageForAgents(page.markdown, urls)));
+      return { contents: [{ uri, mimeType: 'text/markdown', text }] };
     },
   };
 }

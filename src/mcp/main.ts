@@ -15,6 +15,7 @@ import type { Upstream } from '../model-client/client.js';
 import type { RemoteFetchOptions } from '../service/inputs/remote-fetch.js';
 import { buildMcp } from './server.js';
 import { BodyBudget } from '../http/body-budget.js';
+import type { FetchBudget } from '../service/limits/fetch-budget.js';
 import { listenSurface } from '../http/listen.js';
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from '../accounts/usage/recorder.js';
 import { createDocsCorpus } from './docs-tools.js';
@@ -31,6 +32,8 @@ export interface McpRunOptions {
   remoteFetch?: Partial<RemoteFetchOptions>;
   /** Shared with the gateway when both run in one process (`facecompute serve`). */
   bodyBudget?: BodyBudget;
+  /** The per-account budget of remote fetches; `serve` shares the gateway's. */
+  fetchBudget?: FetchBudget | null;
   /** Where tool calls' usage goes; null records none. Unset: a recorder on the store opened here, if any. */
   usage?: UsageSink | null;
   /** The docs pages search_docs and the resources serve; defaults to docs/ at the package root. */
@@ -58,8 +61,9 @@ export async function createMcp(opts: McpRunOptions = {}) {
   const usage = opts.usage ?? recorder;
   // The compute stack REST sits on too (src/service/configured.ts); `serve` passes the gateway's
   // limiter, queue and upstream, so both surfaces count against one budget.
-  const { compute, limiter, upstream } = await createComputeStack(config, {
+  const { compute, limiter, upstream, fetchBudget } = await createComputeStack(config, {
     limiter: opts.limiter,
+    fetchBudget: opts.fetchBudget ?? undefined,
     queue: opts.queue,
     upstream: opts.upstream,
     inputPolicy: mcpInputPolicy(config),
@@ -71,12 +75,15 @@ export async function createMcp(opts: McpRunOptions = {}) {
     accounts,
     limiter,
     compute,
+    fetchBudget,
     maxBodyBytes: config.mcp.maxBodyBytes,
     maxJsonValues: config.limits.maxJsonValues,
     strikes: { limit: config.capacity.strikeLimit, windowMs: config.capacity.strikeWindowMs },
-    bodyBudget: opts.bodyBudget ?? new BodyBudget(config.capacity.maxInflightBodyBytes),
+    bodyBudget: opts.bodyBudget ?? new BodyBudget(config.capacity.maxInflightBodyBytes, config.capacity.maxInflightBodyBytesPerAccount),
     arrayLimits: { maxTargets: config.limits.maxTargets, maxSources: config.limits.maxSources, maxBatchImages: config.limits.maxBatchImages },
     requestReceiveTimeoutMs: config.capacity.requestReceiveTimeoutMs,
+    rateLimitWindowMs: config.capacity.rateLimitWindowMs,
+    uploadRate: { minBytesPerS: config.capacity.minUploadBytesPerS, graceMs: config.capacity.uploadGraceMs },
     allowedOrigins: config.mcp.allowedOrigins,
     version: PACKAGE_VERSION,
     ...(usage ? { usage } : {}),

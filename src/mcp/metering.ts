@@ -1,12 +1,13 @@
 /**
- * One metered tool call: the same per-account limits as REST (the shared limiter, keyed by account),
- * one free call reserved atomically and settled by the outcome as on REST (src/accounts/charging.ts):
+ * One metered tool call: the account's concurrent slot, as on REST (src/service/limits/account-limits.ts;
+ * the window was counted when the JSON-RPC element arrived, src/mcp/server.ts), and one free call reserved atomically and settled by the outcome as on REST (src/accounts/charging.ts):
  * kept when compute ran (a result, or no_face_detected), given back for every other error.
  */
 import { ServiceError } from '../errors/index.js';
 import type { AccountsPort } from '../accounts/api.js';
 import { consumesCall } from '../accounts/charging.js';
 import type { Limiter } from '../service/limits/limiter.js';
+import { takeSlot } from '../service/limits/account-limits.js';
 import type { UsageOutcome } from '../accounts/schema.js';
 
 export interface MeteringDeps {
@@ -20,15 +21,7 @@ export interface MeteringDeps {
  * cost in the end (the usage record).
  */
 export async function metered<T>(deps: MeteringDeps, accountId: string, work: (reserve: () => Promise<void>) => Promise<T>, settled?: (outcome: UsageOutcome) => void): Promise<T> {
-  const win = await deps.limiter.hit(accountId);
-  if (!win.allowed) {
-    const seconds = Math.max(1, Math.ceil(win.resetMs / 1000));
-    throw new ServiceError('rate_limited', `rate limit of ${win.limit} requests reached; retry in ${seconds} s`, { headers: { 'retry-after': String(seconds) } });
-  }
-  const slot = await deps.limiter.acquire(accountId);
-  if (!slot.allowed) {
-    throw new ServiceError('rate_limited', `at most ${slot.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
-  }
+  const slot = await takeSlot(deps.limiter, accountId);
   let reserved = false;
   let refunded = false;
   const reserve = async () => {
@@ -51,6 +44,6 @@ export async function metered<T>(deps: MeteringDeps, accountId: string, work: (r
     throw err;
   } finally {
     settled?.(!reserved ? 'not_charged' : refunded ? 'refunded' : 'charged');
-    await deps.limiter.release(accountId, slot.slot).catch(() => undefined);
+    await deps.limiter.release(accountId, slot).catch(() => undefined);
   }
 }

@@ -9,12 +9,14 @@ import { CallToolRequestSchema, ErrorCode, ListResourcesRequestSchema, ListTools
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
+import { declaresBody, registerRouteGuard } from '../http/route-guard.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
 import type { ComputeContext, ComputeService } from '../service/compute-service.js';
 import type { Limiter } from '../service/limits/limiter.js';
+import type { FetchBudget } from '../service/limits/fetch-budget.js';
 import { strikeGuard, type StrikeSettings } from '../service/limits/strikes.js';
 import { metered } from './metering.js';
 import { useJsonBodyParser } from '../http/json-body.js';
@@ -22,6 +24,8 @@ import { TOOLS, isToolName, type PreparedCall, type ToolName } from './tools.js'
 import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
+import { watchUploadRate, type UploadRate } from '../http/upload-rate.js';
+import { countRequests, refuseOver } from '../service/limits/account-limits.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
 import type { UsageOutcome } from '../accounts/schema.js';
 import { LISTED_DOCS_TOOLS, isDocsTool, type DocsCorpus, type DocsToolName } from './docs-tools.js';
@@ -33,6 +37,8 @@ export interface McpDeps {
   limiter: Limiter;
   /** Compute with the MCP image policy (HTTPS only, no local files). */
   compute: ComputeService;
+  /** The per-account budget of remote fetches (src/service/limits/fetch-budget.ts); none when absent. */
+  fetchBudget?: FetchBudget | null;
   maxBodyBytes: number;
   /** Values one JSON body may hold (FACECOMPUTE_MAX_JSON_VALUES, src/http/json-body.ts). */
   maxJsonValues: number;
@@ -49,6 +55,10 @@ export interface McpDeps {
   version: string;
   /** Where each tool call's usage goes once answered (src/accounts/usage/recorder.ts). */
   usage?: UsageSink;
+  /** The window the shared limiter counts in (FACECOMPUTE_RATE_LIMIT_WINDOW_MS), for its refusals' detail. */
+  rateLimitWindowMs?: number;
+  /** The minimum upload rate (src/http/upload-rate.ts); off when not given. */
+  uploadRate?: UploadRate;
   /** The docs tools and resources (src/mcp/docs-tools.ts); without it, neither is offered. */
   docs?: DocsCorpus;
 }
@@ -57,6 +67,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller's MCP key, authenticated from the headers before the body is read. */
     mcpKey?: AuthenticatedKey;
+  }
+  interface FastifyContextConfig {
+    /** The route takes an MCP key, authenticated from the headers before the body is read. */
+    mcpAuth?: boolean;
   }
 }
 
@@ -101,11 +115,28 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       at: Date.now(),
     });
   };
+  /**
+   * Every JSON-RPC request element counts one request against the account's window, as a REST request
+   * does (a batch of 50 counts 50); `initialize`, `ping` and notifications do not.
+   */
+  const windowMs = deps.rateLimitWindowMs ?? 60_000;
+  const count = async () => refuseOver(await countRequests(deps.limiter, key.accountId), windowMs);
+  /** The same for the methods answered as JSON-RPC errors (lists, resource reads). */
+  const counted = async <T>(answer: () => T): Promise<T> => {
+    try {
+      await count();
+    } catch (err) {
+      if (!isServiceError(err)) throw err;
+      throw new McpError(RATE_LIMITED_RPC as ErrorCode, `${err.code}: ${err.detail}`, { ...err.toBody(), retry_after: Number(err.headers['retry-after'] ?? 1) });
+    }
+    return answer();
+  };
   const run = async (tool: ToolName | DocsToolName, t0: number, call: PreparedCall) => {
     // Refused before metering (the rate limit): nothing was charged.
     let outcome: UsageOutcome = 'not_charged';
     try {
-      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes) };
+      await count();
+      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes), ...(deps.fetchBudget ? { fetches: deps.fetchBudget.meter(key.accountId) } : {}) };
       // Docs tools are metered (the rate limit) but never reserve a call (src/mcp/docs-tools.ts).
       const result = (await (!isDocsTool(tool) && TOOLS[tool].free
         ? call(deps.compute, ctx)
@@ -126,11 +157,11 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       return answer;
     }
   };
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: deps.docs ? [...LISTED_TOOLS, ...LISTED_DOCS_TOOLS] : LISTED_TOOLS }));
+  server.setRequestHandler(ListToolsRequestSchema, () => counted(() => ({ tools: deps.docs ? [...LISTED_TOOLS, ...LISTED_DOCS_TOOLS] : LISTED_TOOLS })));
   if (deps.docs) {
     const docs = deps.docs;
-    server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: docs.listResources() }));
-    server.setRequestHandler(ReadResourceRequestSchema, (request) => docs.readResource(request.params.uri));
+    server.setRequestHandler(ListResourcesRequestSchema, () => counted(() => ({ resources: docs.listResources() })));
+    server.setRequestHandler(ReadResourceRequestSchema, (request) => counted(() => docs.readResource(request.params.uri)));
   }
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = request.params.name;
@@ -138,12 +169,16 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
       const docs = deps.docs;
       return run(tool, performance.now(), async () => docs.call(tool, request.params.arguments ?? {}));
     }
-    if (!isToolName(tool)) throw new McpError(ErrorCode.InvalidParams, `Tool ${tool} not found`);
+    if (!isToolName(tool)) return counted(() => {
+      throw new McpError(ErrorCode.InvalidParams, `Tool ${tool} not found`);
+    });
     const t0 = performance.now();
     let call: PreparedCall;
     try {
       call = TOOLS[tool].prepare(request.params.arguments ?? {}, deps.arrayLimits);
     } catch (err) {
+      // A call refused on its arguments still counts against the window.
+      await count().catch(() => undefined);
       record(tool, t0, fromNative(err), 'not_charged');
       return toolError(err);
     }
@@ -151,6 +186,9 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
   });
   return server;
 }
+
+/** The JSON-RPC error code of a rate-limited list or read (the implementation-defined server range). */
+const RATE_LIMITED_RPC = -32029;
 
 /** tools/list's answer, the same for every caller: built once. */
 const LISTED_TOOLS = (Object.keys(TOOLS) as ToolName[]).map((name) => ({ name, description: TOOLS[name].description, inputSchema: TOOLS[name].inputSchema, outputSchema: TOOL_OUTPUTS[name] }));
@@ -169,13 +207,14 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   registerTransportGuards(app);
   registerClosingRefusal(app, 'MCP endpoint');
 
+  const notFound = () => new ServiceError('not_found', 'the MCP endpoint is at /mcp');
+  registerRouteGuard(app, { notFound });
   const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
 
-  const notFound = () => new ServiceError('not_found', 'the MCP endpoint is at /mcp');
   app.setErrorHandler((err, req, reply) => {
     const status = (err as { statusCode?: number }).statusCode;
     // An unknown route is not_found whatever its body (Fastify's 404 route still parses it).
-    if (req.is404) return send(reply, notFound());
+    if (req.is404 && !isServiceError(err)) return send(reply, notFound());
     if (isServiceError(err)) return send(reply, err);
     if (status === 413) return send(reply, new ServiceError('request_too_large', `MCP requests are limited to ${deps.maxBodyBytes} bytes`));
     if (status !== undefined && status < 500) return send(reply, new ServiceError('invalid_request', 'malformed request'));
@@ -209,9 +248,20 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   // request to /mcp is refused without its body being received, buffered or parsed (issue 24: one
   // anonymous 25 MiB body of invalid JSON was parsed, and diagnosed, before the key was looked at).
   app.addHook('onRequest', async (req, reply) => {
-    if (req.routeOptions.url !== '/mcp') return;
+    if (req.routeOptions.config.mcpAuth !== true) return;
     req.mcpKey = await authenticate(req);
-    deps.bodyBudget.hold(req, reply, deps.maxBodyBytes);
+    // A key whose window is spent is refused from the headers, its body unread: past the window
+    // every element of a batch would be refused anyway, after the body was parsed and answered.
+    // A limiter that cannot answer is not decided here: each element's count fails closed for it.
+    const w = await deps.limiter.hit(req.mcpKey.accountId, 0).catch(() => null);
+    if (w !== null && w.remaining <= 0) {
+      const seconds = Math.max(1, Math.ceil(w.resetMs / 1000));
+      throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${Math.ceil((deps.rateLimitWindowMs ?? 60_000) / 1000)} s exceeded; retry in ${seconds} s`, {
+        headers: { 'retry-after': String(seconds), ...(declaresBody(req) ? { connection: 'close' } : {}) },
+      });
+    }
+    deps.bodyBudget.hold(req, reply, deps.maxBodyBytes, req.mcpKey.accountId);
+    if (deps.uploadRate) watchUploadRate(req, reply, deps.uploadRate);
   });
 
   // Probes (Kubernetes): the MCP endpoint cannot authenticate or count a call without its database
@@ -221,7 +271,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   if (deps.limiter.kind === 'redis') checks.push({ error: 'limiter_unavailable', run: () => deps.limiter.ping() });
   registerProbes(app, deps.version, checks);
 
-  app.post('/mcp', async (req, reply) => {
+  app.post('/mcp', { config: { mcpAuth: true } }, async (req, reply) => {
     const server = buildMcpServer(deps, req.mcpKey!, req.id);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.on('close', () => {

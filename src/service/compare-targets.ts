@@ -169,7 +169,8 @@ export class CompareTargets {
     }
     if (lifted !== null) {
       const n = lifted.rowLengths.length;
-      if (n > maxTargets) throw new ServiceError('too_many_targets', `targets holds ${n} vectors; the limit is ${maxTargets}`);
+      // The reader keeps at most one row past its cap (rowsOver): the count is then a lower bound.
+      if (n > maxTargets || lifted.rowsOver) throw new ServiceError('too_many_targets', `targets holds ${lifted.rowsOver ? 'more than ' : ''}${lifted.rowsOver ? n - 1 : n} vectors; the limit is ${maxTargets}`);
       return { kind: 'rows', rows: checkRows(lifted.values, lifted.rowLengths, dims, 'targets'), count: n };
     }
     if (b.targets !== undefined) {

@@ -411,43 +411,57 @@ export function createComputeService(d: ComputeDeps): ComputeService {
     // Every source is checked (embeddings) or resolved (images) before the call is reserved, unless
     // an image must be fetched.
     if (imageSources > 0) await ctx.strikes?.check();
-    await reserveBeforeFetching(sources.map((x) => x.img), ctx);
-    const budget = new PixelBudget(d.limits.max_request_pixels);
-    const images = await Promise.all(
-      sources.map(async (src, i) => {
-        const what = many ? `source[${i}]` : 'source';
-        if (src.embedding !== undefined) {
-          vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
-          infos[i] = null;
-          return null;
-        }
-        return d.resolver.resolve(src.img!, `${what}.img`, ctx, budget);
-      }),
-    );
-    await ctx.reserve?.();
-    await Promise.all(
-      images.map(async (img, i) => {
-        if (img === null) return;
-        const what = many ? `source[${i}]` : 'source';
-        const e = await upstreamRun(() => d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx), ctx);
-        vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
-        infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
-      }),
-    );
-    const pretuned = thresholdOf(c, p.model_name, metric);
-    const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
-    if (targets.kind === 'streamed') {
-      const r = owner.finishStream(targets.stream, dims, metric, vectors, b.top_k);
-      const rows = many ? new CompareRows(decide, r.indices, r.distances, r.offsets) : new CompareRows(decide, r.indices, r.distances);
-      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: many ? infos : (infos[0] ?? null), results: rows, time: round2((performance.now() - t0) / 1000) };
+    // All image sources are one upstream job with one admission ticket: a request is one queue place
+    // and one upstream slot, however many sources it has (16 sources were 16 jobs, none admitted).
+    const admission = imageSources > 0 ? (ctx.admission ?? d.queue.admit()) : undefined;
+    try {
+      return await compareSources();
+    } finally {
+      admission?.release();
     }
-    if (!many) {
-      const r = await compareOneToMany(vectors, targets.rows, dims, metric, b.top_k);
-      const rows = new CompareRows(decide, r.indices, r.distances);
-      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
+
+    async function compareSources() {
+      await reserveBeforeFetching(sources.map((x) => x.img), ctx);
+      const budget = new PixelBudget(d.limits.max_request_pixels);
+      const images = await Promise.all(
+        sources.map(async (src, i) => {
+          const what = many ? `source[${i}]` : 'source';
+          if (src.embedding !== undefined) {
+            vectors.set(checkEmbedding(src.embedding, dims, `${what}.embedding`), i * dims);
+            infos[i] = null;
+            return null;
+          }
+          return d.resolver.resolve(src.img!, `${what}.img`, ctx, budget);
+        }),
+      );
+      await ctx.reserve?.();
+      if (imageSources > 0) {
+        await upstreamRun(async () => {
+          for (const [i, img] of images.entries()) {
+            if (img === null) continue;
+            const what = many ? `source[${i}]` : 'source';
+            if (ctx.signal?.aborted) throw new ServiceError('upstream_failed', 'the client went away before the request ran');
+            const e = await d.upstream.embed({ op: 'embed', ...p, image: 0 }, [img], ctx);
+            vectors.set(checkEmbedding(e.embedding, dims, `${what} embedding from the model server`), i * dims);
+            infos[i] = { facial_area: e.facial_area, face_confidence: e.face_confidence };
+          }
+        }, admission ? { ...ctx, admission } : ctx);
+      }
+      const pretuned = thresholdOf(c, p.model_name, metric);
+      const decide = { model: p.model_name, metric, pretuned, threshold: b.threshold || pretuned };
+      if (targets.kind === 'streamed') {
+        const r = owner.finishStream(targets.stream, dims, metric, vectors, b.top_k);
+        const rows = many ? new CompareRows(decide, r.indices, r.distances, r.offsets) : new CompareRows(decide, r.indices, r.distances);
+        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: many ? infos : (infos[0] ?? null), results: rows, time: round2((performance.now() - t0) / 1000) };
+      }
+      if (!many) {
+        const r = await compareOneToMany(vectors, targets.rows, dims, metric, b.top_k);
+        const rows = new CompareRows(decide, r.indices, r.distances);
+        return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos[0] ?? null, results: rows, time: round2((performance.now() - t0) / 1000) };
+      }
+      const r = await compareManyToMany(vectors, targets.rows, dims, metric, b.top_k);
+      const lists = new CompareRows(decide, r.indices, r.distances, r.offsets);
+      return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
     }
-    const r = await compareManyToMany(vectors, targets.rows, dims, metric, b.top_k);
-    const lists = new CompareRows(decide, r.indices, r.distances, r.offsets);
-    return { model: p.model_name, similarity_metric: metric, threshold: decide.threshold, dims, source: infos, results: lists, time: round2((performance.now() - t0) / 1000) };
   }
 }

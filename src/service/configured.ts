@@ -15,6 +15,7 @@ import { createRemoteFetcher, type RemoteFetchOptions, type RemoteFetcher } from
 import { createQueue, type ComputeQueue } from './queue.js';
 import type { Limiter } from './limits/limiter.js';
 import { createMemoryLimiter } from './limits/memory.js';
+import { FetchBudget } from './limits/fetch-budget.js';
 
 /** The limits the compute service enforces and /capabilities reports, from the configuration. */
 export function gatewayLimits(c: Config): GatewayLimits {
@@ -54,6 +55,19 @@ export async function createConfiguredLimiter(cfg: Config): Promise<Limiter> {
   if (!cfg.redisUrl) return createMemoryLimiter(s);
   const { createRedisLimiter } = await import('./limits/redis.js');
   return createRedisLimiter(cfg.redisUrl, s);
+}
+
+/**
+ * The per-account budget of remote fetches (src/service/limits/fetch-budget.ts): two one-minute
+ * windows on the limiter's backend (Redis when configured, so every replica counts together).
+ */
+export async function createConfiguredFetchBudget(cfg: Config): Promise<FetchBudget> {
+  const window = (requests: number) => ({ requests, windowMs: 60_000, concurrent: 1 });
+  const n = window(cfg.inputs.remoteFetchesPerMinute);
+  const b = window(cfg.inputs.remoteFetchBytesPerMinute);
+  if (!cfg.redisUrl) return new FetchBudget(createMemoryLimiter(n), createMemoryLimiter(b));
+  const { createRedisLimiter } = await import('./limits/redis.js');
+  return new FetchBudget(createRedisLimiter(cfg.redisUrl, n, 'fc:fetch:n:'), createRedisLimiter(cfg.redisUrl, b, 'fc:fetch:b:'));
 }
 
 /** The model-server client the configuration asks for: its replicas (URLs, DNS) and the internal token. */
@@ -130,6 +144,8 @@ export interface ComputeStackOptions {
   logger?: Logger;
   onUpstreamError?: (kind: string) => void;
   onQueueWait?: (ms: number) => void;
+  /** Shared by the surfaces of one process (`serve`); made from the configuration when remote images are on. */
+  fetchBudget?: FetchBudget | undefined;
 }
 
 export interface ComputeStack {
@@ -141,6 +157,8 @@ export interface ComputeStack {
   /** The client itself, unsupervised: its replicas are what metrics report. */
   client: Upstream;
   fetcher: RemoteFetcher | null;
+  /** The per-account budget of remote fetches; null when remote images are off. */
+  fetchBudget: FetchBudget | null;
 }
 
 /** Everything a compute surface sits on, from the configuration and what the caller shares. */
@@ -156,5 +174,6 @@ export async function createComputeStack(cfg: Config, o: ComputeStackOptions = {
     ...(o.inputPolicy ? { inputPolicy: o.inputPolicy } : {}),
     ...(o.onQueueWait ? { onQueueWait: o.onQueueWait } : {}),
   });
-  return { compute, limiter, queue, upstream, client, fetcher };
+  const fetchBudget = fetcher ? (o.fetchBudget ?? (await createConfiguredFetchBudget(cfg))) : null;
+  return { compute, limiter, queue, upstream, client, fetcher, fetchBudget };
 }

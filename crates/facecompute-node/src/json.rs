@@ -13,6 +13,8 @@ use napi_derive::napi;
 pub struct JsonLiftedRows {
     pub values: Float32Array,
     pub row_lengths: Uint32Array,
+    /// More rows than `JsonLift.maxRows`: only one more than that were kept.
+    pub rows_over: bool,
     pub start: f64,
     pub end: f64,
 }
@@ -30,6 +32,8 @@ pub struct JsonLiftedText {
 pub struct JsonLift {
     pub rows: Option<String>,
     pub text: Option<String>,
+    /// The most rows the caller accepts; the rows past one more are read, not kept (unbounded when absent).
+    pub max_rows: Option<u32>,
 }
 
 /// A body read off the loop: not JSON (`valid` false, with the byte offset and serde_json's reason),
@@ -61,7 +65,7 @@ pub fn scan_json(body: Buffer, lift: JsonLift, max_values: u32) -> AsyncTask<Job
     AsyncTask::new(Job::new(
         move || match json::check(&body) {
             Err(e) => Ok(Outcome::NotJson(e)),
-            Ok(()) => json::scan(&body, json::Lift { rows: lift.rows.as_deref(), text: lift.text.as_deref() }, max_values as usize).map(Outcome::Json),
+            Ok(()) => json::scan(&body, json::Lift { rows: lift.rows.as_deref(), text: lift.text.as_deref(), max_rows: lift.max_rows.map_or(usize::MAX, |n| n as usize) }, max_values as usize).map(Outcome::Json),
         },
         to_js,
     ))
@@ -76,7 +80,7 @@ fn to_js(outcome: Outcome) -> napi::Result<JsonScan> {
             message: String::new(),
             values: s.values as f64,
             over: s.over,
-            lifted: s.rows.map(|r| JsonLiftedRows { values: Float32Array::new(r.values), row_lengths: Uint32Array::new(r.row_lengths), start: r.start as f64, end: r.end as f64 }),
+            lifted: s.rows.map(|r| JsonLiftedRows { values: Float32Array::new(r.values), row_lengths: Uint32Array::new(r.row_lengths), rows_over: r.rows_over, start: r.start as f64, end: r.end as f64 }),
             lifted_text: s.text.map(|t| JsonLiftedText { start: t.start as f64, end: t.end as f64 }),
         },
     })

@@ -63,16 +63,18 @@ function sendError(req: FastifyRequest, reply: FastifyReply, se: ServiceError): 
     .send(layout({ title, nonce, csrf: '', current: '', signedIn: null, body }).value);
 }
 
+/** The console's 404 (src/http/route-guard.ts refuses unknown routes with it before their body). */
+export const consoleNotFound = (req: FastifyRequest): ServiceError => new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}`);
+
 async function errors(app: FastifyInstance): Promise<void> {
-  const notFound = (req: FastifyRequest) => new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`);
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // An unknown route is not_found whatever its body (Fastify's 404 route still parses it).
-    const se = req.is404 ? notFound(req) : toServiceError(err);
+    const se = req.is404 && !(err instanceof ServiceError) ? consoleNotFound(req) : toServiceError(err);
     if (se.code === 'internal_error') req.log.error({ err }, 'unhandled console error');
     sendError(req, reply, se);
   });
   app.setNotFoundHandler((req, reply) => {
-    sendError(req, reply, notFound(req));
+    sendError(req, reply, consoleNotFound(req));
   });
 }
 

@@ -15,6 +15,7 @@ import {
   verifyEmailBody,
 } from '../schemas.js';
 import { usageReport } from '../../accounts/usage/report.js';
+import { ServiceError } from '../../errors/index.js';
 
 interface Credentials {
   email: string;
@@ -28,8 +29,31 @@ declare module 'fastify' {
   }
 }
 
-export default async function apiRoutes(app: FastifyInstance, opts: { store: AccountsStore }): Promise<void> {
+/**
+ * A browser request sent by another site: `Sec-Fetch-Site` says so (every current browser sends it),
+ * or, from a browser without it, an `Origin` that is not the console's. Agents and CLIs send neither.
+ */
+export function crossSite(req: FastifyRequest, consoleOrigin: string): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site !== 'same-origin' && site !== 'none';
+  const origin = req.headers.origin;
+  return typeof origin === 'string' && origin !== consoleOrigin;
+}
+
+export default async function apiRoutes(app: FastifyInstance, opts: { store: AccountsStore; publicConsoleUrl: string }): Promise<void> {
   const { store } = opts;
+  const consoleOrigin = new URL(opts.publicConsoleUrl).origin;
+  /**
+   * POST /api/signup/anonymous needs no body, so any web page could make its visitors' browsers call
+   * it (a "simple" cross-site request, no preflight) and spend their address's signup budget. Refused
+   * from the headers when another site sends it; the console's own pages sign up through their form
+   * (POST /signup/anonymous, with its CSRF token).
+   */
+  const sameSiteOnly = {
+    onRequest: async (req: FastifyRequest) => {
+      if (crossSite(req, consoleOrigin)) throw new ServiceError('origin_not_allowed', 'another site may not sign its visitors up; call this API from an agent or a CLI, or use the console');
+    },
+  };
   /**
    * Routes that need an account resolve it from the headers alone (a bearer session token, or the
    * session cookie with the x-csrf-token header: the JSON bodies are strict objects and cannot carry
@@ -42,7 +66,7 @@ export default async function apiRoutes(app: FastifyInstance, opts: { store: Acc
   };
   const account = (req: FastifyRequest): string => req.accountId!;
 
-  app.post('/api/signup/anonymous', { schema: { body: { ...emptyBody, type: ['object', 'null'] }, response: { 201: sessionAnswer } } }, async (req, reply) => {
+  app.post('/api/signup/anonymous', { ...sameSiteOnly, schema: { body: { ...emptyBody, type: ['object', 'null'] }, response: { 201: sessionAnswer } } }, async (req, reply) => {
     const result = await store.signupAnonymous(req.ip);
     return reply.code(201).send(result);
   });

@@ -1,7 +1,9 @@
 /**
  * Auth and limits of the compute routes, one plugin, from the headers alone, before the body is read:
- * the declared body size, the key, the rate limit (with the RateLimit headers), the process-wide body
- * budget, the queue's admission (/verify and /represent) and the account's concurrent slot. Wrapped in
+ * the declared body size, the key, the rate limit (with the RateLimit headers), the account's
+ * concurrent slot, the process-wide body budget (with the account's share of it), the queue's
+ * admission (routes whose config says `admission: true`) and the minimum upload rate. The slot comes
+ * before the budget: an account at its concurrency holds no more of the budget than its slots allow. Wrapped in
  * fastify-plugin so that its onRequest hook joins the context that registers it (compute-routes.ts),
  * and only that one: the probes and /capabilities stay open.
  */
@@ -10,7 +12,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountsPort } from '../../accounts/api.js';
 import { ServiceError } from '../../errors/index.js';
 import type { BodyBudget } from '../../http/body-budget.js';
+import { watchUploadRate, type UploadRate } from '../../http/upload-rate.js';
 import type { Limiter } from '../../service/limits/limiter.js';
+import { countRequests, rateLimitHeaders, refuseOver, takeSlot } from '../../service/limits/account-limits.js';
 import type { ComputeQueue } from '../../service/queue.js';
 
 export interface AuthLimitsOptions {
@@ -23,6 +27,14 @@ export interface AuthLimitsOptions {
   rateLimitConcurrent: number;
   /** A route's body limit (/compare has its own, larger one). */
   bodyLimitOf: (req: FastifyRequest) => number;
+  uploadRate: UploadRate;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's request takes a compute queue place from its headers (src/service/queue.ts). */
+    admission?: boolean;
+  }
 }
 
 /** The caller's key from `Authorization: Bearer <key>` or `x-api-key`, or null when neither is sent. */
@@ -49,26 +61,20 @@ export const authAndLimits = fp<AuthLimitsOptions>(
       const secret = bearer(req);
       if (!secret) throw new ServiceError('missing_api_key', 'an API key is required: Authorization: Bearer <key> or x-api-key');
       req.auth = await o.accounts.authenticate(secret, 'rest');
-      const w = await o.limiter.hit(req.auth.accountId);
-      const resetS = Math.ceil(w.resetMs / 1000);
-      const windowS = Math.ceil(o.rateLimitWindowMs / 1000);
-      reply.header('ratelimit-limit', String(w.limit));
-      reply.header('ratelimit-remaining', String(w.remaining));
-      reply.header('ratelimit-reset', String(resetS));
-      reply.header('ratelimit-policy', `"default";q=${w.limit};w=${windowS}, "concurrency";q=${o.rateLimitConcurrent}`);
-      reply.header('ratelimit', `"default";r=${w.remaining};t=${resetS}`);
-      if (!w.allowed) throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${windowS} s exceeded`, { headers: { 'retry-after': String(Math.max(1, resetS)) } });
+      // The window and the slot (src/service/limits/account-limits.ts), the same as MCP's.
+      const w = await countRequests(o.limiter, req.auth.accountId);
+      reply.headers(rateLimitHeaders(w, o.rateLimitWindowMs, o.rateLimitConcurrent));
+      refuseOver(w, o.rateLimitWindowMs);
+      req.fc!.slot = await takeSlot(o.limiter, req.auth.accountId);
       // The process-wide budget of bodies held at once (src/http/body-budget.ts), before the body is read.
-      o.bodyBudget.hold(req, reply, limit);
-      if (req.url === '/verify' || req.url === '/represent') {
+      o.bodyBudget.hold(req, reply, limit, req.auth.accountId);
+      if (req.routeOptions.config.admission === true) {
         // Deadline-aware admission before the body is read; the place is held until the job queues.
         const ticket = o.queue.admit();
         req.fc!.ticket = ticket;
         reply.raw.once('close', () => ticket.release());
       }
-      const c = await o.limiter.acquire(req.auth.accountId);
-      if (!c.allowed) throw new ServiceError('rate_limited', `at most ${c.limit} concurrent requests per account`, { headers: { 'retry-after': '1' } });
-      req.fc!.slot = c.slot;
+      watchUploadRate(req, reply, o.uploadRate);
     });
   },
   { name: 'facecompute-auth-limits', fastify: '5.x', dependencies: ['facecompute-request-state'] },

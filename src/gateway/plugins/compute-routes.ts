@@ -12,6 +12,7 @@ import * as S from '../../vocabulary/schemas.js';
 import type { ComputeContext, ComputeService } from '../../service/compute-service.js';
 import { compareJson } from '../../service/compare-result.js';
 import type { Limiter } from '../../service/limits/limiter.js';
+import type { FetchBudget } from '../../service/limits/fetch-budget.js';
 import type { JsonBodyParserOptions } from '../../http/json-body.js';
 import { strikeGuard, type StrikeSettings } from '../../service/limits/strikes.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -20,6 +21,8 @@ import { authAndLimits, type AuthLimitsOptions } from './auth-limits.js';
 
 export interface ComputeRoutesOptions {
   compute: ComputeService;
+  /** The per-account budget of remote fetches (null when remote images are off). */
+  fetchBudget: FetchBudget | null;
   accounts: AccountsPort;
   limiter: Limiter;
   metrics: GatewayMetrics;
@@ -46,11 +49,11 @@ interface BodyTypeProvider extends FastifyTypeProvider {
  * src/gateway/app.ts): a large body's `targets` rows and `targets_b64` text are read natively, off the
  * event loop, into the request's owner of its targets, and JSON.parse reads the rest.
  */
-const COMPARE_LIFT = { rows: 'targets', text: 'targets_b64' } as const;
-
-export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetrics): NonNullable<JsonBodyParserOptions['lift']> {
+export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetrics, maxTargets: number): NonNullable<JsonBodyParserOptions['lift']> {
+  // Rows past max_targets + 1 are read, not kept: the answer is too_many_targets whatever they hold.
+  const lift = { rows: 'targets', text: 'targets_b64', maxRows: maxTargets } as const;
   return {
-    members: (req) => (req.routeOptions.url === '/compare' ? COMPARE_LIFT : undefined),
+    members: (req) => (req.routeOptions.url === '/compare' ? lift : undefined),
     take: (req, lifted, holder) => {
       req.compareTargets ??= compute.openCompareTargets();
       if (lifted.rows) req.compareTargets.adoptRows(lifted.rows);
@@ -106,6 +109,7 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
       requestId: req.id,
       uploads: req.uploads,
       authenticated: req.auth !== undefined,
+      ...(o.fetchBudget && req.auth ? { fetches: o.fetchBudget.meter(req.auth.accountId) } : {}),
       signal: ac.signal,
       reserve,
       ...(req.compareTargets ? { targets: req.compareTargets } : {}),
@@ -115,8 +119,8 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } } as const;
 
-  app.post('/verify', { schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
-  app.post('/represent', { schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
+  app.post('/verify', { config: { admission: true }, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
+  app.post('/represent', { config: { admission: true }, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
   // The answer is written as JSON text from the kernel's typed arrays (compare-result.ts): 100,000
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.

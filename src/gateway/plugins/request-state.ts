@@ -121,7 +121,7 @@ export const requestState = fp<RequestStateOptions>(
     app.addHook('onRequest', async (req, reply) => {
       req.fc = { t0: performance.now(), counted: false, slot: null, consumed: false, settled: false, refunded: false, error: null, finished: false };
       reply.raw.once('close', () => void finish(req, reply));
-      if (inFlight.draining && req.url !== '/health') {
+      if (inFlight.draining && req.routeOptions.url !== '/health') {
         throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });
       }
       inFlight.enter();

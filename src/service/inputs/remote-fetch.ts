@@ -163,8 +163,12 @@ export class RemoteFetcher {
     });
   }
 
-  /** Fetches an image, following at most maxRedirects redirects, each re-checked. */
-  async fetch(raw: string): Promise<FetchedImage> {
+  /**
+   * Fetches an image, following at most maxRedirects redirects, each re-checked. `received.bytes`
+   * counts the body bytes downloaded, whether the fetch ends in an image or a refusal (the budget of
+   * fetched bytes charges them, src/service/limits/fetch-budget.ts).
+   */
+  async fetch(raw: string, received: { bytes: number } = { bytes: 0 }): Promise<FetchedImage> {
     const signal = AbortSignal.timeout(this.opts.timeoutMs);
     let url = this.checkUrl(raw);
     for (let hop = 0; ; hop++) {
@@ -213,6 +217,7 @@ export class RemoteFetcher {
         try {
           for await (const chunk of res.body) {
             total += (chunk as Buffer).length;
+            received.bytes += (chunk as Buffer).length;
             if (total > this.opts.maxBytes) {
               res.body.destroy();
               throw new ServiceError('image_too_large', `remote image is larger than ${this.opts.maxBytes} bytes`);
@@ -224,7 +229,8 @@ export class RemoteFetcher {
           fail(signal.aborted ? 'remote image fetch timed out' : 'the remote image download failed', err);
         }
         const bytes = Buffer.concat(chunks, total);
-        if (!looksLikeImage(bytes)) fail('the remote resource is not a JPEG, PNG, WebP, GIF or BMP image');
+        // Completed, but not an image: its own code, and the call is charged (src/accounts/charging.ts).
+        if (!looksLikeImage(bytes)) throw new ServiceError('url_not_image', 'the remote resource is not a JPEG, PNG, WebP, GIF or BMP image');
         return { bytes, finalUrl: url.toString(), contentType: String(res.headers['content-type'] ?? '') };
       } finally {
         agent.destroy().catch(() => undefined);

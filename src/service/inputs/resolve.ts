@@ -10,6 +10,7 @@ import { ServiceError } from '../../errors/index.js';
 import { probeImage } from '../../native/image.js';
 import type { RemoteFetcher } from './remote-fetch.js';
 import type { PixelBudget } from './pixel-budget.js';
+import type { FetchMeter } from '../limits/fetch-budget.js';
 
 /** Prefix of the placeholder the multipart parser puts where a file part was; never valid base64. */
 export const UPLOAD_MARK = '\u0000upload:';
@@ -26,6 +27,8 @@ export interface InputContext {
   uploads?: Map<string, Buffer>;
   /** Remote URLs are allowed only on authenticated requests. */
   authenticated: boolean;
+  /** The caller's budget of remote fetches (src/service/limits/fetch-budget.ts). */
+  fetches?: FetchMeter;
 }
 
 export type InputMode = 'upload' | 'base64' | 'data_uri' | 'url' | 'file';
@@ -89,7 +92,13 @@ export class ImageResolver {
     if (/^https?:\/\//i.test(value)) {
       if (this.s.remoteImages === 'off' || !this.fetcher) throw new ServiceError('input_mode_disabled', `${field}: remote image URLs are disabled on this service`);
       if (!ctx.authenticated) throw new ServiceError('input_mode_disabled', `${field}: remote image URLs need an authenticated request`);
-      return (await this.fetcher.fetch(value)).bytes;
+      await ctx.fetches?.admit();
+      const received = { bytes: 0 };
+      try {
+        return (await this.fetcher.fetch(value, received)).bytes;
+      } finally {
+        await ctx.fetches?.spent(received.bytes);
+      }
     }
     if (/^file:/i.test(value)) return this.local(value, field);
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new ServiceError('url_not_allowed', `${field}: only http(s) URLs are supported`);

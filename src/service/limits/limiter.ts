@@ -29,8 +29,8 @@ export interface StrikeCount {
 
 export interface Limiter {
   readonly kind: 'memory' | 'redis';
-  /** Counts one request against `key`'s current window. */
-  hit(key: string): Promise<WindowResult>;
+  /** Counts `cost` requests (1 when not given) against `key`'s current window. */
+  hit(key: string, cost?: number): Promise<WindowResult>;
   /**
    * Takes one in-flight slot for `key`, its own, held until release or its deadline
    * (LimiterSettings.slotDeadlineMs): a replica that dies holding it loses it then, and no other

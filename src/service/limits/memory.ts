@@ -20,7 +20,7 @@ export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date
   }
   return {
     kind: 'memory',
-    async hit(key: string): Promise<WindowResult> {
+    async hit(key: string, cost = 1): Promise<WindowResult> {
       const t = now();
       sweep(t);
       let w = windows.get(key);
@@ -28,7 +28,7 @@ export function createMemoryLimiter(s: LimiterSettings, now: () => number = Date
         w = { start: t, count: 0 };
         windows.set(key, w);
       }
-      w.count++;
+      w.count += cost;
       const resetMs = Math.max(0, w.start + s.windowMs - t);
       return { allowed: w.count <= s.requests, limit: s.requests, remaining: Math.max(0, s.requests - w.count), resetMs };
     },

@@ -14,8 +14,8 @@ import { ServiceError } from '../../errors/index.js';
 import { DEFAULT_SLOT_DEADLINE_MS, DEFAULT_STRIKE_WINDOW_MS, type ConcurrencyResult, type Limiter, type LimiterSettings, type StrikeCount, type WindowResult } from './limiter.js';
 
 const HIT = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local n = redis.call('INCRBY', KEYS[1], ARGV[2] or 1)
+if n == tonumber(ARGV[2] or 1) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`;
@@ -52,8 +52,8 @@ export function createRedisLimiter(url: string, s: LimiterSettings, prefix = 'fc
   const strikeWindowMs = s.strikeWindowMs ?? DEFAULT_STRIKE_WINDOW_MS;
   return {
     kind: 'redis',
-    async hit(key: string): Promise<WindowResult> {
-      const [n, ttl] = (await guarded(() => redis.eval(HIT, 1, `${prefix}w:${key}`, String(s.windowMs)))) as [number, number];
+    async hit(key: string, cost = 1): Promise<WindowResult> {
+      const [n, ttl] = (await guarded(() => redis.eval(HIT, 1, `${prefix}w:${key}`, String(s.windowMs), String(cost)))) as [number, number];
       return { allowed: n <= s.requests, limit: s.requests, remaining: Math.max(0, s.requests - n), resetMs: Math.max(0, ttl) };
     },
     async acquire(key: string): Promise<ConcurrencyResult> {

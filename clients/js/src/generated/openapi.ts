@@ -545,7 +545,7 @@ export interface components {
         };
         ErrorResponse: {
             /** @enum {string} */
-            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "request_over_memory_budget" | "no_face_detected" | "url_fetch_failed" | "rate_limited" | "too_many_strikes" | "internal_error" | "upstream_failed" | "upstream_lost" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "body_capacity_full" | "memory_budget_full" | "upstream_timeout" | "request_timeout" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
+            error: "invalid_request" | "unsupported_option" | "model_not_allowed" | "detector_not_allowed" | "invalid_image" | "embedding_dimension_mismatch" | "invalid_embedding" | "url_not_allowed" | "input_mode_disabled" | "missing_api_key" | "invalid_api_key" | "insufficient_credits" | "account_inactive" | "not_found" | "method_not_allowed" | "image_too_large" | "request_too_large" | "too_many_pixels" | "too_many_targets" | "request_over_memory_budget" | "no_face_detected" | "url_fetch_failed" | "url_not_image" | "rate_limited" | "too_many_strikes" | "internal_error" | "upstream_failed" | "upstream_lost" | "upstream_response_too_large" | "queue_full" | "queue_timeout" | "gateway_draining" | "service_warming" | "body_capacity_full" | "memory_budget_full" | "upstream_timeout" | "request_timeout" | "upload_too_slow" | "expectation_failed" | "headers_too_large" | "unauthorized" | "email_taken" | "key_limit_reached" | "invalid_credentials" | "csrf_failed" | "origin_not_allowed" | "signup_rate_limited" | "payment_method_declined" | "card_in_use";
             detail: string;
         };
     };
@@ -832,9 +832,10 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: request_timeout
+             * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
              */
             408: {
                 headers: {
@@ -880,10 +881,11 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: no_face_detected, url_fetch_failed
+             * @description Error: no_face_detected, url_fetch_failed, url_not_image
              *
              *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
-             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects
+             *     - `url_not_image`: a remote URL was fetched whole and is not a JPEG, PNG, WebP, GIF or BMP image; the fetch was done on your behalf, so the call is charged, and its bytes count against `FACECOMPUTE_REMOTE_FETCH_BYTES_PER_MINUTE`
              */
             422: {
                 headers: {
@@ -898,7 +900,7 @@ export interface operations {
             /**
              * @description Error: rate_limited, too_many_strikes
              *
-             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `rate_limited`: more requests than the account's window allows (an MCP batch counts each element), more at once than its concurrency, more request bodies at once than its share (`FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT`), or more remote fetches or fetched bytes per minute than `FACECOMPUTE_REMOTE_FETCHES_PER_MINUTE` / `_FETCH_BYTES_PER_MINUTE` allow (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
              *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
              */
             429: {
@@ -1149,9 +1151,10 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: request_timeout
+             * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
              */
             408: {
                 headers: {
@@ -1197,10 +1200,11 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: no_face_detected, url_fetch_failed
+             * @description Error: no_face_detected, url_fetch_failed, url_not_image
              *
              *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
-             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects
+             *     - `url_not_image`: a remote URL was fetched whole and is not a JPEG, PNG, WebP, GIF or BMP image; the fetch was done on your behalf, so the call is charged, and its bytes count against `FACECOMPUTE_REMOTE_FETCH_BYTES_PER_MINUTE`
              */
             422: {
                 headers: {
@@ -1215,7 +1219,7 @@ export interface operations {
             /**
              * @description Error: rate_limited, too_many_strikes
              *
-             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `rate_limited`: more requests than the account's window allows (an MCP batch counts each element), more at once than its concurrency, more request bodies at once than its share (`FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT`), or more remote fetches or fetched bytes per minute than `FACECOMPUTE_REMOTE_FETCHES_PER_MINUTE` / `_FETCH_BYTES_PER_MINUTE` allow (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
              *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
              */
             429: {
@@ -1477,9 +1481,10 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: request_timeout
+             * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
              */
             408: {
                 headers: {
@@ -1526,10 +1531,11 @@ export interface operations {
                 };
             };
             /**
-             * @description Error: no_face_detected, url_fetch_failed
+             * @description Error: no_face_detected, url_fetch_failed, url_not_image
              *
              *     - `no_face_detected`: the detectors ran and found no face (after the detector fallback, when it applies)
-             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects, or not an image
+             *     - `url_fetch_failed`: a remote image could not be fetched: a non-200 answer, a timeout, too many redirects
+             *     - `url_not_image`: a remote URL was fetched whole and is not a JPEG, PNG, WebP, GIF or BMP image; the fetch was done on your behalf, so the call is charged, and its bytes count against `FACECOMPUTE_REMOTE_FETCH_BYTES_PER_MINUTE`
              */
             422: {
                 headers: {
@@ -1544,7 +1550,7 @@ export interface operations {
             /**
              * @description Error: rate_limited, too_many_strikes
              *
-             *     - `rate_limited`: more requests than the account's window allows, or more at once than its concurrency (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
+             *     - `rate_limited`: more requests than the account's window allows (an MCP batch counts each element), more at once than its concurrency, more request bodies at once than its share (`FACECOMPUTE_MAX_INFLIGHT_BODY_BYTES_PER_ACCOUNT`), or more remote fetches or fetched bytes per minute than `FACECOMPUTE_REMOTE_FETCHES_PER_MINUTE` / `_FETCH_BYTES_PER_MINUTE` allow (REST, MCP); too many attempts (console: card attempts, sign-in failures, verification mails)
              *     - `too_many_strikes`: the account had `FACECOMPUTE_STRIKE_LIMIT` (3) requests lost with their model server (`502 upstream_lost`) within `FACECOMPUTE_STRIKE_WINDOW_MS` (24 h); only requests with images are refused, embeddings-only ones still run
              */
             429: {

@@ -35,6 +35,8 @@ pub const MAX_ROW_LEN: usize = 65_536;
 pub struct LiftedRows {
     pub values: Vec<f32>,
     pub row_lengths: Vec<u32>,
+    /// More rows than `Lift::max_rows`: only the first `max_rows + 1` are kept.
+    pub rows_over: bool,
     pub start: usize,
     pub end: usize,
 }
@@ -51,6 +53,11 @@ impl LiftedRows {
 pub struct Lift<'a> {
     pub rows: Option<&'a str>,
     pub text: Option<&'a str>,
+    /// The most rows the caller accepts (/compare's max_targets): past `max_rows + 1` rows the rest
+    /// of the member is read without being kept, so that many tiny rows (`[0],` is 4 bytes) cannot
+    /// make a 64 MiB body cost twice its size before the caller refuses it. `row_lengths` then holds
+    /// `max_rows + 1` rows and `rows_over` is set.
+    pub max_rows: usize,
 }
 
 /// A string taken out of the text: its value, quotes included, spanned `text[start..end]`, so its
@@ -243,7 +250,7 @@ impl Lexer<'_> {
                 if let Some(earlier) = lifted.rows.take() {
                     self.count(earlier.value_count())?;
                 }
-                match rows_at(self.text, self.pos) {
+                match rows_at(self.text, self.pos, lift.max_rows) {
                     Some(rows) => {
                         self.pos = rows.end;
                         lifted.rows = Some(rows);
@@ -286,11 +293,13 @@ fn key_is(quoted: &[u8], key: &str) -> bool {
 }
 
 /// The rows of numbers whose outer `[` is at `at`, or None when the value there is anything else
-/// (see the module's comment). Reads no further than the value's end.
-fn rows_at(text: &[u8], at: usize) -> Option<LiftedRows> {
+/// (see the module's comment). Reads no further than the value's end; keeps at most `max_rows + 1`
+/// rows (the rest is checked, not kept).
+fn rows_at(text: &[u8], at: usize, max_rows: usize) -> Option<LiftedRows> {
     let mut lx = Lexer { text, pos: at, values: 0, max: usize::MAX };
     let mut values = Vec::new();
     let mut row_lengths = Vec::new();
+    let mut over = false;
     if lx.peek() != Some(b'[') {
         return None;
     }
@@ -309,14 +318,19 @@ fn rows_at(text: &[u8], at: usize) -> Option<LiftedRows> {
             if n > MAX_ROW_LEN {
                 return None;
             }
-            values.push(x as f32);
+            if !over {
+                values.push(x as f32);
+            }
             if !more_items(&mut lx)? {
                 break;
             }
         }
-        row_lengths.push(n as u32);
+        if !over {
+            row_lengths.push(n as u32);
+            over = row_lengths.len() > max_rows;
+        }
         if !more_items(&mut lx)? {
-            return Some(LiftedRows { values, row_lengths, start: at, end: lx.pos });
+            return Some(LiftedRows { values, row_lengths, rows_over: over, start: at, end: lx.pos });
         }
     }
 }
@@ -380,11 +394,11 @@ fn number_at(lx: &mut Lexer<'_>) -> Option<f64> {
 mod tests {
     use super::*;
 
-    const ROWS: Lift<'static> = Lift { rows: Some("targets"), text: None };
-    const BOTH: Lift<'static> = Lift { rows: Some("targets"), text: Some("targets_b64") };
+    const ROWS: Lift<'static> = Lift { rows: Some("targets"), text: None, max_rows: usize::MAX };
+    const BOTH: Lift<'static> = Lift { rows: Some("targets"), text: Some("targets_b64"), max_rows: usize::MAX };
 
     fn s(text: &str, lift: Option<&str>) -> Scan {
-        scan(text.as_bytes(), Lift { rows: lift, text: None }, usize::MAX).expect(text)
+        scan(text.as_bytes(), Lift { rows: lift, text: None, max_rows: usize::MAX }, usize::MAX).expect(text)
     }
 
     #[test]
@@ -440,6 +454,18 @@ mod tests {
             assert!(r.rows.is_none(), "{v}");
             assert_eq!(r.values, s(&text, None).values, "counted as usual: {v}");
         }
+        // Past max_rows + 1 rows the rest is read, not kept: many tiny rows cost nothing more.
+        let tiny = format!("{{\"targets\": [{}], \"top_k\": 1}}", vec!["[0.5]"; 100_000].join(","));
+        let capped = scan(tiny.as_bytes(), Lift { rows: Some("targets"), text: None, max_rows: 3 }, usize::MAX).unwrap();
+        let rows = capped.rows.unwrap();
+        assert_eq!(rows.row_lengths, vec![1, 1, 1, 1], "max_rows + 1 rows kept");
+        assert_eq!(rows.values, vec![0.5; 4]);
+        assert!(rows.rows_over);
+        assert_eq!(&tiny.as_bytes()[rows.end..], b", \"top_k\": 1}", "the whole member is taken out");
+        assert_eq!(capped.values, 4, "{{, targets (the key), top_k, 1");
+        let exact = scan(b"{\"targets\": [[1], [2], [3]]}", Lift { rows: Some("targets"), text: None, max_rows: 3 }, usize::MAX).unwrap().rows.unwrap();
+        assert!(!exact.rows_over, "max_rows rows are not over");
+        assert_eq!(exact.row_lengths.len(), 3);
         let max_row = format!("{{\"targets\": [[{}]]}}", vec!["0"; MAX_ROW_LEN].join(","));
         assert_eq!(s(&max_row, Some("targets")).rows.unwrap().row_lengths, vec![MAX_ROW_LEN as u32]);
     }

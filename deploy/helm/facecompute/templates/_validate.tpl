@@ -47,6 +47,12 @@ by configmap.yaml, which every release renders.
 {{- if and $v.ingress.enabled (empty $v.ingress.trustedProxies) }}
 {{- fail "facecompute: production with the Ingress needs ingress.trustedProxies (FACECOMPUTE_TRUSTED_PROXIES: the Ingress controller's pod addresses, e.g. [10.0.0.0/8]): without it every client has the controller's address, so one client's failed sign-ins (100 an hour) block all sign-ins and 5 anonymous signups an hour block everyone else's." }}
 {{- end }}
+{{- if and $v.networkPolicy.enabled (empty $v.networkPolicy.egress.database.to) }}
+{{- fail "facecompute: production needs networkPolicy.egress.database.to (NetworkPolicy peers: your PostgreSQL's addresses, e.g. [{ipBlock: {cidr: 10.20.0.5/32}}], or its pods' selectors): without it the gateway, MCP and console pods may open the database port on any address." }}
+{{- end }}
+{{- if and $v.networkPolicy.enabled (empty $v.networkPolicy.egress.redis.to) }}
+{{- fail "facecompute: production needs networkPolicy.egress.redis.to (NetworkPolicy peers: your Redis's addresses or its pods' selectors): without it the gateway and MCP pods may open the Redis port on any address." }}
+{{- end }}
 {{- if $v.ingress.enabled }}
 {{- if empty $v.ingress.tls }}
 {{- fail "facecompute: production needs ingress.tls: keys, session tokens and images must not cross the internet in clear (the pods refuse http public URLs with FACECOMPUTE_PRODUCTION)." }}
