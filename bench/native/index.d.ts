@@ -265,6 +265,8 @@ export type Interpolation = 'linear' | 'cubic' | 'area'
 export interface JsonLift {
   rows?: string
   text?: string
+  /** The most rows the caller accepts; the rows past one more are read, not kept (unbounded when absent). */
+  maxRows?: number
 }
 
 /**
@@ -274,6 +276,8 @@ export interface JsonLift {
 export interface JsonLiftedRows {
   values: Float32Array
   rowLengths: Uint32Array
+  /** More rows than `JsonLift.maxRows`: only one more than that were kept. */
+  rowsOver: boolean
   start: number
   end: number
 }
