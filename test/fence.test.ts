@@ -15,7 +15,7 @@
  */
 import t from 'tap';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
@@ -45,6 +45,14 @@ t.test('every test process inherits the fence', async (t) => {
   for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy']) t.notOk(process.env[k], `no ${k}`);
   const which = spawnSync('bash', ['-c', 'command -v curl'], { encoding: 'utf8' });
   t.equal(which.stdout.trim(), join(REPO_ROOT, 'test', 'setup', 'bin', 'curl'), 'a child asking for curl gets the wrapper');
+});
+
+t.test('every browser test launches Chromium through the fenced helper', async (t) => {
+  const files = readdirSync(join(REPO_ROOT, 'test'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.includes('node_modules'));
+  const direct = files.filter((f) => f !== join('helpers', 'browser.ts') && f !== 'fence.test.ts' && /chromium\.(launch|connect)|launchPersistentContext/.test(readFileSync(join(REPO_ROOT, 'test', f), 'utf8')));
+  t.same(direct, [], 'no test starts Chromium but test/helpers/browser.ts');
+  const users = files.filter((f) => /from '\.\/(helpers\/)?browser\.js'/.test(readFileSync(join(REPO_ROOT, 'test', f), 'utf8')));
+  t.ok(users.length >= 2, `the helper's users: ${users.join(', ')}`);
 });
 
 t.test('Node: refused by the guard, and logged', async (t) => {
