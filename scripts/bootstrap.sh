@@ -186,6 +186,13 @@ if [ "$MODE" = serve ]; then
   log "fetch every default model and detector into $(node bin/facecompute.js models where)"
   node bin/facecompute.js models fetch "${DEFAULT_MODELS[@]}" ||
     echo "bootstrap: not every model could be fetched (above: each source and why); serve refuses to start if a default is missing" >&2
+  # DeepFace's MTCNN detectors are allowed by default, and PyPI wheels carry their weights (mtcnn==1.0.0,
+  # facenet-pytorch==2.6.0), so a machine that cannot reach GitHub serves them too. What is still missing
+  # (retinaface and yunet come only from their canonical URLs) serve's log, /capabilities and /readiness
+  # name, with the command that fetches it.
+  log "fetch DeepFace's MTCNN detectors (mtcnn, fastmtcnn) from their PyPI wheels"
+  node bin/facecompute.js models fetch mtcnn fastmtcnn ||
+    echo "bootstrap: the MTCNN detectors could not all be fetched (above: each source and why); serve names what is missing" >&2
   took "models (fetch and convert)"
 else
   # The tests' cache: ../shared/weights is the mirror; Facenet, which it lacks, is fetched.

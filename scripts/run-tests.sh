@@ -19,16 +19,24 @@ LOGS=$(mktemp -d /tmp/facecompute-tests.XXXXXX)
 export TEST_LOOPBACK_GUARD_LOG=$LOGS/loopback-guard.log
 : > "$TEST_LOOPBACK_GUARD_LOG"
 # No proxy could carry a request out, and no tool may fetch: Go only reads the module cache bootstrap
-# filled (no proxy, no checksum database, no toolchain download), pip has no index, cargo is offline.
+# filled (no proxy, no checksum database, no toolchain download), pip has no index, cargo is offline,
+# npm does not ask its registry for a newer npm, and curl is test/setup/bin's (loopback URLs only; the
+# rest through a closed loopback port). Chromium is fenced by test/helpers/browser.ts and HAProxy by
+# test/helpers/fence.ts. These hold with or without a network namespace: test/fence.test.ts proves them.
 unset HTTP_PROXY HTTPS_PROXY ALL_PROXY FTP_PROXY http_proxy https_proxy all_proxy ftp_proxy
 export NO_PROXY='*' no_proxy='*'
 export GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 export PIP_NO_INDEX=1
 export CARGO_NET_OFFLINE=true
+export NPM_CONFIG_UPDATE_NOTIFIER=false
+export PATH="$ROOT/test/setup/bin:$PATH"
+# Node and Python children of this script (not only tap's) carry the guard too.
+export NODE_OPTIONS="--import=$ROOT/test/setup/loopback-only.mjs${NODE_OPTIONS:+ $NODE_OPTIONS}"
+export PYTHONPATH="$ROOT/test/setup/python${PYTHONPATH:+:$PYTHONPATH}"
 if [ "${FACECOMPUTE_TEST_NETNS:-}" = 1 ]; then
   echo "network: a namespace of its own, with only loopback: $(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')"
 else
-  echo "network: the host's (no network namespace here); the loopback guard fences Node and Python processes"
+  echo "network: the host's (no network namespace here); every fence still holds: the loopback guard in Node and Python, curl's wrapper, Chromium's proxy and routes, HAProxy's loopback-only configuration, GOPROXY=off, cargo offline (test/fence.test.ts)"
 fi
 
 # ---- test services ----------------------------------------------------------------------------------

@@ -127,6 +127,14 @@ t.test('the image tree serves from a read-only root filesystem as uid 10001', as
   t.equal(ready, 200, `the gateway turns ready (model server warm): ${lines.join('').slice(-2000)}`);
   t.match(lines.join(''), /READONLY-OK/, 'the app user can write to /tmp and the data volume only');
   if (ready !== 200) return;
+  // `env -i` starts them as the image would, and still with the loopback guard preloaded.
+  const pids = /STARTED ([\d ]+)/.exec(lines.join(''))?.[1]?.trim().split(/\s+/) ?? [];
+  t.equal(pids.length, 4, 'four processes started');
+  for (const pid of pids) {
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    t.ok(env.includes('NODE_OPTIONS=--import=/opt/facecompute/fence/loopback-only.mjs'), `process ${pid} preloads the loopback guard`);
+    t.ok(env.includes('TEST_LOOPBACK_GUARD_LOG=/tmp/loopback-guard.log'), `process ${pid} logs refusals (appended to the run's log on exit)`);
+  }
 
   const consoleUrl = `http://127.0.0.1:${ports.CONSOLE_PORT}`;
   // serve starts the console beside the gateway, not before it: on a loaded machine the gateway can be

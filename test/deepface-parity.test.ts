@@ -3,8 +3,8 @@
  * against the outputs DeepFace recorded (test/fixtures/deepface, made by
  * tools/reference/deepface_reference.py). Every figure of the README's Dlib table is recomputed here
  * and held to bench/results/parity-dlib.json, which the table is generated from
- * (tools/parity/figures.ts): counts, decisions and accuracies exactly, cosines within MARGIN.cosine,
- * IoUs within MARGIN.iou. And the counts themselves: every image, face and pair was compared.
+ * (tools/parity/figures.ts): image and pair counts exactly, agreements with DeepFace at least as recorded
+ * (test/helpers/parity-rows.ts), cosines within MARGIN.cosine, IoUs within MARGIN.iou. And the counts themselves: every image, face and pair was compared.
  */
 import t from 'tap';
 import { readFileSync, readdirSync } from 'node:fs';

@@ -70,13 +70,18 @@ t.test('a sample of LFW pairs through our pipeline: DeepFace\'s decisions, excep
   t.teardown(close);
   const report = (await lfwFacenetParity(pipeline, sample)) as Record<string, Record<Metric, { same_decision: number; pairs: number; differing: Array<{ pair: number }> }>>;
   for (const [det, byMetric] of Object.entries(DIFFERING)) {
-    t.same((report[det]?.cosine as unknown as { distance_differs_above_1e4: number[] }).distance_differs_above_1e4.filter((i) => sample.includes(i)), DISTANCE_DIFFERS[det], `${det}: the cosine distance is DeepFace's within 1e-4 on every sampled pair but the explained ones`);
+    // The explained pairs are an upper bound: another CPU may match DeepFace on one (logged), never differ elsewhere.
+    const above = (report[det]?.cosine as unknown as { distance_differs_above_1e4: number[] }).distance_differs_above_1e4.filter((i) => sample.includes(i));
+    t.same(above.filter((i) => !DISTANCE_DIFFERS[det]?.includes(i)), [], `${det}: the cosine distance is DeepFace's within 1e-4 on every sampled pair but the explained ones (${JSON.stringify(above)})`);
+    for (const i of DISTANCE_DIFFERS[det] ?? []) if (!above.includes(i)) t.comment(`${det}: explained pair ${i} is within 1e-4 of DeepFace's on this CPU; the list is an upper bound`);
     for (const m of METRICS) {
       const r = report[det]?.[m];
       if (!t.ok(r, `${det} ${m}: measured`) || !r) continue;
       t.comment(`${det} ${m}: ${r.same_decision}/${r.pairs} sampled pairs decided as DeepFace decides them`);
       t.equal(r.pairs, sample.length, `${det} ${m}: every sampled pair compared`);
-      t.same(r.differing.map((d) => d.pair).sort((a, b) => a - b), [...byMetric[m]].sort((a, b) => a - b), `${det} ${m}: differs from DeepFace on exactly the explained pairs ${JSON.stringify(r.differing.slice(0, 3))}`);
+      const differing = r.differing.map((d) => d.pair);
+      t.same(differing.filter((i) => !byMetric[m].includes(i)), [], `${det} ${m}: differs from DeepFace on no pair but the explained ones ${JSON.stringify(r.differing.slice(0, 3))}`);
+      for (const i of byMetric[m]) if (!differing.includes(i)) t.comment(`${det} ${m}: explained pair ${i} is decided as DeepFace decides it on this CPU; the list is an upper bound`);
     }
   }
 });

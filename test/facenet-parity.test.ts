@@ -4,7 +4,8 @@
  * (face counts, facial areas, embedding cosines to DeepFace's, the decisions on every pair of
  * pairs_all.csv for cosine, euclidean and euclidean_l2 with DeepFace's thresholds, both accuracies) is
  * recomputed and held to bench/results/parity-facenet.json, which the table is generated from
- * (tools/parity/figures.ts): counts and accuracies exactly, cosines within MARGIN.cosine. DeepFace's
+ * (tools/parity/figures.ts): counts exactly, agreements with DeepFace at least as recorded
+ * (test/helpers/parity-rows.ts), cosines within MARGIN.cosine. DeepFace's
  * outputs are committed fixtures (tools/reference/deepface_reference.py --model Facenet).
  */
 import t from 'tap';
@@ -14,6 +15,7 @@ import { createPipeline, REPO } from '../tools/parity/deepface-parity.js';
 import { facenetParity, METRICS } from '../tools/parity/facenet-parity.js';
 import { findThreshold } from '../src/deepface/decision.js';
 import { MARGIN, RESULTS, results } from '../tools/parity/figures.js';
+import { atLeastRecorded, decisionsWithinRecorded, withinRecorded } from './helpers/parity-rows.js';
 
 t.test('the committed DeepFace outputs were made with the file that serves, and DeepFace\'s thresholds', async (t) => {
   const rep = JSON.parse(readFileSync(join(REPO, 'test/fixtures/deepface/represent-facenet.json'), 'utf8')) as { meta: Record<string, any> };
@@ -36,19 +38,17 @@ t.test('Facenet answers as the README says, on every image and every pair', asyn
         METRICS.map((m) => `${m} ${r.pairs_all[m].same_decision}/${r.pairs_all[m].pairs}`).join(', '),
     );
     t.equal(w.images, 65, `${det}: the recorded figures cover every image (65)`);
-    for (const k of ['images', 'same_face_count', 'faces', 'faces_matched', 'same_facial_area', 'same_face_order']) t.equal(r[k], w[k], `${det}: ${k} ${r[k]} (recorded ${w[k]})`);
-    t.same(r.face_count_differences, w.face_count_differences, `${det}: the same images with another face count`);
-    t.same(r.facial_area_differences, w.facial_area_differences, `${det}: the same facial-area differences`);
-    t.same(r.face_order_differences, w.face_order_differences, `${det}: the same images listing faces in another order (README: img8, img26, img44, selfie-many-people)`);
+    // The differences from DeepFace are an upper bound (test/helpers/parity-rows.ts): another CPU may agree more.
+    for (const k of ['images', 'faces']) t.equal(r[k], w[k], `${det}: ${k} ${r[k]} (recorded ${w[k]})`);
+    for (const k of ['same_face_count', 'faces_matched', 'same_facial_area', 'same_face_order']) atLeastRecorded(t, `${det}: ${k}`, r[k], w[k]);
+    withinRecorded(t, `${det}: images with another face count`, r.face_count_differences, w.face_count_differences);
+    withinRecorded(t, `${det}: facial-area differences`, r.facial_area_differences, w.facial_area_differences);
+    withinRecorded(t, `${det}: images listing faces in another order (README: img8, img26, img44, selfie-many-people)`, r.face_order_differences, w.face_order_differences);
     for (const k of ['cosine_median', 'cosine_min']) t.ok(Math.abs(r[k] - w[k]) <= MARGIN.cosine, `${det}: ${k} ${r[k]} within ${MARGIN.cosine} of ${w[k]}`);
     for (const m of METRICS) {
       const [d, e] = [r.pairs_all[m], w.pairs_all[m]];
       t.equal(e.pairs, 1830, `${det} ${m}: the recorded figures cover every pair (1830)`);
-      t.same(
-        { pairs: d.pairs, same_decision: d.same_decision, ours_accuracy: d.ours_accuracy, deepface_accuracy: d.deepface_accuracy, differing: d.differing },
-        { pairs: e.pairs, same_decision: e.same_decision, ours_accuracy: e.ours_accuracy, deepface_accuracy: e.deepface_accuracy, differing: e.differing },
-        `${det} ${m}: ${d.same_decision}/${d.pairs} decided as DeepFace decides, accuracy ${d.ours_accuracy} (DeepFace ${d.deepface_accuracy}), as recorded`,
-      );
+      decisionsWithinRecorded(t, `${det} ${m}`, d, e);
     }
   }
 });

@@ -45,9 +45,11 @@ t.test('net and tls connects beyond loopback are refused and recorded', async (t
     t.match((await socketError(tls.connect({ port: 443, host: PUBLIC_V4, servername: 'example.com' }))).message, GUARD, 'TLS');
     t.match((await socketError(net.connect(80, '10.0.0.1'))).message, GUARD, 'a private address is not loopback either');
     t.match((await socketError(net.connect(80, '0.0.0.0'))).message, GUARD, 'nor is 0.0.0.0');
+    // npm's HTTP agent passes `path: null` beside the host; only a truthy path is a Unix socket.
+    t.match((await socketError(net.connect({ host: '192.0.2.1', port: 80, path: null } as unknown as net.NetConnectOpts))).message, GUARD, 'with path: null (npm)');
   });
-  t.same(attempts.map((a) => `${a.host}:${a.port}`), [`${PUBLIC_V4}:80`, `${PUBLIC_V6}:443`, `${PUBLIC_V4}:443`, '10.0.0.1:80', '0.0.0.0:80']);
-  t.equal(refused.length, 5);
+  t.same(attempts.map((a) => `${a.host}:${a.port}`), [`${PUBLIC_V4}:80`, `${PUBLIC_V6}:443`, `${PUBLIC_V4}:443`, '10.0.0.1:80', '0.0.0.0:80', '192.0.2.1:80']);
+  t.equal(refused.length, 6);
 });
 
 t.test('HTTP clients end in the same refusal: fetch (undici) to an address and to a name', async (t) => {

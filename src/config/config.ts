@@ -72,6 +72,8 @@ export interface Config {
     prewarm: string[];
     /** FACECOMPUTE_ALLOW_DEGRADED_START: start even when the configured defaults cannot be served. */
     allowDegradedStart: boolean;
+    /** FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR: refuse to start without the detector fallback's detector. */
+    requireFallbackDetector: boolean;
     retinafaceBackbone: 'auto' | 'resnet50' | 'mobilenet0.25';
     testWeights: boolean;
     python: string;
@@ -224,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       defaultDetector: v.FACECOMPUTE_DEFAULT_DETECTOR,
       prewarm: v.FACECOMPUTE_PREWARM,
       allowDegradedStart: v.FACECOMPUTE_ALLOW_DEGRADED_START,
+      requireFallbackDetector: v.FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR,
       retinafaceBackbone: v.FACECOMPUTE_RETINAFACE_BACKBONE,
       testWeights: v.FACECOMPUTE_TEST_WEIGHTS,
       python: v.FACECOMPUTE_PYTHON,

@@ -162,6 +162,12 @@ export interface ReadinessResponse {
    */
   degraded?: boolean;
   degraded_reasons?: string[];
+  /** Allowed models and detectors not installed here (the reasons are on /capabilities). */
+  unavailable?: string[];
+  /** The command that fetches them. */
+  fetch_command?: string;
+  /** The detector fallback (retinaface) is absent: why, and the command that fetches it. */
+  detector_fallback_unavailable?: string;
 }
 
 export interface CapabilitiesResponse {
@@ -182,6 +188,8 @@ export interface CapabilitiesResponse {
   default_detector_reason?: string;
   /** Allowed models and detectors that cannot be served here, and why (which files are missing, why the last fetch failed). */
   unavailable?: Record<string, string>;
+  detector_fallback_unavailable?: string;
+  fetch_command?: string;
   /** Which network serves each detector, e.g. retinaface → "mobilenet0.25". */
   detector_variants?: Record<string, string>;
   /** Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only). */

@@ -64,6 +64,11 @@ export function readiness(state: RegistryState): ReadinessResponse {
     body.degraded = true;
     body.degraded_reasons = [...state.degraded];
   }
+  // What is allowed but missing, and how to fetch it; ready regardless (the defaults are served).
+  const missing = Object.keys(state.unavailable);
+  if (missing.length > 0) body.unavailable = missing;
+  if (state.fetchCommand) body.fetch_command = state.fetchCommand;
+  if (state.fallbackUnavailable) body.detector_fallback_unavailable = state.fallbackUnavailable;
   return body;
 }
 

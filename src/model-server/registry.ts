@@ -44,6 +44,10 @@ export interface RegistryState {
   modelSources: Record<string, ModelSource>;
   /** Why this server runs degraded (a configured default it cannot serve); empty when it does not. */
   degraded: string[];
+  /** Why the detector fallback is absent, with the command that fetches it; '' when it is served. */
+  fallbackUnavailable: string;
+  /** One command that fetches every allowed model and detector still missing; '' when none is. */
+  fetchCommand: string;
 }
 
 function provenance(r: ResolvedWeight, fingerprint: string | undefined, log: FetchLog): WeightProvenance {
@@ -81,6 +85,8 @@ export async function startRegistry(cfg: Config, log: Logger, engines: EngineFac
     servable: { models: p.models.map((m) => m.name), detectors: p.detectors.map((d) => d.name) },
     modelSources: {},
     degraded: [p.defaultModelReason, p.defaultDetectorReason].filter((r) => r !== ''),
+    fallbackUnavailable: p.fallbackUnavailable,
+    fetchCommand: p.fetchCommand,
   };
   const fetchLog = await readFetchLog(cfg.models.cacheDir);
   for (const m of p.models) {
@@ -91,9 +97,12 @@ export async function startRegistry(cfg: Config, log: Logger, engines: EngineFac
       log.warn({ model: m.name }, 'serving TEST weights (FACECOMPUTE_TEST_WEIGHTS=true): for structural tests only');
     }
   }
+  // Each allowed model or detector that cannot be served, why, and the command that fetches it.
   for (const [name, reason] of Object.entries(p.unavailable)) {
-    log.warn({ name, reason }, manifest.recognition[name] ? `model ${name} unavailable: weights not installed (run \`facecompute models fetch ${name}\`)` : `detector ${name} unavailable`);
+    log.warn({ name, reason }, `${manifest.recognition[name] ? 'model' : 'detector'} ${name} unavailable: ${reason}`);
   }
+  if (p.fetchCommand) log.warn({ fetch: p.fetchCommand }, `not installed here: ${Object.keys(p.unavailable).join(', ')}; to fetch them: ${p.fetchCommand}`);
+  if (p.fallbackUnavailable) log.warn({ detector: 'retinaface' }, `${p.fallbackUnavailable} (FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=true refuses to start without it)`);
   if (p.defaultModelReason) log.warn({ configured: cfg.models.defaultModel, effective: p.defaultModel }, p.defaultModelReason);
   if (p.defaultDetectorReason) log.warn({ configured: cfg.models.defaultDetector, effective: p.defaultDetector }, p.defaultDetectorReason);
   const models = p.models;
@@ -184,6 +193,8 @@ export function capabilities(cfg: Config, state: RegistryState, manifest: Manife
   if (state.defaultDetectorReason) caps.default_detector_reason = state.defaultDetectorReason;
   // Allowed but not servable, and why: what `models fetch` would have to bring.
   if (Object.keys(state.unavailable).length > 0) caps.unavailable = { ...state.unavailable };
+  if (state.fallbackUnavailable) caps.detector_fallback_unavailable = state.fallbackUnavailable;
+  if (state.fetchCommand) caps.fetch_command = state.fetchCommand;
   if (state.retinafaceVariant) caps.detector_variants = { retinaface: state.retinafaceVariant };
   // Test weights are possible only with FACECOMPUTE_TEST_WEIGHTS=true; then they are always marked.
   const testModels = Object.entries(state.modelWeights).filter(([, w]) => w === 'test');

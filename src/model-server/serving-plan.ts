@@ -36,7 +36,7 @@ export interface PlannedDetector {
 export interface UnservableDefault {
   kind: 'model' | 'detector';
   name: string;
-  setting: 'FACECOMPUTE_DEFAULT_MODEL' | 'FACECOMPUTE_DEFAULT_DETECTOR';
+  setting: 'FACECOMPUTE_DEFAULT_MODEL' | 'FACECOMPUTE_DEFAULT_DETECTOR' | 'FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR';
   /** One line: what is wrong (not allowed, or which files are missing and why). */
   reason: string;
   /** Per missing weight file: every place and source tried, and why each failed. */
@@ -57,7 +57,16 @@ export interface ServingPlan {
   defaultDetectorReason: string;
   /** The configured defaults that cannot be served; empty when both can. */
   unservable: UnservableDefault[];
+  /** Why the detector fallback (FALLBACK_DETECTOR) is absent, with the command that fetches it; '' when served. */
+  fallbackUnavailable: string;
+  /** The fallback's full explanation, refused at start when FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR is true. */
+  fallbackUnservable: UnservableDefault | null;
+  /** One command that fetches every allowed model and detector that is missing; '' when none is. */
+  fetchCommand: string;
 }
+
+/** The contract's pre-warmed fallback: the detector tried when `opencv` finds no face. */
+export const FALLBACK_DETECTOR = 'retinaface';
 
 export class DefaultsUnservableError extends Error {
   override name = 'DefaultsUnservableError';
@@ -89,13 +98,14 @@ export function detectorEngines(entry: DetectorEntry, backbone: Config['models']
 /** Why an artifact is unavailable, in one line: its missing files and, when a fetch was tried, why it failed. */
 function unavailableReason(id: string, s: ArtifactStatus, log: FetchLog): string {
   const failure = s.artifact.weights.map((w) => log[w.file]).find((r) => r && !r.ok);
-  return `${describeProblems(s.problems)}; ${failure ? describeFailure(failure) : `\`facecompute models fetch ${id}\` installs it`}`;
+  const fetch = `\`facecompute models fetch ${id.split(':')[0]}\``;
+  return `${describeProblems(s.problems)}; ${failure ? `${describeFailure(failure)}; ${fetch} fetches it where a source is reachable` : `${fetch} installs it`}`;
 }
 
 export async function planServing(cfg: Config, manifest: Manifest = loadManifest()): Promise<ServingPlan> {
   const loc: WeightLocations = { weightsDir: cfg.models.weightsDir, cacheDir: cfg.models.cacheDir, sources: cfg.models.weightSources };
   const log = await readFetchLog(cfg.models.cacheDir);
-  const plan: ServingPlan = { models: [], detectors: [], retinafaceVariant: null, unavailable: {}, defaultModel: '', defaultModelReason: '', defaultDetector: '', defaultDetectorReason: '', unservable: [] };
+  const plan: ServingPlan = { models: [], detectors: [], retinafaceVariant: null, unavailable: {}, defaultModel: '', defaultModelReason: '', defaultDetector: '', defaultDetectorReason: '', unservable: [], fallbackUnavailable: '', fallbackUnservable: null, fetchCommand: '' };
   /** Status of what could not be served, for the full explanation of a default. */
   const missing = new Map<string, ArtifactStatus[]>();
 
@@ -162,6 +172,16 @@ export async function planServing(cfg: Config, manifest: Manifest = loadManifest
     plan.defaultDetectorReason = `${configuredDetector} cannot be served (${why}); ${other ? `the effective default is ${other}` : 'no other detector is installed, so a request must name its detector_backend (skip, the whole image, is never a default)'}`;
     plan.unservable.push(await unservable('detector', configuredDetector, why, missing.get(configuredDetector), loc, log));
   }
+  const fetchable = Object.keys(plan.unavailable).filter((n) => missing.has(n));
+  plan.fetchCommand = fetchable.length > 0 ? `facecompute models fetch ${fetchable.join(' ')}` : '';
+  if (!detectorNames.includes(FALLBACK_DETECTOR)) {
+    const allowed = cfg.models.allowedDetectors.includes(FALLBACK_DETECTOR);
+    const why = allowed ? (plan.unavailable[FALLBACK_DETECTOR] ?? 'not installed') : 'not in FACECOMPUTE_ALLOWED_DETECTORS';
+    plan.fallbackUnavailable =
+      `the contract's pre-warmed fallback detector ${FALLBACK_DETECTOR} is absent, so an image where opencv finds no face gets no fallback (${why}); ` +
+      (allowed ? `\`facecompute models fetch ${FALLBACK_DETECTOR}\` fetches it (its weights come only from their canonical URLs)` : `allow it in FACECOMPUTE_ALLOWED_DETECTORS`);
+    plan.fallbackUnservable = { ...(await unservable('detector', FALLBACK_DETECTOR, why, missing.get(FALLBACK_DETECTOR), loc, log)), setting: 'FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR' };
+  }
   return plan;
 }
 
@@ -186,11 +206,17 @@ export function refusalMessage(unservable: UnservableDefault[], cacheDir: string
     if (u.missing.length > 0) lines.push(formatMissing(u.missing));
     lines.push(`    fix: ${u.fix}${u.fix.startsWith('facecompute ') ? ` with the same FACECOMPUTE_MODELS_CACHE (from a checkout: node bin/facecompute.js ${u.fix.slice('facecompute '.length)}; bash scripts/bootstrap.sh serve fetches every default)` : ''}`);
   }
-  lines.push('  or start without it: FACECOMPUTE_ALLOW_DEGRADED_START=true (/capabilities and /readiness then say what is missing)');
+  if (unservable.some((u) => u.setting !== 'FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR')) lines.push('  or start without it: FACECOMPUTE_ALLOW_DEGRADED_START=true (/capabilities and /readiness then say what is missing)');
+  if (unservable.some((u) => u.setting === 'FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR')) lines.push(`  or start without the detector fallback: FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=false (/capabilities and /readiness then say it is absent)`);
   return lines.join('\n');
 }
 
-/** Throws DefaultsUnservableError when a configured default cannot be served and degraded starts are not allowed. */
+/**
+ * Throws DefaultsUnservableError when a configured default cannot be served and degraded starts are not
+ * allowed, or when the detector fallback cannot be served and FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR is true.
+ */
 export function assertDefaultsServable(cfg: Config, plan: ServingPlan): void {
-  if (plan.unservable.length > 0 && !cfg.models.allowDegradedStart) throw new DefaultsUnservableError(plan.unservable, cfg.models.cacheDir);
+  const refused = cfg.models.allowDegradedStart ? [] : [...plan.unservable];
+  if (cfg.models.requireFallbackDetector && plan.fallbackUnservable) refused.push(plan.fallbackUnservable);
+  if (refused.length > 0) throw new DefaultsUnservableError(refused, cfg.models.cacheDir);
 }

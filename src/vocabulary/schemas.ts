@@ -162,6 +162,9 @@ export const readinessResponse = {
       type: 'boolean',
       description: 'true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); /capabilities says which and why (default_model_reason, default_detector_reason).',
     },
+    unavailable: { type: 'array', items: { type: 'string' }, description: 'Allowed models and detectors that are not installed here (e.g. retinaface and yunet on a machine that cannot reach their canonical URLs); /capabilities.unavailable says why. Readiness does not depend on them.' },
+    fetch_command: { type: 'string', description: 'The command that fetches every model and detector in `unavailable`.' },
+    detector_fallback_unavailable: { type: 'string', description: "Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: the fallback is absent, why, and the command that fetches it (FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=true refuses to start instead)." },
   },
 } as const;
 
@@ -194,8 +197,13 @@ export const capabilitiesResponse = {
     },
     unavailable: {
       type: 'object',
-      description: 'Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed.',
+      description: 'Allowed models and detectors that cannot be served here, and why: the missing weight files, when `facecompute models fetch` tried them every source and why it failed, and the command that fetches each.',
       additionalProperties: { type: 'string' },
+    },
+    fetch_command: { type: 'string', description: 'The one command that fetches every model and detector in `unavailable`.' },
+    detector_fallback_unavailable: {
+      type: 'string',
+      description: "Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: an image where opencv finds no face then gets no fallback. Says why and the command that fetches it; FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=true refuses to start instead.",
     },
     detector_variants: {
       type: 'object',

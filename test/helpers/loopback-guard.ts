@@ -46,3 +46,12 @@ export async function withExpectedRefusals<T>(fn: () => Promise<T>): Promise<{ r
 
 /** The environment of a child that is expected to be refused (it must not fail the run). */
 export const EXPECT_REFUSALS_ENV = { TEST_LOOPBACK_GUARD_EXPECT: '1' } as const;
+
+/**
+ * Refuses, as the guard refuses its own, an attempt a fence in this process stopped on another's behalf
+ * (Chromium's request routing): recorded, printed, logged to TEST_LOOPBACK_GUARD_LOG, and failing the
+ * process unless refusals are expected.
+ */
+export function refuseOffLoopback(kind: string, target: string): Error {
+  return (guardState() as GuardState & { refuse: (kind: string, target: string) => Error }).refuse(kind, target);
+}

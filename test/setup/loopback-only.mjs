@@ -17,7 +17,10 @@
  * Children inherit the guard: the environment of every spawned process gets NODE_OPTIONS --import of
  * this file, PYTHONPATH with test/setup/python (its sitecustomize does the same for Python), GOPROXY=off
  * with GOSUMDB=off and GOTOOLCHAIN=local (Go builds use only the module cache bootstrap.sh filled), pip
- * without an index unless it is pointed at a loopback one, and no proxy variables.
+ * without an index unless it is pointed at a loopback one, cargo offline, npm without its update check,
+ * test/setup/bin first on PATH (its curl refuses and logs URLs beyond loopback and proxies the rest to a
+ * closed loopback port), and no proxy variables. Chromium is fenced by test/helpers/browser.ts, HAProxy
+ * by test/helpers/fence.ts; test/fence.test.ts proves each kind of process.
  *
  * Plain JavaScript on purpose: it must load before tsx and in children that have no TypeScript loader.
  */
@@ -32,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 const STATE_KEY = Symbol.for('facecompute.loopback-guard');
 const GUARD_URL = import.meta.url;
 const PYTHON_DIR = fileURLToPath(new URL('./python', import.meta.url));
+const BIN_DIR = fileURLToPath(new URL('./bin', import.meta.url));
 const PREFIX = 'loopback guard:';
 
 /** Shared with test/helpers/loopback-guard.ts through the global symbol registry. */
@@ -116,6 +120,11 @@ export function guardedEnv(env) {
   out.GOSUMDB = 'off';
   out.GOTOOLCHAIN = 'local';
   out.GOFLAGS = '-mod=readonly';
+  out.CARGO_NET_OFFLINE = 'true';
+  // npm asks its registry for a newer npm after each command; outside the namespace the guard refuses it.
+  out.NPM_CONFIG_UPDATE_NOTIFIER = 'false';
+  const path = out.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+  if (!path.split(':').includes(BIN_DIR)) out.PATH = `${BIN_DIR}:${path}`;
   for (const k of PROXY_VARS) delete out[k];
   out.NO_PROXY = '*';
   out.no_proxy = '*';
@@ -164,7 +173,8 @@ function install() {
     const normalized = Array.isArray(args[0]) ? args[0] : net._normalizeArgs(args);
     const options = normalized[0] ?? {};
     const cb = normalized[1];
-    if (options.path !== undefined || options.fd !== undefined) return originalConnect.apply(this, args);
+    // A Unix socket, as net itself decides it (a truthy path): npm's agent passes `path: null` with a host.
+    if (options.path || options.fd !== undefined) return originalConnect.apply(this, args);
     const host = options.host ?? 'localhost';
     const port = options.port;
     if (net.isIP(host)) {
@@ -309,6 +319,8 @@ function install() {
   Object.assign(process.env, env);
   syncBuiltinESMExports();
 
+  // For fences that run in this process on another's behalf (Chromium's request routing).
+  state.refuse = (kind, target) => refusal(kind, target);
   state.installed = true;
   process.on('exit', (code) => {
     const bad = unexpectedRefusals();

@@ -41,6 +41,7 @@ import { REPO_ROOT, SHARED_DATA_DIR, SHARED_WEIGHTS_DIR } from '../helpers/share
 import { MODELS_CACHE } from '../helpers/real-stack.js';
 import { startDnsStub } from '../helpers/dns-stub.js';
 import { freePort } from '../helpers/ports.js';
+import { assertLoopbackHaproxyConfig } from '../helpers/fence.js';
 
 const T0 = Date.now();
 const HAPROXY = process.env['HAPROXY'] ?? '/usr/sbin/haproxy';
@@ -344,6 +345,8 @@ startModelServer('127.0.0.3');
 startGateway(0, RATE_LIMIT);
 startGateway(1, RATE_LIMIT);
 const mcpProc = facecompute('mcp', 'mcp', { ...common, ...discovery, FACECOMPUTE_MCP_PORT: String(mcpPort) });
+// HAProxy is not Node: the guard cannot preload into it, so its configuration is the fence (loopback only).
+assertLoopbackHaproxyConfig(readFileSync(join(dir, 'haproxy.cfg'), 'utf8'));
 const haproxyProc = spawnLogged('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], {});
 await Promise.all([msReady('127.0.0.2'), msReady('127.0.0.3')]);
 await Promise.all([gwReady(0), gwReady(1)]);

@@ -22,12 +22,14 @@ import { isJsonFile, mtcnnFixture, readJsonFile } from './fixture-files.js';
 export const REPO = join(import.meta.dirname, '..', '..');
 
 /**
- * How closely CI must reproduce a recorded figure. Counts (images, faces, pairs, same decisions) and
- * accuracies are exact. Cosines move with the CPU's float kernels in ONNX Runtime (1e-12 to 1e-10 in
- * the embeddings' cosines here), so they are held to 1e-8 of the recorded value, below the 7 decimals
- * the Dlib table prints; IoUs come from integer boxes and are exact.
+ * How closely CI must reproduce a recorded figure on any x86-64 CPU. Counts of images and pairs are exact;
+ * agreements with DeepFace (faces, decisions) at least the recorded ones (test/helpers/parity-rows.ts);
+ * IoUs come from integer boxes and are exact. Cosines move with the
+ * kernels ONNX Runtime picks by CPU (AVX2, AVX-512: another summation order): a float32 embedding moves
+ * by a relative δ of a few roundings (2^-24 each) and a cosine by at most δ. 1e-6 is ~17 roundings, 40×
+ * the largest move seen (2.4e-8, Zen 5 against the recording machine); docs/parity.md, "On other CPUs".
  */
-export const MARGIN = { cosine: 1e-8, iou: 0 } as const;
+export const MARGIN = { cosine: 1e-6, iou: 0 } as const;
 
 /** The documents that may hold rendered blocks. */
 export function documents(): string[] {
@@ -80,7 +82,8 @@ const METRICS = ['cosine', 'euclidean', 'euclidean_l2'] as const;
 function margins(tests: string[], file: string): string {
   return wrap(
     `In CI, ${tests.map(code).join(' and ')} recompute${tests.length === 1 ? 's' : ''} this table from the committed DeepFace outputs and ` +
-    `fail${tests.length === 1 ? 's' : ''} when an image, face or pair count, a decision count or an accuracy differs from it, or a cosine moves ` +
+    `fail${tests.length === 1 ? 's' : ''} when an image or pair count differs from it, when fewer faces, images or pairs agree with DeepFace than it ` +
+    `records or others differ (another CPU may agree more: logged), or a cosine moves ` +
     `by more than ${MARGIN.cosine.toExponential(0)} (an IoU by anything) from the value in ${code(file)}, which this table is generated from.`
   );
 }
@@ -342,8 +345,9 @@ function mtcnnTable(): string {
     wrap(
       `In CI, ${code('test/mtcnn-parity.test.ts')} re-detects a sample of these images (every third DeepFace image, every 25th LFW image) and ` +
       `every image that ${code(RESULTS.mtcnn)} (which this table is generated from) lists among the differences, and fails when a sampled image ` +
-      `differs from DeepFace's committed output in its face count, a box, an eye, or a confidence by more than 1e-4, when a listed image's ` +
-      `difference is not the listed one, or when the largest box and eye differences it measures are not the table's; it also embeds three ` +
+      `differs from DeepFace's committed output in its face count, a box, an eye, or a confidence by more than 1e-4, when a listed image ` +
+      `differs more than listed, or when the largest differences it measures exceed the table's (a confidence by more than 1e-3; a listed ` +
+      `difference another CPU does not show is logged, not failed); it also embeds three ` +
       `faces per detector and image set and checks that every row covers its whole fixture. The pair decisions need every LFW image embedded, ` +
       `so they are measured offline only, by the command above.`,
     ),

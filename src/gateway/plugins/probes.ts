@@ -23,7 +23,9 @@ type Readiness = { status: number; body: Record<string, unknown> };
 
 // `degraded` (a configured default the model server cannot serve, FACECOMPUTE_ALLOW_DEGRADED_START):
 // one boolean a load balancer or an operator can alert on; the reasons stay on /capabilities.
-const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at', 'degraded'] as const;
+// `unavailable`, `fetch_command` and `detector_fallback_unavailable`: what is allowed but not installed
+// (the contract's pre-warmed fallback among it), and the command that fetches it.
+const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at', 'degraded', 'unavailable', 'fetch_command', 'detector_fallback_unavailable'] as const;
 
 export const probes: FastifyPluginAsync<ProbesOptions> = async (app, o) => {
   app.get('/health', { schema: { response: { 200: S.healthResponse } } }, async () => ({ status: 'ok', version: o.version }));

@@ -436,6 +436,12 @@ export interface components {
             warmed_at?: string;
             /** @description true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); /capabilities says which and why (default_model_reason, default_detector_reason). */
             degraded?: boolean;
+            /** @description Allowed models and detectors that are not installed here (e.g. retinaface and yunet on a machine that cannot reach their canonical URLs); /capabilities.unavailable says why. Readiness does not depend on them. */
+            unavailable?: string[];
+            /** @description The command that fetches every model and detector in `unavailable`. */
+            fetch_command?: string;
+            /** @description Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: the fallback is absent, why, and the command that fetches it (FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=true refuses to start instead). */
+            detector_fallback_unavailable?: string;
         } & {
             [key: string]: unknown;
         };
@@ -466,10 +472,14 @@ export interface components {
             default_model_reason?: string;
             /** @description Present when the configured default detector cannot be served (a degraded start): why, and which detector is the effective default. `skip` never becomes the default; with no other detector installed, a request must name its detector_backend. */
             default_detector_reason?: string;
-            /** @description Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed. */
+            /** @description Allowed models and detectors that cannot be served here, and why: the missing weight files, when `facecompute models fetch` tried them every source and why it failed, and the command that fetches each. */
             unavailable?: {
                 [key: string]: string;
             };
+            /** @description The one command that fetches every model and detector in `unavailable`. */
+            fetch_command?: string;
+            /** @description Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: an image where opencv finds no face then gets no fallback. Says why and the command that fetches it; FACECOMPUTE_REQUIRE_FALLBACK_DETECTOR=true refuses to start instead. */
+            detector_fallback_unavailable?: string;
             /** @description Which network serves a detector whose name covers several: `retinaface` is `resnet50` (DeepFace's) or `mobilenet0.25`. */
             detector_variants?: {
                 [key: string]: string;
