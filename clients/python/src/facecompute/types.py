@@ -150,8 +150,12 @@ class CapabilitiesResponse(_CapabilitiesResponseRequired, total=False):
     default_model_reason: str
     # Present when the configured default detector cannot be served (a degraded start): why, and which detector is the effective default. `skip` never becomes the default; with no other 
     default_detector_reason: str
-    # Allowed models and detectors that cannot be served here, and why: the missing weight files and, when `facecompute models fetch` tried them, every source and why it failed.
+    # Allowed models and detectors that cannot be served here, and why: the missing weight files, when `facecompute models fetch` tried them every source and why it failed, and the comma
     unavailable: Dict[str, str]
+    # The one command that fetches every model and detector in `unavailable`.
+    fetch_command: str
+    # Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: an image where opencv finds no face then gets no fallback. Says why and the command that fet
+    detector_fallback_unavailable: str
     # Which network serves a detector whose name covers several: `retinaface` is `resnet50` (DeepFace's) or `mobilenet0.25`.
     detector_variants: Dict[str, str]
     # Models served from random test weights (FACECOMPUTE_TEST_WEIGHTS=true, structural tests only; never in production). Their answers mean nothing.
@@ -175,6 +179,12 @@ class ReadinessResponse(_ReadinessResponseRequired, total=False):
     warmed_at: str
     # true when the service started with a configured default model or detector it cannot serve (FACECOMPUTE_ALLOW_DEGRADED_START=true); /capabilities says which and why (default_model_r
     degraded: bool
+    # Allowed models and detectors that are not installed here (e.g. retinaface and yunet on a machine that cannot reach their canonical URLs); /capabilities.unavailable says why. Readin
+    unavailable: List[str]
+    # The command that fetches every model and detector in `unavailable`.
+    fetch_command: str
+    # Present when retinaface, the contract's pre-warmed detector fallback, cannot be served: the fallback is absent, why, and the command that fetches it (FACECOMPUTE_REQUIRE_FALLBACK_D
+    detector_fallback_unavailable: str
 
 
 class ErrorResponse(TypedDict):
