@@ -21,10 +21,10 @@ const VERSIONLESS: Record<string, string> = {
   'test/fixtures/calibration/lfw-devtrain-distances.json.gz': 'our own pipeline\'s distances (tools/calibration/roc.ts); no reference library took part',
 };
 
-/** The lock's pins, under the fixtures' library names. */
-function lockPins(): Partial<Record<Library, string>> {
+/** A lock's pins (the reference venv's by default), under the fixtures' library names. */
+function lockPins(lock = 'bench/deepface/requirements.lock'): Partial<Record<Library, string>> {
   const pins = Object.fromEntries(
-    readFileSync(join(REPO, 'bench/deepface/requirements.lock'), 'utf8')
+    readFileSync(join(REPO, lock), 'utf8')
       .split('\n')
       .map((l) => l.trim().match(/^([A-Za-z0-9_.-]+)==(\S+)$/))
       .filter((m): m is RegExpMatchArray => m !== null)
@@ -42,6 +42,8 @@ function walk(dir: string): string[] {
 
 const records = fixtureRecords();
 const pins = lockPins();
+/** The bench's second baseline (DeepFace on its ONNX engine): docs may name its versions too. */
+const baselinePins = lockPins('bench/deepface/requirements-0.0.103.lock');
 
 t.test('every JSON fixture records its versions, or is known to depend on none', async (t) => {
   const all = walk(join(REPO, 'test', 'fixtures')).filter(isJsonFile).map((p) => relative(REPO, p)).sort();
@@ -73,7 +75,7 @@ t.test("the DeepFace outputs were made in the bench's venv, as the README says",
 t.test('every library version the documentation names is one a fixture records or the lock pins', async (t) => {
   const known: Record<string, string[]> = { DeepFace: [], OpenCV: [], dlib: [], TensorFlow: [] };
   for (const r of records) for (const lib of Object.keys(known)) if (r.versions[lib as Library]) known[lib]!.push(r.versions[lib as Library]!);
-  for (const lib of Object.keys(known)) if (pins[lib as Library]) known[lib]!.push(pins[lib as Library]!);
+  for (const lock of [pins, baselinePins]) for (const lib of Object.keys(known)) if (lock[lib as Library]) known[lib]!.push(lock[lib as Library]!);
   // How prose names a version: "DeepFace 0.0.100", "opencv-python 4.11.0.86", "OpenCV 4.11", "dlib 20.0.1",
   // "TensorFlow CPU 2.19.1", "tensorflow-cpu 2.19.1".
   const patterns: Array<[string, RegExp]> = [
