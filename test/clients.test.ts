@@ -12,13 +12,12 @@
  * Each suite's own runner decides pass or fail; this file fails with its output, and checks that the
  * suites ran what they should (no skips, no empty runs). About 5 minutes on two busy cores.
  */
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t, { type Test } from 'tap';
 import { REPO_ROOT, DEEPFACE_DIR, ROBUSTNESS_DIR } from './helpers/shared.js';
-import { CLIENT_JS_DIR, CLIENT_PYTHON, installPythonClient, startServe, type LiveServe } from './helpers/clients.js';
+import { CLIENT_JS_DIR, CLIENT_PYTHON, installPythonClient, run, startServe, type LiveServe } from './helpers/clients.js';
 import { CLIENT_LANGUAGES, shellBlocks } from './helpers/doc-blocks.js';
 
 const NO_FACE = join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__white.png');
@@ -26,23 +25,6 @@ const NO_FACE = join(ROBUSTNESS_DIR, 'no_face', 'face-api.js__test__images__whit
 const PYTEST_MIN = 72;
 const NODE_TEST_MIN = 23;
 
-function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
-  return new Promise((res) => {
-    const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs);
-    p.once('error', (err) => {
-      clearTimeout(timer);
-      res({ code: null, out: `${out}\ncould not run ${cmd}: ${err.message}` });
-    });
-    p.once('exit', (code) => {
-      clearTimeout(timer);
-      res({ code, out });
-    });
-  });
-}
 
 let stack: LiveServe;
 let key: string;

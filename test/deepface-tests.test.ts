@@ -14,13 +14,12 @@
  * The tests that cannot pass are listed below, each with its reason; any other failure fails this
  * file. The list is an upper bound: a listed test that passes is reported, not an error.
  */
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT, DEEPFACE_DIR } from './helpers/shared.js';
-import { installPythonClient, startServe, type LiveServe } from './helpers/clients.js';
+import { installPythonClient, run, startServe, type LiveServe } from './helpers/clients.js';
 
 const SOURCE = resolve(REPO_ROOT, '..', 'shared', 'deepface-tests');
 const FILES = ['test_verify.py', 'test_represent.py', 'test_enforce_detection.py', 'test_extract_faces.py'];
@@ -53,23 +52,6 @@ const CANNOT_PASS: Record<string, { reason: string; when?: 'no-sface' | 'no-resn
   'test_extract_faces.py::test_batch_ndarray_inputs': { reason: 'expects retinaface ResNet-50 to find every face; the MobileNet-0.25 backbone served here misses one', when: 'no-resnet' },
 };
 
-function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
-  return new Promise((res) => {
-    const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs);
-    p.once('error', (err) => {
-      clearTimeout(timer);
-      res({ code: null, out: `${out}\ncould not run ${cmd}: ${err.message}` });
-    });
-    p.once('exit', (code) => {
-      clearTimeout(timer);
-      res({ code, out });
-    });
-  });
-}
 
 /** The four files in a fresh tests/unit folder, import line changed, with dataset and requirements.txt. */
 function copyTests(): string {

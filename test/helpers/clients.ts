@@ -99,3 +99,22 @@ export function installPythonClient(): string {
   if (r.status !== 0) throw new Error(`pip install ./clients/python failed (${r.status}): ${r.stdout}${r.stderr}`);
   return site;
 }
+
+/** Runs a command to its end (killed after timeoutMs), with its stdout and stderr as one text. */
+export function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<{ code: number | null; out: string }> {
+  return new Promise((res) => {
+    const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs);
+    p.once('error', (err) => {
+      clearTimeout(timer);
+      res({ code: null, out: `${out}\ncould not run ${cmd}: ${err.message}` });
+    });
+    p.once('exit', (code) => {
+      clearTimeout(timer);
+      res({ code, out });
+    });
+  });
+}
