@@ -120,16 +120,19 @@ for (const s of SURFACES) {
     contractError(t, expect, 417, 'expectation_failed', /100-continue/);
   });
 
-  t.test(`${s.name}: a method no route has is 404 not_found, whatever its body (QUERY without Content-Type was a 400 and, on the console, a 500)`, async (t) => {
+  t.test(`${s.name}: a method no route has is 405 method_not_allowed with Allow on a known path and 404 not_found elsewhere, whatever its body (QUERY without Content-Type was a 400 and, on the console, a 500)`, async (t) => {
     const port = ports[s.name]!;
     const auth = s.auth ? `authorization: ${s.auth}\r\n` : '';
     for (const path of [s.path, '/health', '/nope']) {
       const query = await raw(port, `QUERY ${path} HTTP/1.1\r\nhost: x\r\n${auth}connection: close\r\n\r\n`);
       const badJson = await raw(port, `QUERY ${path} HTTP/1.1\r\nhost: x\r\n${auth}content-type: application/json\r\ncontent-length: 3\r\nconnection: close\r\n\r\n{{{`);
+      // Every surface serves its own path and /health; /nope is no route at all.
+      const known = path !== '/nope';
       for (const r of [query, badJson]) {
-        t.equal(r.status, 404, `QUERY ${path}: status (${r.text.slice(0, 200)})`);
-        t.same(r.body, { error: 'not_found', detail: r.body?.detail }, 'only error and detail');
+        t.equal(r.status, known ? 405 : 404, `QUERY ${path}: status (${r.text.slice(0, 200)})`);
+        t.same(r.body, { error: known ? 'method_not_allowed' : 'not_found', detail: r.body?.detail }, 'only error and detail');
         t.match(r.headers['content-type'], /^application\/json/);
+        if (known) t.ok(r.headers['allow'], `QUERY ${path}: Allow names the methods (${r.headers['allow']})`);
       }
     }
   });
