@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../src/config/index.js';
 import { REDACT_PATHS, type Logger } from '../src/logging/logger.js';
-import { startRegistry, type EngineFactory } from '../src/model-server/registry.js';
+import { startRegistry } from '../src/model-server/registry.js';
 import { buildModelServer } from '../src/model-server/app.js';
 import { imageOps } from '../src/model-server/adapters.js';
 import { isLoopbackHost, tokenChecker } from '../src/model-server/internal-auth.js';
@@ -21,32 +21,17 @@ import { INTERNAL_TOKEN_HEADER } from '../src/model-client/protocol.js';
 import { buildGateway } from '../src/gateway/app.js';
 import { createMcp } from '../src/mcp/main.js';
 import { createLogger } from '../src/logging/logger.js';
-import type { FaceDetector, Recognizer } from '../src/model-server/engines.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { startFakeModelServer } from './helpers/procs.js';
 import { makePng } from './helpers/images.js';
 import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
+import { zeroEngines } from './helpers/zero-engines.js';
 
 const TOKEN = 'tok_' + 'a1b2c3d4'.repeat(5);
 const WRONG = 'tok_' + 'zzzzyyyy'.repeat(5);
 
-const engines: EngineFactory = {
-  async recognizer(name) {
-    const rec: Recognizer = {
-      name,
-      dims: 128,
-      input: { width: 4, height: 4, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' },
-      embed: async (_b, n) => Array.from({ length: n }, () => new Float32Array(128)),
-    };
-    return rec;
-  },
-  async detector(name) {
-    const d: FaceDetector = { name, detect: async () => [] };
-    return d;
-  },
-  syntheticImage: () => ({ width: 8, height: 8, channels: 3, data: Buffer.alloc(192) }),
-};
+const engines = zeroEngines();
 
 function capturingLogger(): { logger: Logger; lines: string[] } {
   const lines: string[] = [];

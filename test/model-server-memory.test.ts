@@ -7,17 +7,17 @@
 import t from 'tap';
 import { loadConfig } from '../src/config/index.js';
 import { createLogger } from '../src/logging/logger.js';
-import { startRegistry, type EngineFactory } from '../src/model-server/registry.js';
+import { startRegistry } from '../src/model-server/registry.js';
 import { buildModelServer } from '../src/model-server/app.js';
 import { imageOps } from '../src/model-server/adapters.js';
 import { MemoryGate } from '../src/model-server/memory-gate.js';
 import { jobCost } from '../src/model-client/job-cost.js';
 import { encodeFrame, type VerifyHeader } from '../src/model-client/protocol.js';
 import { ERROR_STATUS, RETRYABLE_503 } from '../src/errors/index.js';
-import type { FaceDetector, Recognizer } from '../src/model-server/engines.js';
 import { SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 import { makeBombPng, makeUniformPng } from './helpers/images.js';
+import { zeroEngines } from './helpers/zero-engines.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -69,25 +69,8 @@ t.test('the gate: refuses what never fits, queues in order, times out with 503',
   (await gate.admit(800))();
 });
 
-/** Engines without ONNX Runtime: the detector finds nothing, the recognizer returns zeros. */
-function fakeEngines(detected: string[]): EngineFactory {
-  return {
-    async recognizer(name) {
-      const rec: Recognizer = {
-        name,
-        dims: 128,
-        input: { width: 4, height: 4, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' },
-        embed: async (_b, n) => Array.from({ length: n }, () => new Float32Array(128)),
-      };
-      return rec;
-    },
-    async detector(name) {
-      const d: FaceDetector = { name, detect: async (img) => (detected.push(`${img.width}x${img.height}`), []) };
-      return d;
-    },
-    syntheticImage: () => ({ width: 8, height: 8, channels: 3, data: Buffer.alloc(192) }),
-  };
-}
+/** Engines without ONNX Runtime that record the size of each image a detector is given. */
+const fakeEngines = (detected: string[]) => zeroEngines((img) => detected.push(`${img.width}x${img.height}`));
 
 function verifyFrame(a: Buffer, b: Buffer, detector = 'mtcnn'): Buffer {
   const h: VerifyHeader = {
