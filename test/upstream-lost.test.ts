@@ -28,6 +28,13 @@ const logger = createLogger('test', 'silent');
 const PNG = makePng(8, 8).toString('base64');
 const E = Array.from({ length: 128 }, (_, i) => Math.sin(i));
 
+/** Where a received request's head ends and the length its body declares, once the head is whole. */
+function frameHead(data: Buffer): { head: number; length: number } | null {
+  const head = data.indexOf('\r\n\r\n');
+  if (head < 0) return null;
+  return { head, length: Number(/content-length: *(\d+)/i.exec(data.subarray(0, head).toString('latin1'))?.[1] ?? 0) };
+}
+
 /** A replica that reads each request's head and then `end`s how it says: 'close' once the whole frame is read (FIN), 'reset' before (RST). */
 async function tcpReplica(end: 'close' | 'reset'): Promise<{ server: TcpServer; port: number; frames: () => number }> {
   let frames = 0;
@@ -35,9 +42,9 @@ async function tcpReplica(end: 'close' | 'reset'): Promise<{ server: TcpServer; 
     let data = Buffer.alloc(0);
     socket.on('data', (c: Buffer) => {
       data = Buffer.concat([data, c]);
-      const head = data.indexOf('\r\n\r\n');
-      if (head < 0) return;
-      const length = Number(/content-length: *(\d+)/i.exec(data.subarray(0, head).toString('latin1'))?.[1] ?? 0);
+      const frame = frameHead(data);
+      if (!frame) return;
+      const { head, length } = frame;
       if (end === 'reset') {
         frames++;
         socket.resetAndDestroy();
@@ -97,9 +104,9 @@ async function dyingWithFrames(n: number): Promise<{ server: TcpServer; port: nu
     let data = Buffer.alloc(0);
     socket.on('data', (c: Buffer) => {
       data = Buffer.concat([data, c]);
-      const head = data.indexOf('\r\n\r\n');
-      if (head < 0) return;
-      const length = Number(/content-length: *(\d+)/i.exec(data.subarray(0, head).toString('latin1'))?.[1] ?? 0);
+      const frame = frameHead(data);
+      if (!frame) return;
+      const { head, length } = frame;
       if (data.length - head - 4 < length || held.includes(socket)) return;
       held.push(socket);
       if (held.length === n) for (const s of held) s.end();
