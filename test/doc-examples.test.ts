@@ -23,7 +23,7 @@ import { join, resolve } from 'node:path';
 import t from 'tap';
 import { VARS } from '../src/config/spec.js';
 import { REPO_ROOT } from './helpers/shared.js';
-import { REGISTRY_CACHE, canHideShared, registryFetchLog, spawnWithoutShared } from './helpers/no-shared.js';
+import { REGISTRY_CACHE, expectedHidden, hiddenDirsReached, probeHidden, registryFetchLog, spawnWithoutShared } from './helpers/no-shared.js';
 import { startServe, userEnv } from './helpers/serve-proc.js';
 import { CLIENT_LANGUAGES, SHELL_LANGUAGES, envAssignments, jsonValues, keeps, promisedAnswers, shellBlocks, type DocBlock } from './helpers/doc-blocks.js';
 import { CLIENT_JS_DIR, CLIENT_PYTHON_VENV, installPythonClient } from './helpers/clients.js';
@@ -138,7 +138,9 @@ async function runDocument(name: string, blocks: DocBlock[], vars: Record<string
 
 t.test('every shell example runs verbatim against a live serve built without ../shared', { timeout: 600_000 }, async (t) => {
   registryFetchLog();
-  if (!t.ok(canHideShared(), 'a private mount namespace can hide ../shared')) return;
+  const probe = await probeHidden();
+  const want = expectedHidden(probe.dirs);
+  if (!t.equal(probe.seen, want.seen, `hidden by ${probe.mode}: ${probe.dirs.join(', ')} cannot be read from inside`)) return;
   // What `bootstrap serve` runs: the embedded defaults, on the models a user's machine gets from the
   // registries, only moved to free loopback ports and a fresh data directory.
   const env = userEnv({
@@ -235,4 +237,5 @@ t.test('every shell example runs verbatim against a live serve built without ../
   t.equal(total, Object.values(EXPECTED).reduce((n, e) => n + e.run + e.env, 0), 'blocks run in all');
 
   await s.stop();
+  t.same(hiddenDirsReached(), [], 'the service never reached for a shared directory');
 });

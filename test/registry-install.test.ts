@@ -12,7 +12,7 @@ import t from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';
-import { REGISTRY_CACHE, canHideShared, registryFetchLog, sharedDirs, spawnWithoutShared } from './helpers/no-shared.js';
+import { REGISTRY_CACHE, expectedHidden, hiddenDirsReached, probeHidden, registryFetchLog, spawnWithoutShared } from './helpers/no-shared.js';
 import { anonymousKey, startServe, userEnv } from './helpers/serve-proc.js';
 import { loadManifest } from '../src/models/manifest.js';
 
@@ -47,12 +47,10 @@ t.test('the registry fetch of the install step: each default weight file from a 
 
 t.test('serve on the registry cache alone, ../shared hidden: Facenet and opencv by default, Dlib on request', { timeout: 420_000 }, async (t) => {
   registryFetchLog();
-  if (!t.ok(canHideShared(), 'a private mount namespace can hide ../shared (root and unshare, as the container test needs)')) return;
-  const probe = spawnWithoutShared('bash', ['-c', 'for d; do ls -A "$d"; done', 'probe', ...sharedDirs()], { env: userEnv() });
-  let listing = '';
-  probe.stdout?.on('data', (d: Buffer) => (listing += d.toString()));
-  t.equal(await new Promise((r) => probe.once('exit', r)), 0, 'the hidden directories can be listed');
-  t.equal(listing, '', `inside, ${sharedDirs().join(', ')} ${sharedDirs().length > 1 ? 'are' : 'is'} empty`);
+  const probe = await probeHidden();
+  const want = expectedHidden(probe.dirs);
+  t.equal(probe.seen, want.seen, `hidden by ${probe.mode}: ${probe.dirs.join(', ')} cannot be read from inside`);
+  t.equal(probe.logged.length, want.logged, `the fence recorded each reach: ${probe.logged.join('; ')}`);
   const s = await startServe(process.execPath, [resolve(REPO_ROOT, 'bin/facecompute.js'), 'serve'], userEnv({ FACECOMPUTE_MODELS_CACHE: REGISTRY_CACHE }), { spawner: spawnWithoutShared });
   t.teardown(s.stop);
   const ready = await s.ready();
@@ -121,4 +119,5 @@ t.test('serve on the registry cache alone, ../shared hidden: Facenet and opencv 
     const other = await verify('img1.jpg', 'img3.jpg', model);
     t.match(other.body, { verified: false, model: model ?? 'Facenet', detector_backend: 'opencv' }, `${model ?? 'the default (Facenet)'}: two people do not`);
   }
+  t.same(hiddenDirsReached(), [], 'the service never reached for a shared directory');
 });
