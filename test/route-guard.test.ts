@@ -9,7 +9,7 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config/index.js';
 import { buildGateway } from '../src/gateway/app.js';
@@ -20,6 +20,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 import { rawRequest } from './helpers/raw-http.js';
+import { LINGER_MS } from '../src/http/lingering-close.js';
 
 const logger = createLogger('test', 'silent');
 const BODY = 1_000_000;
@@ -114,4 +115,35 @@ t.test('admission follows the route config, not the URL string: POST /verify?x=1
     r.socket.destroy();
     for (let i = 0; i < 300 && gw.queue.stats().reserved > 0; i++) await new Promise((res) => setTimeout(res, 10));
   }
+});
+
+t.test('a refused upload that goes on sending is drained, not reset: the client gets its answer and a clean close', async (t) => {
+  // The client reads the 404, then sends the rest of the 1 MB it declared and closes. Without the
+  // lingering close (src/http/lingering-close.ts) the server had closed after its answer, so those
+  // bytes met a closed socket and the client got a reset (ECONNRESET or EPIPE).
+  const config = loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent', FACECOMPUTE_MODEL_SERVER_URLS: 'http://127.0.0.1:9' });
+  const gw = await buildGateway({ config, accounts: new MemoryAccounts([]), logger, upstream: stubUpstream() });
+  await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => gw.close(0));
+  for (const [method, path, status] of [['POST', '/x', 404], ['PUT', '/verify', 405], ['POST', '/verify', 401]] as const) {
+    const r = partial(portOf(gw.app), method, path);
+    t.equal((await r.answer).status, status, `${method} ${path}: ${status} first`);
+    const errors: string[] = [];
+    r.socket.on('error', (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
+    const closed = new Promise<boolean>((res) => r.socket.once('close', res));
+    r.socket.end(Buffer.alloc(BODY - 10, 0x61));
+    t.equal(await closed, false, `${method} ${path}: the connection closed cleanly`);
+    t.same(errors, [], `${method} ${path}: no reset`);
+  }
+  // A client that neither sends nor closes is not waited on for ever: the server closes after the linger.
+  const idle = connect({ port: portOf(gw.app), host: '127.0.0.1', allowHalfOpen: true });
+  idle.on('error', () => {});
+  idle.write(`POST /x HTTP/1.1\r\nhost: x\r\ncontent-length: ${BODY}\r\n\r\n{"img1": "`);
+  const answered = new Promise((res) => idle.once('data', res));
+  await answered;
+  const open = () => new Promise<number>((res) => gw.app.server.getConnections((_e, n) => res(n)));
+  for (let i = 0; i < 100 && (await open()) > 0; i++) await new Promise((res) => setTimeout(res, LINGER_MS / 20));
+  t.equal(await open(), 0, 'the server closed the connection by itself, after its linger');
+  t.notOk(idle.writableEnded, 'while the client kept its side open');
+  idle.destroy();
 });

@@ -369,7 +369,7 @@ export function attacks(inputs: Inputs): Attack[] {
     {
       name: 'round 2: an upload dripping 10 bytes a second',
       item: 'round 2',
-      expect: '408 upload_too_slow (after the 5 s grace)',
+      expect: '408 upload_too_slow (after the 1.5 s grace)',
       repeat: 1,
       async run(t) {
         const url = new URL(t.gateway);

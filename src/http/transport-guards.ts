@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors/service-error.js';
 import { contractHeaders, requestIdFrom } from './contract-headers.js';
+import { registerLingeringClose } from './lingering-close.js';
 
 /** The error Node's parser or its request timer raised (`code` is llhttp's HPE_* or Node's ERR_*). */
 export interface ClientError extends Error {
@@ -124,11 +125,13 @@ export function transportOptions(receiveTimeoutMs: number) {
 
 /**
  * The rest of what Node would otherwise answer outside the contract: an HTTP/1.1 request without a
- * Host header (RFC 9112 requires a 400) and an `Expect` other than 100-continue (a 417). Register
+ * Host header (RFC 9112 requires a 400) and an `Expect` other than 100-continue (a 417); and a
+ * connection closed with its body unread lingers (src/http/lingering-close.ts). Register
  * it after registerContractHeaders (src/http/contract-headers.ts), before the surface's own onRequest
  * hooks.
  */
 export function registerTransportGuards(app: FastifyInstance): void {
+  registerLingeringClose(app);
   app.addHook('onRequest', async (req) => {
     if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1 && req.headers.host === undefined) {
       throw new ServiceError('invalid_request', 'an HTTP/1.1 request must carry a Host header');

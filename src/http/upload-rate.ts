@@ -46,7 +46,7 @@ export function watchUploadRate(req: FastifyRequest, reply: FastifyReply, o: Upl
   };
   timer = setTimeout(() => {
     check();
-    if (timer !== undefined) timer = setInterval(check, 500).unref();
+    if (timer !== undefined) timer = setInterval(check, 250).unref();
   }, o.graceMs).unref();
   reply.raw.once('close', stop);
 }

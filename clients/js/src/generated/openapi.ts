@@ -845,7 +845,7 @@ export interface operations {
              * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
-             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (1.5 s); the connection is closed
              */
             408: {
                 headers: {
@@ -1164,7 +1164,7 @@ export interface operations {
              * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
-             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (1.5 s); the connection is closed
              */
             408: {
                 headers: {
@@ -1494,7 +1494,7 @@ export interface operations {
              * @description Error: request_timeout, upload_too_slow
              *
              *     - `request_timeout`: the headers and body did not all arrive within `FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS` (30 s)
-             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (5 s); the connection is closed
+             *     - `upload_too_slow`: the body arrived slower than `FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S` (16 KiB/s) on average, measured after a grace of `FACECOMPUTE_UPLOAD_GRACE_MS` (1.5 s); the connection is closed
              */
             408: {
                 headers: {
