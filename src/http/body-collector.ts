@@ -39,14 +39,19 @@ export interface BodyBuffers {
 /** Declared bodies from this size on take their buffer from `BodyBuffers`, when given. */
 export const POOLED_MIN_BYTES = 8 * 1024 * 1024;
 
+/** Reads each chunk as it arrives; an error it returns refuses the body there (json-array-watch.ts). */
+export interface BodyWatch {
+  feed(chunk: Buffer): Error | null;
+}
+
 /**
  * Collects `payload` (the request stream Fastify hands a content-type parser) into one Buffer of
  * exactly the body's length. `contentLength` is the request's Content-Length header, if any; `limit`
  * the route's body limit. With `buffers`, a declared body of POOLED_MIN_BYTES or more is read into
  * one of theirs: the caller gives it back (`buffers.release`) once done with it; a refused body's
- * is given back here.
+ * is given back here. With `watch`, each chunk is shown to it first, and its refusal stops the reading.
  */
-export function collectBody(payload: Readable & { receivedEncodedLength?: number }, contentLength: string | undefined, limit: number, buffers?: BodyBuffers): Promise<Buffer> {
+export function collectBody(payload: Readable & { receivedEncodedLength?: number }, contentLength: string | undefined, limit: number, buffers?: BodyBuffers, watch?: BodyWatch): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const declared = Number(contentLength);
     if (declared > limit) {
@@ -91,6 +96,13 @@ export function collectBody(payload: Readable & { receivedEncodedLength?: number
         stop();
         early = null;
         refuse(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+        return;
+      }
+      const refusal = watch?.feed(chunk);
+      if (refusal) {
+        stop();
+        early = null;
+        refuse(refusal);
         return;
       }
       if (known) {

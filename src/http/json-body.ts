@@ -21,6 +21,7 @@ import sjson from 'secure-json-parse';
 import { ServiceError } from '../errors/index.js';
 import { scanJsonBody, type LiftedRows, type LiftMembers } from '../native/json.js';
 import { collectBody, type BodyBuffers } from './body-collector.js';
+import { JsonArrayWatch, tooManyValues } from './json-array-watch.js';
 
 /**
  * How far either side of the parse error the diagnosis looks. V8 quotes 10 characters either side
@@ -151,12 +152,7 @@ export async function readJsonBody(body: Buffer, options: ReadJsonOptions = UNBO
   if (body.length >= NATIVE_CHECK_MIN_BYTES) {
     const scan = await scanJsonBody(body, options.lift ?? {}, options.maxValues);
     if (!scan.valid) throw notJson(nonFiniteAtOffset(body, scan.offset), `${scan.message} at byte ${scan.offset}`);
-    if (scan.over) {
-      throw new ServiceError(
-        'request_too_large',
-        `the JSON body holds more than ${options.maxValues} values (numbers, strings, arrays, objects and keys); send many vectors as /compare's targets, targets_b64 or a binary targets part, or split the request`,
-      );
-    }
+    if (scan.over) throw tooManyValues(options.maxValues);
     const spans = [scan.lifted, scan.liftedText].filter((s) => s !== undefined).sort((a, b) => a.start - b.start);
     if (spans.length > 0) {
       lifted = { ...(scan.lifted ? { rows: scan.lifted } : {}), ...(scan.liftedText ? { text: body.subarray(scan.liftedText.start + 1, scan.liftedText.end - 1) } : {}) };
@@ -189,6 +185,9 @@ export async function readJsonBody(body: Buffer, options: ReadJsonOptions = UNBO
 }
 
 const NULL = Buffer.from('null');
+
+/** Bodies from this declared size on, and chunked ones, are watched as they arrive (json-array-watch.ts). */
+export const WATCH_MIN_BYTES = 1024 * 1024;
 
 /** readJsonBody's value, for a body read without lifting. */
 export async function parseJsonBody(body: Buffer, options: Pick<ReadJsonOptions, 'maxValues'> = UNBOUNDED): Promise<unknown> {
@@ -226,7 +225,14 @@ export function useJsonBodyParser(app: FastifyInstance, options: JsonBodyParserO
     // text is a view of it, when the request's owner of that text gives it back.
     let pooled: Buffer | null = null;
     const from = buffers && { acquire: (n: number) => (pooled = buffers.acquire(n)), release: (b: Uint8Array) => ((pooled = null), buffers.release(b)) };
-    const body = await collectBody(payload, req.headers['content-length'], req.routeOptions.bodyLimit, from);
+    // A large or chunked body is watched as it arrives (json-array-watch.ts): an array whose length
+    // alone decides the 413 is refused before the rest of the body is kept.
+    const declared = Number(req.headers['content-length']);
+    const members = options.lift?.members(req);
+    const watch = !(declared < WATCH_MIN_BYTES)
+      ? new JsonArrayWatch({ maxValues: options.maxValues, ...(members?.rows && members.maxRows !== undefined ? { member: { name: members.rows, maxElements: members.maxRows } } : {}) })
+      : undefined;
+    const body = await collectBody(payload, req.headers['content-length'], req.routeOptions.bodyLimit, from, watch);
     try {
       const r = await readJsonBody(body, { maxValues: options.maxValues, lift: options.lift?.members(req) });
       if (r.lifted) {
