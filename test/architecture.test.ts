@@ -179,3 +179,14 @@ t.test("the contract's closed sets are the binding's, written once in TypeScript
   }
   t.same(copies, [], 'src/ files spelling a closed set outside src/vocabulary/closed-sets.ts');
 });
+
+/** src/ files, other than the one reader, that parse an Authorization header themselves. */
+export function bearerParsers(sourcesByPath: Array<[string, string]>): string[] {
+  return sourcesByPath.filter(([rel, text]) => rel !== join('http', 'bearer.ts') && /\^Bearer|(?<!['"][\w.]*)headers(?:\.authorization|\[['"]authorization['"]\])/.test(text)).map(([rel]) => rel);
+}
+
+t.test('one reader of the bearer credential for every surface (src/http/bearer.ts)', async (t) => {
+  t.same(bearerParsers(files.map((f) => [relative(SRC, f), readFileSync(f, 'utf8')])), [], 'src/ files reading Authorization themselves');
+  // A check of the check: a surface with its own parser is caught, by its regex or by the header.
+  t.same(bearerParsers([[join('mcp', 'server.ts'), 'const m = /^Bearer\\s+(\\S+)$/i.exec(h);'], [join('console', 'x.ts'), 'const h = req.headers.authorization;'], [join('http', 'bearer.ts'), 'req.headers.authorization /^Bearer/'], [join('logging', 'x.ts'), "redact: ['req.headers.authorization']"]]), [join('mcp', 'server.ts'), join('console', 'x.ts')], 'a parser is caught; the reader itself and a redaction path are not');
+});

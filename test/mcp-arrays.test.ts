@@ -10,13 +10,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { loadConfig } from '../src/config/index.js';
 import { createMcp } from '../src/mcp/main.js';
-import { parseArguments } from '../src/mcp/arguments.js';
+import { TOOLS, type ToolName } from '../src/mcp/tools.js';
 import { createLogger } from '../src/logging/logger.js';
 import { ServiceError } from '../src/errors/index.js';
 import { MemoryAccounts } from './helpers/memory-accounts.js';
 import { stubUpstream } from './helpers/stub-upstream.js';
 
 const LIMITS = { maxTargets: 1000, maxSources: 10, maxBatchImages: 16 };
+/** A tool's arguments as the endpoint checks them: the arrays and embeddings first, then the schema. */
+const parseArguments = (tool: ToolName, args: Record<string, unknown>, limits: typeof LIMITS): unknown => TOOLS[tool].parse(args, limits);
 const E = Array.from({ length: 128 }, (_, i) => Math.sin(i));
 
 /** `rows` behind Proxies that count every element read, of the list and of each row. */

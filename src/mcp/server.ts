@@ -10,6 +10,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
 import { declaresBody, registerRouteGuard } from '../http/route-guard.js';
+import { bearerToken } from '../http/bearer.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
@@ -75,13 +76,6 @@ declare module 'fastify' {
 }
 
 const WWW_AUTHENTICATE = 'Bearer realm="facecompute-mcp", error="invalid_token"';
-
-function bearer(req: FastifyRequest): string | null {
-  const h = req.headers.authorization;
-  if (typeof h !== 'string') return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  return m ? (m[1] as string) : null;
-}
 
 function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'; text: string }>; structuredContent: { error: string; detail: string } } {
   const e = isServiceError(err) ? err : fromNative(err);
@@ -232,7 +226,7 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   });
 
   async function authenticate(req: FastifyRequest): Promise<AuthenticatedKey> {
-    const secret = bearer(req);
+    const secret = bearerToken(req);
     if (!secret) throw new ServiceError('missing_api_key', 'send your MCP key as Authorization: Bearer <MCP_KEY>', { headers: { 'www-authenticate': 'Bearer realm="facecompute-mcp"' } });
     try {
       return await deps.accounts.authenticate(secret, 'mcp');

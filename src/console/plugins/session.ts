@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../../errors/index.js';
+import { bearerToken } from '../../http/bearer.js';
 import { hashesEqual } from '../../accounts/secrets.js';
 import type { AccountsStore } from '../../accounts/index.js';
 
@@ -42,13 +43,6 @@ declare module 'fastify' {
   }
 }
 
-function bearer(req: FastifyRequest): string | null {
-  const h = req.headers.authorization;
-  if (typeof h !== 'string') return null;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-  return m ? m[1]! : null;
-}
-
 async function session(app: FastifyInstance, opts: SessionOptions): Promise<void> {
   const { store, secureCookies } = opts;
   const { session: SESSION_COOKIE, csrf: CSRF_COOKIE } = cookieNames(secureCookies);
@@ -63,7 +57,7 @@ async function session(app: FastifyInstance, opts: SessionOptions): Promise<void
   });
 
   async function resolve(req: FastifyRequest, submittedCsrf: unknown): Promise<string | null> {
-    const token = bearer(req);
+    const token = bearerToken(req);
     if (token !== null) {
       const id = await store.sessionAccount(token);
       if (id === null) throw new ServiceError('unauthorized', 'the session token is not valid or has expired; sign in again');
@@ -94,7 +88,7 @@ async function session(app: FastifyInstance, opts: SessionOptions): Promise<void
   });
 
   app.decorate('sessionToken', (req: FastifyRequest) => {
-    const token = bearer(req) ?? req.cookies[SESSION_COOKIE];
+    const token = bearerToken(req) ?? req.cookies[SESSION_COOKIE];
     return typeof token === 'string' && token !== '' ? token : null;
   });
 

@@ -13,6 +13,7 @@ import type { AccountsPort } from '../../accounts/api.js';
 import { ServiceError } from '../../errors/index.js';
 import type { BodyBudget } from '../../http/body-budget.js';
 import { watchUploadRate, type UploadRate } from '../../http/upload-rate.js';
+import { readBearer } from '../../http/bearer.js';
 import type { Limiter } from '../../service/limits/limiter.js';
 import { countRequests, rateLimitHeaders, refuseOver, takeSlot } from '../../service/limits/account-limits.js';
 import type { ComputeQueue } from '../../service/queue.js';
@@ -39,12 +40,9 @@ declare module 'fastify' {
 
 /** The caller's key from `Authorization: Bearer <key>` or `x-api-key`, or null when neither is sent. */
 function bearer(req: FastifyRequest): string | null {
-  const h = req.headers['authorization'];
-  if (typeof h === 'string' && h.length > 0) {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-    if (!m) throw new ServiceError('invalid_api_key', 'the Authorization header must be "Bearer <key>"');
-    return m[1]!;
-  }
+  const b = readBearer(req);
+  if (b === 'malformed') throw new ServiceError('invalid_api_key', 'the Authorization header must be "Bearer <key>"');
+  if (b !== 'absent') return b.token;
   const k = req.headers['x-api-key'];
   if (typeof k === 'string' && k.length > 0) return k.trim();
   return null;
