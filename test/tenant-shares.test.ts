@@ -96,6 +96,20 @@ t.test('an upload below the minimum rate is cut off with upload_too_slow', async
   t.equal(ok.status, 400);
 });
 
+t.test('body bytes sent with the headers count towards the rate', async (t) => {
+  // 40,000 bytes arrive with the headers: at 10,000 bytes/s that is 4 s of credit. It was cut off at the
+  // first check with the upload that sent nothing, since the watch counted only bytes read after it began.
+  const { port } = await gateway(t, { FACECOMPUTE_MIN_UPLOAD_BYTES_PER_S: '10000', FACECOMPUTE_UPLOAD_GRACE_MS: '300', FACECOMPUTE_REQUEST_RECEIVE_TIMEOUT_MS: '20000' });
+  const prompt = rawRequest(port, head('a', 500_000), `{"img1": "${'A'.repeat(40_000)}`);
+  const drip = rawRequest(port, head('b', 500_000), '{"img1": "');
+  t.teardown(() => [prompt, drip].forEach((r) => r.socket.destroy()));
+  let answered = false;
+  void prompt.answer.then(() => (answered = true), () => (answered = true));
+  t.equal((await drip.answer).json.error, 'upload_too_slow', 'the upload that sent nothing is cut off at the first check');
+  await new Promise((r) => setTimeout(r, 300));
+  t.notOk(answered, 'the one that sent 40,000 bytes with its headers is still within its rate');
+});
+
 t.test('/compare with several image sources is one upstream job, one queue place', async (t) => {
   // One upstream slot and no waiting room: three image sources as three jobs would find the queue full.
   let running = 0;

@@ -6,8 +6,8 @@
  * average since its headers is cut off: `408 upload_too_slow` with Connection: close, and the socket
  * is destroyed, which gives back everything the request held (its 'close' listeners run).
  *
- * Bytes are counted on the socket (`bytesRead`), not by listening to the request stream, which would
- * take the body from Fastify's parser.
+ * Bytes are counted on the socket (`bytesRead`, plus what the request had buffered when the watch
+ * began), not by listening to the request stream, which would take the body from Fastify's parser.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors/index.js';
@@ -24,7 +24,10 @@ export function watchUploadRate(req: FastifyRequest, reply: FastifyReply, o: Upl
   if (o.minBytesPerS <= 0) return;
   const socket = req.raw.socket;
   const t0 = performance.now();
-  const read0 = socket.bytesRead;
+  // Body bytes that came in the same reads as the headers are already buffered in the request:
+  // they count as received (a client that sent 64 KiB with its headers was cut off as if it had
+  // sent nothing).
+  const read0 = socket.bytesRead - req.raw.readableLength;
   const check = () => {
     if (req.raw.complete || reply.raw.headersSent || socket.destroyed) return stop();
     const s = (performance.now() - t0) / 1000;
