@@ -156,7 +156,7 @@ function numbersBody(bytes: number, field: string, source: number[]): Buffer {
 export interface Inputs {
   /** 16 flat 6324 x 6324 PNGs as base64 (each under the 40 MP image limit, about 120 KB). */
   bigPngs: string[];
-  /** A flat 4800 x 4800 PNG: a /verify with mtcnn of two of them is within the model server's budget. */
+  /** A flat 4000 x 4000 PNG: a /verify with mtcnn of two of them is within the model server's budget. */
   mtcnnPng: string;
   /** Issue 24's JPEG: warning, then fatal error, before any row. */
   jpegRepro: string;
@@ -321,7 +321,7 @@ export function attacks(inputs: Inputs): Attack[] {
     },
     {
       // Accepted, not refused: the budget must hold for the largest jobs it lets in, two at a time.
-      name: 'largest accepted mtcnn job, twice at once: two /verify of two flat 4800 x 4800 PNGs',
+      name: 'largest accepted mtcnn job, twice at once: two /verify of two flat 4000 x 4000 PNGs',
       item: 'issue 37, 3',
       expect: 'computed (422 no_face_detected: a flat image), the model server within its 2 GiB budget',
       repeat: 1,

@@ -134,8 +134,8 @@ async function main(): Promise<void> {
   // Flat (all zero) RGB, just under the 40 MP image limit: about 120 KB, 120 MB once decoded.
   const bigPng = makeUniformPng(6324, 6324, 0);
   const bigPngs = Array.from({ length: 16 }, () => bigPng.toString('base64'));
-  // Within the model server's 2 GiB budget for mtcnn (src/model-client/job-cost.ts: up to about 5300²).
-  const mtcnnPng = makeUniformPng(4800, 4800, 0).toString('base64');
+  // Within the model server's 2 GiB budget for mtcnn (src/model-client/job-cost.ts: up to about 4000² beside a resident model server of 500 MiB).
+  const mtcnnPng = makeUniformPng(4000, 4000, 0).toString('base64');
   const jpegRepro = readFileSync(join(REPO_ROOT, 'crates/facecompute-core/tests/fixtures/jpeg-warnings/repro-extraneous-bad-dht.jpg')).toString('base64');
   const localRoot = mkdtempSync(join(tmpdir(), 'facecompute-adversary-files-'));
   writeFileSync(join(localRoot, 'face.jpg'), readFileSync(join(DEEPFACE_DATA, 'img5.jpg')));

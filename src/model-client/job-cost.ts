@@ -3,8 +3,8 @@
  * dimensions before anything is decoded. The model server admits work by it (src/model-server/
  * memory-gate.ts); the client uses it to tell which request a dead model server was running the
  * largest job for (client.ts). An upper bound, not a prediction: each term is the largest buffer
- * the pipeline holds at once, and the detectors' factors were measured by the bench's detectors
- * memory probe (docs/performance.md, "Model-server memory").
+ * the pipeline holds at once, and each detector's estimate is kept above the peak that
+ * bench/adversary/memory-probe.ts measures (bench/results/model-server-memory.json).
  */
 import type { FrameHeader } from './protocol.js';
 
@@ -17,6 +17,8 @@ export interface ImageDims {
 interface DetectorCost {
   perPixel: number;
   fixed: number;
+  /** Whether the bordered copy of align=True is held whole beside the image (Haar scans without it). */
+  bordered: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -24,20 +26,29 @@ const MiB = 1024 * 1024;
 /**
  * MTCNN holds one pyramid level as float32 RGB (the first is 0.36 of the image: 4.3 B/px), PNet's
  * outputs of every level (6 floats per output cell, 0.73 of the image in cells / 4: 4.4 B/px), and
- * one banded PNet run plus RNet/ONet crops (fixed). Haar holds grey, integral and squared-integral
- * images per scale. RetinaFace and YuNet resize to at most 1024 and 640 px first: fixed.
+ * one banded PNet run plus RNet/ONet crops (fixed). Haar scans in stripes: its grey and integral
+ * images are small beside the bordered copy (measured: +457 MiB for a verify of two 16 MP images
+ * detected at once, where 24 B/px had estimated 3.6 GiB and refused two 40 MP photos). RetinaFace
+ * and YuNet resize to at most 1024 and 640 px first: fixed.
  */
 const DETECTORS: Record<string, DetectorCost> = {
-  skip: { perPixel: 0, fixed: 16 * MiB },
-  opencv: { perPixel: 24, fixed: 32 * MiB },
-  mtcnn: { perPixel: 10, fixed: 256 * MiB },
-  fastmtcnn: { perPixel: 10, fixed: 256 * MiB },
-  retinaface: { perPixel: 0, fixed: 384 * MiB },
-  yunet: { perPixel: 0, fixed: 128 * MiB },
+  skip: { perPixel: 0, fixed: 16 * MiB, bordered: true },
+  opencv: { perPixel: 2, fixed: 64 * MiB, bordered: false },
+  mtcnn: { perPixel: 10, fixed: 256 * MiB, bordered: true },
+  fastmtcnn: { perPixel: 10, fixed: 256 * MiB, bordered: true },
+  retinaface: { perPixel: 0, fixed: 384 * MiB, bordered: true },
+  yunet: { perPixel: 0, fixed: 128 * MiB, bordered: true },
 };
 
 /** A detector this table does not know is costed as the most expensive one it does. */
-const UNKNOWN: DetectorCost = { perPixel: 24, fixed: 384 * MiB };
+const UNKNOWN: DetectorCost = { perPixel: 24, fixed: 384 * MiB, bordered: true };
+
+/**
+ * The face an image yields, per pixel of the image: at most the whole image (no face found, with
+ * enforce_detection false, or detector skip), as 8-bit and as float32 RGB before its resize to the
+ * model's input (measured: +1030 MiB for a verify of two 40 MP images with skip).
+ */
+const FACE_BYTES_PER_PIXEL = 15;
 
 /** The embedding side of a request: one batch of aligned faces through the recognizer. */
 const RECOGNIZER_BYTES = 128 * MiB;
@@ -73,14 +84,13 @@ function detectionBytes(d: ImageDims, detector: string, align: boolean, opts: Co
   }
   if (align && detector !== 'skip') {
     const b = bordered(d);
-    held += 3 * b.width * b.height;
+    if (cost.bordered) held += 3 * b.width * b.height;
     if (det !== d) {
       det = bordered(det);
       held += 3 * det.width * det.height;
     } else det = b;
   }
-  // A face crop is at most the (expanded) image: bounded by the image's own bytes.
-  return held + cost.perPixel * det.width * det.height + cost.fixed + 3 * px;
+  return held + cost.perPixel * det.width * det.height + cost.fixed + FACE_BYTES_PER_PIXEL * px;
 }
 
 /**
