@@ -323,12 +323,14 @@ export function attacks(inputs: Inputs): Attack[] {
       // Accepted, not refused: the budget must hold for the largest jobs it lets in, two at a time.
       name: 'largest accepted mtcnn job, twice at once: two /verify of two flat 4000 x 4000 PNGs',
       item: 'issue 37, 3',
-      expect: 'computed (422 no_face_detected: a flat image), the model server within its 2 GiB budget',
+      expect: 'computed (422 no_face_detected: a flat image); the other computed or, past its wait for room, 503 memory_budget_full; the model server within its 2 GiB budget',
       repeat: 1,
       async run(t) {
         const body = JSON.stringify({ img1: inputs.mtcnnPng, img2: inputs.mtcnnPng, detector_backend: 'mtcnn' });
-        const [a, b] = await Promise.all([post(`${t.gateway}/verify`, body, bearer(t.restKey)), post(`${t.gateway}/verify`, body, bearer(t.restKey))]);
-        return { ...a!, ms: Math.max(a!.ms, b!.ms), code: a!.code === b!.code ? a!.code : `${a!.code} / ${b!.status} ${b!.code}` };
+        const both = await Promise.all([post(`${t.gateway}/verify`, body, bearer(t.restKey)), post(`${t.gateway}/verify`, body, bearer(t.restKey))]);
+        // The computed one first: the other may have waited past its queue timeout for room.
+        const [a, b] = both.sort((x, y) => Number(x.status === 503) - Number(y.status === 503)) as [Answer, Answer];
+        return { ...a, ms: Math.max(a.ms, b.ms), code: `${a.code} (the other: ${b.status} ${b.code})` };
       },
     },
     {
