@@ -162,7 +162,18 @@ t.test("every detector's estimate is above the model server's measured peak (ben
   const { readFileSync } = await import('node:fs');
   const { resolve } = await import('node:path');
   const { REPO_ROOT } = await import('./helpers/shared.js');
-  const run = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/model-server-memory.json'), 'utf8')) as { rows: Array<{ side: number; det: string; status: number; rise_mb: number }> };
+  const run = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/model-server-memory.json'), 'utf8')) as {
+    rows: Array<{ side: number; det: string; status: number; rise_mb: number }>;
+    pairs: Array<{ det: string; side: number; answers: string[]; peak_since_start_mb: number }>;
+  };
+  // With the default budget: two of the largest accepted requests at once, per detector.
+  t.same([...new Set(run.pairs.map((p) => p.det))].sort(), ['fastmtcnn', 'mtcnn', 'opencv', 'retinaface', 'skip', 'yunet']);
+  for (const p of run.pairs) {
+    t.ok(p.answers.every((a) => a === '200 ok' || a === '503 memory_budget_full'), `${p.det} at ${p.side}², twice at once: computed, or refused for room (${p.answers.join(', ')})`);
+    t.ok(p.peak_since_start_mb <= 2048, `${p.det}: the model server within its 2 GiB budget (${p.peak_since_start_mb} MiB)`);
+  }
+  const worst = Math.max(...run.pairs.map((p) => p.peak_since_start_mb));
+  t.ok(readFileSync(resolve(REPO_ROOT, 'docs/limits.md'), 'utf8').replace(/\s+/g, ' ').includes(`took the model server to ${worst} MiB at most`), `docs/limits.md states ${worst} MiB`);
   t.ok(run.rows.length >= 12, 'six detectors at two sizes at least');
   for (const r of run.rows) {
     const est = jobCost({ op: 'verify', detector_backend: r.det, align: true }, [{ width: r.side, height: r.side }, { width: r.side, height: r.side }], { detectorMaxSide: 0 });

@@ -37,6 +37,24 @@ for (const side of [2000, 4000, 6324]) {
     out.push(row);
   }
 }
-writeFileSync(OUT, JSON.stringify({ machine: machineInfo(), note: 'verify of two flat (all-zero) PNGs, enforce_detection false, one request at a time, the memory gate opened wide (20 GiB); rise_mb: the model server peak (VmHWM) over its RSS just before; est_*: src/model-client/job-cost.ts at the commit recorded', rows: out }, null, 1));
+// Then, with the default budget, the largest requests it accepts, two at once: the model server's
+// peak since it started (what a pod's limit meets) must stay within the 2 GiB budget.
 await svc.stop();
+const dflt = await startOurs({ label: 'memprobe-default', logDir: mkdtempSync(join(tmpdir(), 'memprobe-')), models: ['Dlib'], env: { FACECOMPUTE_LOG_LEVEL: 'warn' } });
+const key2 = await createKey(dflt.consoleUrl);
+const ms2 = processTree(dflt.proc.pid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('model-server'))!;
+const pairs: unknown[] = [];
+for (const [det, side] of [['opencv', 6324], ['yunet', 6324], ['retinaface', 6324], ['skip', 6324], ['fastmtcnn', 4000], ['mtcnn', 4000]] as const) {
+  const png = makeUniformPng(side, side, 0).toString('base64');
+  const body = JSON.stringify({ img1: png, img2: png, detector_backend: det, enforce_detection: false });
+  const answers = await Promise.all([0, 1].map(async () => {
+    const r = await fetch(`${dflt.gatewayUrl}/verify`, { method: 'POST', headers: { authorization: `Bearer ${key2}`, 'content-type': 'application/json' }, body });
+    return `${r.status} ${((await r.json()) as { error?: string }).error ?? 'ok'}`;
+  }));
+  const row = { det, side, answers, peak_since_start_mb: Math.round(procMemory(ms2)!.vmHwmMb) };
+  console.log(JSON.stringify(row));
+  pairs.push(row);
+}
+await dflt.stop();
+writeFileSync(OUT, JSON.stringify({ machine: machineInfo(), note: 'rows: a verify of two flat (all-zero) PNGs, enforce_detection false, one request at a time, the memory gate opened wide (20 GiB); rise_mb: the model server peak (VmHWM) over its RSS just before; est_*: src/model-client/job-cost.ts at the commit recorded. pairs: the same verify sent twice at once to a service with the default 2 GiB budget; peak_since_start_mb: the model server VmHWM since it started', rows: out, pairs }, null, 1));
 process.exit(0);
