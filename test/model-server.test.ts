@@ -16,7 +16,7 @@ import { startRegistry, type EngineFactory } from '../src/model-server/registry.
 import { buildModelServer, readiness } from '../src/model-server/app.js';
 import { engines, imageOps } from '../src/model-server/adapters.js';
 import { encodeFrame } from '../src/model-client/protocol.js';
-import type { FaceDetector, Recognizer } from '../src/model-server/engines.js';
+import { zeroEngines } from './helpers/zero-engines.js';
 import { SHARED_WEIGHTS_DIR, deepfaceImage } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 import { buildRandomOnnx } from './helpers/keras-models.js';
@@ -30,26 +30,21 @@ async function settle(state: { warmup: { snapshot(): { status: string } } }) {
   for (let i = 0; i < 2400 && state.warmup.snapshot().status === 'warming'; i++) await new Promise((r) => setTimeout(r, 100));
 }
 
-/** Engines that never touch ONNX Runtime; `failModel` makes that model's synthetic inference throw. */
+/** Engines that never touch ONNX Runtime (helpers/zero-engines.ts); `failModel` makes that model's synthetic inference throw. */
 function fakeEngines(failModel?: string): EngineFactory {
+  const base = zeroEngines();
   return {
-    async recognizer(name) {
-      const rec: Recognizer = {
-        name,
-        dims: 128,
-        input: { width: 4, height: 4, layout: 'nchw', channel_order: 'rgb', preprocess: 'uint8_truncate' },
-        embed: async (_b, n) => {
-          if (name === failModel) throw new Error('/secret/path/libonnxruntime.so: illegal instruction');
-          return Array.from({ length: n }, () => new Float32Array(128));
+    ...base,
+    async recognizer(name, onnxPath, manifest) {
+      const rec = await base.recognizer(name, onnxPath, manifest);
+      if (name !== failModel) return rec;
+      return {
+        ...rec,
+        embed: async () => {
+          throw new Error('/secret/path/libonnxruntime.so: illegal instruction');
         },
       };
-      return rec;
     },
-    async detector(name) {
-      const d: FaceDetector = { name, detect: async () => [] };
-      return d;
-    },
-    syntheticImage: () => ({ width: 8, height: 8, channels: 3, data: Buffer.alloc(192) }),
   };
 }
 
