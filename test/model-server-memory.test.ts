@@ -14,7 +14,9 @@ import { MemoryGate } from '../src/model-server/memory-gate.js';
 import { jobCost } from '../src/model-client/job-cost.js';
 import { encodeFrame, type VerifyHeader } from '../src/model-client/protocol.js';
 import { ERROR_STATUS, RETRYABLE_503 } from '../src/errors/index.js';
-import { SHARED_WEIGHTS_DIR } from './helpers/shared.js';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { REPO_ROOT, SHARED_WEIGHTS_DIR } from './helpers/shared.js';
 import { MODELS_CACHE } from './helpers/real-stack.js';
 import { makeBombPng, makeUniformPng } from './helpers/images.js';
 import { zeroEngines } from './helpers/zero-engines.js';
@@ -144,24 +146,15 @@ t.test('verify detects its two images one after the other when together they wou
   for (let i = 0; i < 600 && state.warmup.snapshot().status === 'warming'; i++) await new Promise((r) => setTimeout(r, 50));
   const app = await buildModelServer({ config: cfg, logger: createLogger('t', 'silent'), state, image: imageOps(cfg), baselineBytes: () => 0 });
   t.teardown(() => app.close());
-  const a = makeUniformPng(3000, 3000, 100);
-  const b = makeUniformPng(3000, 3000, 101);
-  most = 0;
-  const res = await app.inject({ method: 'POST', url: '/internal/verify', headers: { 'content-type': 'application/vnd.facecompute.frame' }, payload: verifyFrame(a, b) });
-  t.equal(res.statusCode, 200);
-  t.equal(most, 1, 'one detection at a time');
-  const s1 = makeUniformPng(300, 300, 100);
-  const s2 = makeUniformPng(300, 300, 101);
-  most = 0;
-  const res2 = await app.inject({ method: 'POST', url: '/internal/verify', headers: { 'content-type': 'application/vnd.facecompute.frame' }, payload: verifyFrame(s1, s2) });
-  t.equal(res2.statusCode, 200);
-  t.equal(most, 2, 'small images are detected at once');
+  for (const [side, together, what] of [[3000, 1, 'one detection at a time'], [300, 2, 'small images are detected at once']] as const) {
+    most = 0;
+    const res = await app.inject({ method: 'POST', url: '/internal/verify', headers: { 'content-type': 'application/vnd.facecompute.frame' }, payload: verifyFrame(makeUniformPng(side, side, 100), makeUniformPng(side, side, 101)) });
+    t.equal(res.statusCode, 200);
+    t.equal(most, together, what);
+  }
 });
 
 t.test("every detector's estimate is above the model server's measured peak (bench/results/model-server-memory.json)", async (t) => {
-  const { readFileSync } = await import('node:fs');
-  const { resolve } = await import('node:path');
-  const { REPO_ROOT } = await import('./helpers/shared.js');
   const run = JSON.parse(readFileSync(resolve(REPO_ROOT, 'bench/results/model-server-memory.json'), 'utf8')) as {
     rows: Array<{ side: number; det: string; status: number; rise_mb: number }>;
     pairs: Array<{ det: string; side: number; answers: string[]; peak_since_start_mb: number }>;
