@@ -65,6 +65,20 @@ function unterminated(bytes: number, field: string): Buffer {
   return b;
 }
 
+/** The status and error code of a whole HTTP response in `data`, or null while it is incomplete. */
+function parsedAnswer(data: string): { status: number; code: string } | null {
+  const end = data.indexOf('\r\n\r\n');
+  const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, end)))?.[1] ?? NaN);
+  if (end < 0 || data.length - end - 4 < len) return null;
+  let code = 'ok';
+  try {
+    code = (JSON.parse(data.slice(end + 4, end + 4 + len)) as { error?: string }).error ?? 'ok';
+  } catch {
+    code = 'not JSON';
+  }
+  return { status: Number(data.slice(9, 12)), code };
+}
+
 /**
  * `connections` uploads that each declare `declared` bytes and send `sent` of them, held open until
  * every one is answered or has waited `holdMs`; then all are closed. The answers: those refused, and
@@ -82,12 +96,10 @@ async function heldUploads(base: string, key: string, connections: number, decla
           const timer = setTimeout(() => resolve({ status: 0, code: 'held', ms: performance.now() - t0 }), holdMs);
           s.on('data', (c) => {
             data += c.toString('latin1');
-            const end = data.indexOf('\r\n\r\n');
-            const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, end)))?.[1] ?? NaN);
-            if (end < 0 || data.length - end - 4 < len) return;
+            const a = parsedAnswer(data);
+            if (!a) return;
             clearTimeout(timer);
-            const code = (JSON.parse(data.slice(end + 4, end + 4 + len)) as { error?: string }).error ?? 'ok';
-            resolve({ status: Number(data.slice(9, 12)), code, ms: performance.now() - t0 });
+            resolve({ ...a, ms: performance.now() - t0 });
           });
           s.on('error', () => undefined);
           s.write(`POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
@@ -117,16 +129,8 @@ function rawExchange(base: string, head: string, body: Buffer | string, timeoutM
     const timer = setTimeout(() => done({ status: 0, code: 'no answer', ms: performance.now() - t0 }), timeoutMs);
     s.on('data', (c) => {
       data += c.toString('latin1');
-      const end = data.indexOf('\r\n\r\n');
-      const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, end)))?.[1] ?? NaN);
-      if (end < 0 || data.length - end - 4 < len) return;
-      let code = 'ok';
-      try {
-        code = (JSON.parse(data.slice(end + 4, end + 4 + len)) as { error?: string }).error ?? 'ok';
-      } catch {
-        code = 'not JSON';
-      }
-      done({ status: Number(data.slice(9, 12)), code, ms: performance.now() - t0 });
+      const a = parsedAnswer(data);
+      if (a) done({ ...a, ms: performance.now() - t0 });
     });
     s.on('error', () => undefined);
     s.on('close', () => done({ status: 0, code: data ? 'closed mid-answer' : 'closed unanswered', ms: performance.now() - t0 }));
@@ -403,10 +407,8 @@ export function attacks(inputs: Inputs): Attack[] {
           setTimeout(() => end({ status: 0, code: 'held', ms: performance.now() - t0 }), 11_000);
           s.on('data', (c) => {
             data += c.toString('latin1');
-            const e = data.indexOf('\r\n\r\n');
-            const len = Number(/\r\ncontent-length: *(\d+)/i.exec(data.slice(0, Math.max(0, e)))?.[1] ?? NaN);
-            if (e < 0 || data.length - e - 4 < len) return;
-            end({ status: Number(data.slice(9, 12)), code: (JSON.parse(data.slice(e + 4, e + 4 + len)) as { error?: string }).error ?? 'ok', ms: performance.now() - t0 });
+            const a = parsedAnswer(data);
+            if (a) end({ ...a, ms: performance.now() - t0 });
           });
           s.on('error', () => undefined);
           s.write(`POST /verify HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${t.restKey}\r\ncontent-type: application/json\r\ncontent-length: ${2 ** 20}\r\n\r\n{"img1":"`);
