@@ -234,7 +234,7 @@ export function useJsonBodyParser(app: FastifyInstance, options: JsonBodyParserO
       : undefined;
     const body = await collectBody(payload, req.headers['content-length'], req.routeOptions.bodyLimit, from, watch);
     try {
-      const r = await readJsonBody(body, { maxValues: options.maxValues, lift: options.lift?.members(req) });
+      const r = await readJsonBody(body, { maxValues: options.maxValues, lift: members });
       if (r.lifted) {
         options.lift!.take(req, r.lifted, r.lifted.text ? pooled : null);
         if (r.lifted.text) pooled = null;
