@@ -88,7 +88,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.dropTable('login_failures').execute();
       },
     },
-    // Issue 24: email verification before the account allowance, one card per bounded number of
+    // Email verification before the account allowance, one card per bounded number of
     // accounts, idle session expiry, and one sliding-window table for every per-address/per-account
     // attempt limit (signups of both kinds, card attempts, verification mails), replacing
     // signup_events. Accounts that had an email before this migration keep their allowance: they
@@ -118,7 +118,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.dropTable('signup_events').execute();
       },
     },
-    // Issue 28: per-request usage for the console's Usage page. Two tables, so that the size is bounded
+    // Per-request usage for the console's Usage page. Two tables, so that the size is bounded
     // by accounts, days and keys, not by traffic: daily counters (one row per account, UTC day, key,
     // route, outcome and status class, added to by each batch) and each account's most recent
     // requests (the page lists 100; older ones are deleted as new ones arrive). Both are trimmed to

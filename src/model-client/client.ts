@@ -9,7 +9,7 @@
  * replica is gone, restarting or dying) or a replica refused it before doing any work (503
  * service_warming, 401 on a token mismatch). A compute frame that a replica read whole and then closed
  * the connection on without an answer is `upstream_lost` and is not sent again: its input may be what
- * killed the replica, and a retry would kill a second one (issue 24). Never after a timeout or a
+ * killed the replica, and a retry would kill a second one. Never after a timeout or a
  * partial answer.
  *
  * Failures map to the contract: connection errors and 5xx → upstream_failed (502), timeouts →
@@ -287,7 +287,7 @@ export function createUpstream(opts: UpstreamOptions): Upstream {
       }
       // A frame the replica read whole, whose connection it then closed without an answer, is never
       // sent again: if its input is what killed the replica, another replica would die of it too
-      // (issue 24). It is upstream_lost, which keeps the call charged and counts a strike against
+      // It is upstream_lost, which keeps the call charged and counts a strike against
       // the account (src/accounts/charging.ts, src/service/limits/strikes.ts).
       // Of the frames a dying replica was computing, only the largest job is presumed the cause.
       if (body !== undefined && !frameNotConsumed(err)) {

@@ -4,7 +4,7 @@
 //! tools/reference/jpeg_warnings.py (fixtures/jpeg-warnings/expected.json), which also checked that
 //! each file makes libjpeg print the warning it is named after.
 //!
-//! The case that matters most is issue 24's reproduction (`repro-extraneous-bad-dht.jpg`): a warning
+//! The case that matters most is the reported reproduction (`repro-extraneous-bad-dht.jpg`): a warning
 //! (4 extraneous bytes) and then a fatal error (DHT table index 5) before any row was decoded.
 //! TurboJPEG 3 reports that pair as a warning; trusting it handed out a buffer whose rows were never
 //! written: memory an earlier request may have filled with another tenant's face.

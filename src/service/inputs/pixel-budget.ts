@@ -2,7 +2,7 @@
  * The decoded pixels one request may bring (FACECOMPUTE_MAX_REQUEST_PIXELS), summed over its images
  * as each is resolved, from its header (probeImage: no pixel is decoded). A request over it is
  * refused `413 too_many_pixels` before anything is forwarded: 16 flat 40-megapixel PNGs are a 2 MB
- * body that a model server would decode to 1.9 GB (issue 24).
+ * body that a model server would decode to 1.9 GB.
  */
 import { ServiceError } from '../../errors/index.js';
 

@@ -127,7 +127,7 @@ export class ImageResolver {
 /**
  * One refusal for every path that is not served, whatever the reason (missing, outside the root,
  * a symbolic link, a directory, a device, unreadable): a caller cannot tell an existing file outside
- * the root from a missing one (issue 24: the two answered differently, an existence oracle).
+ * the root from a missing one (two answers would be an existence oracle).
  */
 function notServed(field: string): ServiceError {
   return new ServiceError('url_not_allowed', `${field}: file: paths must name a readable regular file inside the local images root, reached without symbolic links`);

@@ -1,5 +1,5 @@
 //! The `results` of a /compare answer written as JSON text straight from the kernel's arrays
-//! (issue 17): `{"index":i,"distance":d,"verified":b,"confidence":c}` per result, with DeepFace's
+//! `{"index":i,"distance":d,"verified":b,"confidence":c}` per result, with DeepFace's
 //! rounding and confidence calibration (`src/deepface/decision.ts` is the reference; the TypeScript
 //! tests compare both byte for byte). 100,000 results took ~130 ms as objects and JSON in
 //! JavaScript, most of it formatting doubles; here every number is an integer count of 1e-6 or 1e-2

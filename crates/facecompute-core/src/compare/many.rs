@@ -1,4 +1,4 @@
-//! Many sources against many targets (issue 17): one top-k list per source.
+//! Many sources against many targets: one top-k list per source.
 //!
 //! The dot products of every source with every target are a matrix product S·Tᵀ, computed block by
 //! block with `matrixmultiply`'s f32 GEMM (packed panels, a register-blocked micro-kernel, AVX-512,

@@ -1,4 +1,4 @@
-//! Vector comparison: one query against many (issue 2), with DeepFace's four distance metrics.
+//! Vector comparison: one query against many, with DeepFace's four distance metrics.
 //!
 //! Targets arrive as f32 (from a Float32Array or base64), are validated in the same pass that
 //! computes their distances, and every sum is accumulated in f64 so results match a float64

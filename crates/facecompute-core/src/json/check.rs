@@ -2,7 +2,7 @@
 //! parser: run on the libuv pool before JSON.parse, it refuses a large invalid body (unterminated,
 //! truncated, garbage) without the event loop building, and then dropping, the values it held. V8's
 //! JSON.parse materialises every value up to the error: 64 MiB of unterminated JSON held the gateway's
-//! event loop for seconds and added hundreds of MiB of heap (issue 24).
+//! event loop for seconds and added hundreds of MiB of heap.
 //!
 //! serde_json (the Rust ecosystem's reference parser) reads the text into `IgnoredAny`, which checks
 //! the grammar and keeps nothing: it skips values without recursing (no depth limit) and does not
