@@ -6,6 +6,7 @@
  */
 import type { UsageEvent, UsageSink } from '../accounts/usage/recorder.js';
 import type { AuthenticatedKey } from '../accounts/api.js';
+import type { UsageOutcome } from '../accounts/schema.js';
 
 export interface AnsweredRequest {
   auth: AuthenticatedKey | undefined;
@@ -13,9 +14,8 @@ export interface AnsweredRequest {
   /** The answer's status, or null when the caller went away first. */
   status: number | null;
   error: string | null;
-  /** A free call was reserved for it, and then given back. */
-  consumed: boolean;
-  refunded: boolean;
+  /** What its free call cost in the end (src/service/lifecycle/metering.ts). */
+  outcome: UsageOutcome;
   t0: number;
   requestId: string;
 }
@@ -30,7 +30,7 @@ export function usageEvent(r: AnsweredRequest & { auth: AuthenticatedKey }): Usa
     route: r.route,
     status: r.status ?? CLIENT_CLOSED,
     error: r.status === null ? 'client_closed' : r.error,
-    outcome: !r.consumed ? 'not_charged' : r.refunded ? 'refunded' : 'charged',
+    outcome: r.outcome,
     durationMs: performance.now() - r.t0,
     requestId: r.requestId,
     at: Date.now(),
