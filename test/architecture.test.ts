@@ -8,7 +8,9 @@
  * Rules: an import goes to its own folder or to a lower layer, never up; surfaces do not import one
  * another; only src/native/ loads the generated binding (index.js) and src/vocabulary/ may read its
  * types; no cycle of imports among src/'s files (type-only imports count: they tie the files' meanings);
- * no bench-only export of the binding is used in src/. KNOWN lists today's exceptions, each with the
+ * no bench-only export of the binding is used in src/. The request lifecycle's rules (at the end) keep
+ * authentication, metering, error mapping and cleanup on close in src/service/lifecycle/ and
+ * src/http/error-handler.ts. KNOWN lists today's exceptions, each with the
  * step of issue 30 that removes it; the test also fails when one is gone, so the list stays true.
  *
  * A regex over the sources reads the imports: `import … from '…'`, `export … from '…'`, side-effect

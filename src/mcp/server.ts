@@ -16,6 +16,7 @@ import { onClose, requestCleanup } from '../service/lifecycle/cleanup.js';
 import { keyedDoor } from '../service/lifecycle/door.js';
 import { MCP_KEYS } from '../service/lifecycle/authenticate.js';
 import { Metering } from '../service/lifecycle/metering.js';
+import { recordUsage } from '../service/lifecycle/usage.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
@@ -82,25 +83,9 @@ const asServiceError = (err: unknown): ServiceError => toServiceError(err as Par
 
 function buildMcpServer(deps: McpDeps, metering: Metering, key: AuthenticatedKey, requestId: string): Server {
   const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: deps.docs ? { tools: {}, resources: {} } : { tools: {} } });
-  /**
-   * The usage record of one tool call (only of a listed tool: the route column never holds a name a
-   * caller made up). Its status is the REST status of the same answer (200, or the error's), so that
-   * the Usage page counts a refused MCP call as it counts a refused REST one.
-   */
-  const record = (tool: ToolName | DocsToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) => {
-    deps.usage?.record({
-      accountId: key.accountId,
-      keyId: key.keyId,
-      surface: 'mcp',
-      route: tool,
-      status: err ? err.status : 200,
-      error: err ? err.code : null,
-      outcome,
-      durationMs: performance.now() - t0,
-      requestId,
-      at: Date.now(),
-    });
-  };
+  /** The usage record of one tool call (only of a listed tool: the route column never holds a name a caller made up). */
+  const record = (tool: ToolName | DocsToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) =>
+    recordUsage(deps.usage, { surface: 'mcp', auth: key, route: tool, status: err ? err.status : 200, error: err ? err.code : null, outcome, t0, requestId });
   /**
    * Every JSON-RPC request element counts one request against the account's window, as a REST request
    * does (a batch of 50 counts 50); `initialize`, `ping` and notifications do not.

@@ -10,7 +10,7 @@ import type { UsageSink } from '../../accounts/usage/recorder.js';
 import { ServiceError, type ErrorCode } from '../../errors/index.js';
 import type { CompareTargets } from '../../service/compare-targets.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { recordUsage } from '../usage.js';
+import { recordUsage } from '../../service/lifecycle/usage.js';
 import { onClose } from '../../service/lifecycle/cleanup.js';
 
 declare module 'fastify' {
@@ -90,7 +90,7 @@ export const requestState = fp<RequestStateOptions>(
       fc.finished = true;
       const status = reply.raw.writableFinished ? reply.statusCode : null;
       await settle(req, status);
-      recordUsage(usage, { auth: req.auth, route: req.routeOptions.url ?? 'unmatched', status, error: fc.error, outcome: req.meter?.outcome ?? 'not_charged', t0: fc.t0, requestId: req.id });
+      recordUsage(usage, { surface: 'rest', auth: req.auth, route: req.routeOptions.url ?? 'unmatched', status, error: fc.error, outcome: req.meter?.outcome ?? 'not_charged', t0: fc.t0, requestId: req.id });
       await req.meter?.release();
       if (fc.counted) inFlight.leave();
     }
