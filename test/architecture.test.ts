@@ -8,7 +8,9 @@
  * Rules: an import goes to its own folder or to a lower layer, never up; surfaces do not import one
  * another; only src/native/ loads the generated binding (index.js) and src/vocabulary/ may read its
  * types; no cycle of imports among src/'s files (type-only imports count: they tie the files' meanings);
- * no bench-only export of the binding is used in src/. KNOWN lists today's exceptions, each with the
+ * no bench-only export of the binding is used in src/. The request lifecycle's rules (at the end) keep
+ * authentication, metering, error mapping and cleanup on close in src/service/lifecycle/ and
+ * src/http/error-handler.ts. KNOWN lists today's exceptions, each with the
  * step of issue 30 that removes it; the test also fails when one is gone, so the list stays true.
  *
  * A regex over the sources reads the imports: `import … from '…'`, `export … from '…'`, side-effect
@@ -189,4 +191,115 @@ t.test('one reader of the bearer credential for every surface (src/http/bearer.t
   t.same(bearerParsers(files.map((f) => [relative(SRC, f), readFileSync(f, 'utf8')])), [], 'src/ files reading Authorization themselves');
   // A check of the check: a surface with its own parser is caught, by its regex or by the header.
   t.same(bearerParsers([[join('mcp', 'server.ts'), 'const m = /^Bearer\\s+(\\S+)$/i.exec(h);'], [join('console', 'x.ts'), 'const h = req.headers.authorization;'], [join('http', 'bearer.ts'), 'req.headers.authorization /^Bearer/'], [join('logging', 'x.ts'), "redact: ['req.headers.authorization']"]]), [join('mcp', 'server.ts'), join('console', 'x.ts')], 'a parser is caught; the reader itself and a redaction path are not');
+});
+
+/*
+ * The request lifecycle (src/service/lifecycle/, docs/architecture.md "The request lifecycle"): REST,
+ * MCP and the console authenticate, meter, map errors and clean up through it, each concern written
+ * once. Each rule below is a function over sources, checked on src/ and on planted violations.
+ */
+const LIFECYCLE = join('service', 'lifecycle');
+const sourcePairs = (): Array<[string, string]> => files.map((f) => [relative(SRC, f), readFileSync(f, 'utf8')]);
+
+/** The lifecycle's parts: only src/service/lifecycle/ imports them (the surfaces go through it). */
+const LIFECYCLE_PARTS = [join('accounts', 'charging.ts'), join('http', 'bearer.ts')];
+
+/** `from -> to` imports of a lifecycle part from outside src/service/lifecycle/. */
+export function lifecycleBypasses(importsByFile: Array<[string, string[]]>): string[] {
+  return importsByFile.flatMap(([from, tos]) => (from.startsWith(LIFECYCLE + sep) ? [] : tos.filter((to) => LIFECYCLE_PARTS.includes(to)).map((to) => `${from} -> ${to}`)));
+}
+
+/** Surface files that meter by hand: count a window, take a slot, or consume or refund a call. */
+export function handMetering(sourcesByPath: Array<[string, string]>): string[] {
+  return sourcesByPath.filter(([rel, text]) => LAYERS[top(rel)] === SURFACES && /\blimiter\s*\.\s*(?:hit|acquire|release)\s*\(|\b(?:accounts|store)\s*\.\s*(?:consume|refund)\s*\(/.test(text)).map(([rel]) => rel);
+}
+
+/** src/ files, other than the one error handler (src/http/error-handler.ts), that set their own. */
+export function ownErrorHandlers(sourcesByPath: Array<[string, string]>): string[] {
+  return sourcesByPath.filter(([rel, text]) => rel !== join('http', 'error-handler.ts') && /\.set(?:Error|NotFound)Handler\s*\(/.test(text)).map(([rel]) => rel);
+}
+
+/** src/ files, other than the lifecycle's cleanup (cleanup.ts), listening to a response's 'close'. */
+export function closeListeners(sourcesByPath: Array<[string, string]>): string[] {
+  return sourcesByPath.filter(([rel, text]) => rel !== join(LIFECYCLE, 'cleanup.ts') && /\b(?:reply\.raw|res|response)\s*\.\s*(?:on|once|addListener|prependListener)\s*\(\s*['"]close['"]/.test(text)).map(([rel]) => rel);
+}
+
+/** Files of the surfaces and the service that decide a route's behaviour by comparing its URL. */
+export function urlDecisions(sourcesByPath: Array<[string, string]>): string[] {
+  const scoped = ['gateway', 'mcp', 'console', 'service'];
+  return sourcesByPath.filter(([rel, text]) => scoped.includes(top(rel)) && /routeOptions\.url\s*[!=]==?\s*['"`]|['"`]\s*[!=]==?\s*req\.routeOptions\.url/.test(text)).map(([rel]) => rel);
+}
+
+t.test('the surfaces meter and authenticate through the lifecycle, not its parts', async (t) => {
+  t.same(lifecycleBypasses([...edges]), [], 'imports of the charging rule or the bearer reader from outside src/service/lifecycle/');
+  t.same(handMetering(sourcePairs()), [], 'surface files calling the limiter or the allowance themselves');
+  // A check of the check: the console parsing its own bearer, a gateway settling credits itself,
+  // MCP counting its own window or taking its own slot are caught; the lifecycle itself is not.
+  t.same(
+    lifecycleBypasses([
+      [join('mcp', 'server.ts'), [join('http', 'bearer.ts'), join(LIFECYCLE, 'door.ts')]],
+      [join('console', 'plugins', 'session.ts'), [join('http', 'bearer.ts')]],
+      [join('gateway', 'plugins', 'request-state.ts'), [join('accounts', 'charging.ts')]],
+      [join(LIFECYCLE, 'metering.ts'), [join('accounts', 'charging.ts')]],
+    ]),
+    [`${join('mcp', 'server.ts')} -> ${join('http', 'bearer.ts')}`, `${join('console', 'plugins', 'session.ts')} -> ${join('http', 'bearer.ts')}`, `${join('gateway', 'plugins', 'request-state.ts')} -> ${join('accounts', 'charging.ts')}`],
+    'planted import bypasses are caught',
+  );
+  t.same(
+    handMetering([
+      [join('mcp', 'server.ts'), 'const w = await deps.limiter.hit(req.mcpKey.accountId, 0);'],
+      [join('mcp', 'metering.ts'), 'const slot = await deps.limiter.acquire(accountId);'],
+      [join('gateway', 'plugins', 'compute-routes.ts'), 'await o.accounts.consume(req.auth!.accountId);'],
+      [join('console', 'routes', 'api.ts'), 'await store.refund(id);'],
+      [join('gateway', 'app.ts'), 'await limiter.close().catch(() => undefined);'],
+      [join(LIFECYCLE, 'metering.ts'), 'await this.o.limiter.acquire(accountId); await this.accounts.refund(id);'],
+    ]),
+    [join('mcp', 'server.ts'), join('mcp', 'metering.ts'), join('gateway', 'plugins', 'compute-routes.ts'), join('console', 'routes', 'api.ts')],
+    'planted hand metering is caught; closing the limiter and the lifecycle itself are not',
+  );
+});
+
+t.test('one error handler, one table: no surface sets its own (src/http/error-handler.ts)', async (t) => {
+  t.same(ownErrorHandlers(sourcePairs()), [], 'src/ files calling setErrorHandler or setNotFoundHandler');
+  t.same(
+    ownErrorHandlers([
+      [join('mcp', 'server.ts'), 'app.setErrorHandler((err, req, reply) => reply.status(400).send({}));'],
+      [join('console', 'plugins', 'errors.ts'), 'app.setNotFoundHandler((req, reply) => page(reply));'],
+      [join('console', 'plugins', 'flash.ts'), 'registerErrorHandling(app, { notFound, send: sendPage });'],
+      [join('http', 'error-handler.ts'), 'app.setErrorHandler((err, req, reply) => send(req, reply, toServiceError(err)));'],
+    ]),
+    [join('mcp', 'server.ts'), join('console', 'plugins', 'errors.ts')],
+    'a surface with its own handler is caught; a surface choosing its envelope is not',
+  );
+});
+
+t.test("cleanup on close in one place: only the lifecycle listens to a response's close", async (t) => {
+  t.same(closeListeners(sourcePairs()), [], "src/ files with their own listener on a response's 'close' (use onClose from src/service/lifecycle/cleanup.ts)");
+  t.same(
+    closeListeners([
+      [join('gateway', 'plugins', 'compute-routes.ts'), "reply.raw.once('close', () => targets.release());"],
+      [join('mcp', 'server.ts'), 'reply.raw.on("close", () => { void transport.close(); });'],
+      [join('http', 'body-budget.ts'), "res.once( 'close', give);"],
+      [join('http', 'lingering-close.ts'), "socket.once('close', () => clearTimeout(t));"],
+      [join('gateway', 'multipart-reader.ts'), "req.once('close', onClose);"],
+      [join(LIFECYCLE, 'cleanup.ts'), "reply.raw.once('close', () => releases.runAll());"],
+    ]),
+    [join('gateway', 'plugins', 'compute-routes.ts'), join('mcp', 'server.ts'), join('http', 'body-budget.ts')],
+    'planted response listeners are caught; sockets, request streams and the lifecycle are not',
+  );
+});
+
+t.test('route behaviour comes from route config, not from comparing the URL', async (t) => {
+  t.same(urlDecisions(sourcePairs()), [], 'gateway, mcp, console or service files comparing routeOptions.url with a string');
+  t.same(
+    urlDecisions([
+      [join('gateway', 'plugins', 'compute-routes.ts'), "if (req.routeOptions.url !== '/compare') return;"],
+      [join(LIFECYCLE, 'door.ts'), 'if ("/health" === req.routeOptions.url) return;'],
+      [join('gateway', 'plugins', 'request-state.ts'), 'if (req.routeOptions.config.whileDraining !== true) throw e;'],
+      [join('gateway', 'plugins', 'probes.ts'), "const route = req.routeOptions.url ?? 'unmatched';"],
+      [join('http', 'route-guard.ts'), "const corsWildcard = req.routeOptions.url === '*';"],
+    ]),
+    [join('gateway', 'plugins', 'compute-routes.ts'), join(LIFECYCLE, 'door.ts')],
+    'URL comparisons are caught; a config flag, a metrics label and the route guard are not',
+  );
 });

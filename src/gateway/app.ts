@@ -1,8 +1,8 @@
 /**
- * The REST gateway (contract §2): exactly six routes, as Fastify plugins, one per concern
- * (src/gateway/plugins/): request state (request-state.ts), auth and limits (auth-limits.ts, inside
- * the compute routes' context), the compute routes (compute-routes.ts) and the open probes
- * (probes.ts). `buildGateway(deps)` builds it over the compute stack it shares with MCP
+ * The REST gateway (contract §2): exactly six routes, as Fastify plugins, one per concern: the
+ * request lifecycle every surface shares (src/service/lifecycle/: cleanup on close, the keyed door
+ * with REST's key policy and per-request metering), the gateway's request state (request-state.ts),
+ * the compute routes (compute-routes.ts) and the open probes (probes.ts). `buildGateway(deps)` builds it over the compute stack it shares with MCP
  * (src/service/configured.ts), with injected dependencies (the accounts store, optionally a limiter,
  * an upstream, a remote-image fetcher), so the integrator and the tests wire the real or fake ones.
  */
@@ -32,6 +32,10 @@ import type { UsageSink } from '../accounts/usage/recorder.js';
 import { InFlight, requestState } from './plugins/request-state.js';
 import { computeRoutes, compareTargetsLift } from './plugins/compute-routes.js';
 import { probes } from './plugins/probes.js';
+import { requestCleanup } from '../service/lifecycle/cleanup.js';
+import { keyedDoor } from '../service/lifecycle/door.js';
+import { REST_KEYS } from '../service/lifecycle/authenticate.js';
+import { Metering } from '../service/lifecycle/metering.js';
 import { registerConsoleCors } from './cors.js';
 
 /**
@@ -111,24 +115,49 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     // Bounds slow clients (a whole request must arrive in time); parser refusals in the contract's shape.
     ...transportOptions(cfg.capacity.requestReceiveTimeoutMs),
   });
+  // First: every later hook may register what its request gives back on close.
+  await app.register(requestCleanup);
 
   registerContractHeaders(app);
   registerTransportGuards(app);
   registerRouteGuard(app, { notFound });
-  registerErrorHandling(app, (req, e) => {
-    if (req.fc) req.fc.error = e.code;
-    if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
+  registerErrorHandling(app, {
+    notFound,
+    onError: (req, e) => {
+      if (req.fc) req.fc.error = e.code;
+      if (e.code === 'rate_limited' || e.code === 'queue_full' || e.code === 'queue_timeout') metrics.limiterRejections.inc({ reason: e.code });
+    },
   });
 
   await app.register(multipart, { throwFileSizeLimit: true });
   useJsonBodyParser(app, { maxValues: cfg.limits.maxJsonValues, buffers: compute.bodyBuffers, lift: compareTargetsLift(compute, metrics, cfg.limits.maxTargets) });
   // The console's Try it page calls the API from the browser (src/gateway/cors.ts).
   await registerConsoleCors(app, cfg.accounts.publicConsoleUrl);
-  await app.register(requestState, { accounts, limiter, metrics, inFlight, usage: deps.usage });
+  await app.register(requestState, { metrics, inFlight, usage: deps.usage });
   app.addSchema(S.errorResponse);
 
   /** A route's body limit: /compare carries vectors and has its own (FACECOMPUTE_MAX_COMPARE_BYTES). */
   const bodyLimitOf = (req: FastifyRequest): number => req.routeOptions.bodyLimit ?? cfg.limits.maxRequestBytes;
+  const metering = new Metering({
+    accounts,
+    limiter,
+    windowMs: cfg.capacity.rateLimitWindowMs,
+    concurrent: cfg.capacity.rateLimitConcurrent,
+    strikes: { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs },
+    fetchBudget,
+  });
+  // The keyed door on the routes whose config says `keyed: true` (the compute routes).
+  await app.register(keyedDoor, {
+    accounts,
+    metering,
+    bodyBudget,
+    policy: REST_KEYS,
+    meter: 'request',
+    bodyLimitOf,
+    refuseDeclaredOver: true,
+    queue,
+    uploadRate: { minBytesPerS: cfg.capacity.minUploadBytesPerS, graceMs: cfg.capacity.uploadGraceMs },
+  });
   await app.register(probes, {
     version: VERSION,
     compute,
@@ -139,14 +168,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
   await app.register(computeRoutes, {
     compute,
-    fetchBudget,
-    accounts,
-    limiter,
+    metering,
     metrics,
     maxImageBytes: cfg.limits.maxImageBytes,
     maxCompareBytes: cfg.limits.maxCompareBytes,
-    strikes: { limit: cfg.capacity.strikeLimit, windowMs: cfg.capacity.strikeWindowMs },
-    auth: { queue, bodyBudget, bodyLimitOf, rateLimitWindowMs: cfg.capacity.rateLimitWindowMs, rateLimitConcurrent: cfg.capacity.rateLimitConcurrent, uploadRate: { minBytesPerS: cfg.capacity.minUploadBytesPerS, graceMs: cfg.capacity.uploadGraceMs } },
+    bodyLimitOf,
   });
 
   return {

@@ -13,8 +13,9 @@
  * tenant's /verify got body_capacity_full. Past its share an account is refused `429 rate_limited`:
  * the pressure is its own.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors/index.js';
+import { onClose } from '../service/lifecycle/cleanup.js';
 
 export class BodyBudget {
   private held = 0;
@@ -52,7 +53,7 @@ export class BodyBudget {
    * Takes the share of `req`, whose body may be at most `bodyLimit` bytes, until its response closes;
    * throws `body_capacity_full` when it does not fit. A request without a body takes nothing.
    */
-  hold(req: FastifyRequest, reply: FastifyReply, bodyLimit: number, account?: string): void {
+  hold(req: FastifyRequest, bodyLimit: number, account?: string): void {
     const declared = Number(req.headers['content-length'] ?? NaN);
     const chunked = req.headers['transfer-encoding'] !== undefined;
     const bytes = Number.isFinite(declared) ? Math.min(declared, bodyLimit) : chunked ? bodyLimit : 0;
@@ -69,7 +70,7 @@ export class BodyBudget {
       });
     }
     if (account !== undefined) this.byAccount.set(account, mine + bytes);
-    reply.raw.once('close', () => {
+    onClose(req, () => {
       this.give(bytes);
       if (account === undefined) return;
       const left = this.heldBy(account) - bytes;

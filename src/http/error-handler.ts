@@ -1,10 +1,13 @@
 /**
- * The one place errors become responses: ServiceErrors use ERROR_STATUS; Fastify's own validation,
- * parser and limit errors are mapped to contract codes with a precise detail; anything else is an
- * internal_error whose detail never leaks a stack, path, SQL or upstream body (the log has the cause).
+ * The one place errors become responses, for every surface (REST, MCP, the console): one table
+ * (`toServiceError`) from a ServiceError, a native error or Fastify's own validation, parser and limit
+ * errors to a contract code and detail; anything else is an internal_error whose detail never leaks a
+ * stack, path, SQL or upstream body (the log has the cause). `registerErrorHandling` is the one error
+ * handler; a surface only chooses its envelope (`SurfaceErrors.send`: REST's JSON by default, the
+ * console's HTML page for a browser) and its 404.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RETRYABLE_503, ServiceError } from '../errors/index.js';
+import { RETRYABLE_503, ServiceError, fromNative } from '../errors/index.js';
 
 interface AjvError {
   instancePath: string;
@@ -84,8 +87,11 @@ export function embeddingError(errors: AjvError[], bodySchema: unknown): Service
   return null;
 }
 
-/** Maps a non-ServiceError thrown by Fastify or a plugin to a ServiceError. */
-export function toServiceError(err: FastifyError & { validation?: AjvError[] }, bodySchema?: unknown): ServiceError {
+/**
+ * Maps anything thrown to a ServiceError. `tooLargeDetail` is the detail of a body refused by
+ * Fastify's body limit when the surface names its own limit there (MCP).
+ */
+export function toServiceError(err: FastifyError & { validation?: AjvError[] }, bodySchema?: unknown, tooLargeDetail?: string): ServiceError {
   if (err instanceof ServiceError) return err;
   if (err.validation) {
     const emb = embeddingError(err.validation, bodySchema);
@@ -94,7 +100,7 @@ export function toServiceError(err: FastifyError & { validation?: AjvError[] }, 
   }
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ServiceError('request_too_large', 'the request body is larger than the limit', { cause: err });
+      return new ServiceError('request_too_large', tooLargeDetail ?? 'the request body is larger than the limit', { cause: err });
     case 'FST_REQ_FILE_TOO_LARGE':
       return new ServiceError('image_too_large', 'an uploaded file is larger than the image byte limit', { cause: err });
     case 'FST_PARTS_LIMIT':
@@ -115,15 +121,18 @@ export function toServiceError(err: FastifyError & { validation?: AjvError[] }, 
   }
   if (err instanceof SyntaxError || err.name === 'SyntaxError') return new ServiceError('invalid_request', 'the body is not valid JSON', { cause: err });
   const status = (err as { statusCode?: number }).statusCode;
-  if (status === 413) return new ServiceError('request_too_large', 'the request body is larger than the limit', { cause: err });
+  if (status === 413) return new ServiceError('request_too_large', tooLargeDetail ?? 'the request body is larger than the limit', { cause: err });
   if (status !== undefined && status >= 400 && status < 500) return new ServiceError('invalid_request', 'the request could not be parsed', { cause: err });
+  // The binding's errors carry the core's stable code (src/errors/native-error.ts).
+  const native = fromNative(err);
+  if (native.code !== 'internal_error') return native;
   return new ServiceError('internal_error', 'internal error; the request id identifies it in the logs', { cause: err });
 }
 
 export function sendError(reply: FastifyReply, e: ServiceError): FastifyReply {
   const headers: Record<string, string> = { ...e.headers };
   if ((e.status === 429 || RETRYABLE_503.has(e.code)) && !Object.keys(headers).some((h) => h.toLowerCase() === 'retry-after')) headers['retry-after'] = '1';
-  if (e.code === 'missing_api_key') headers['www-authenticate'] = 'Bearer';
+  if (e.code === 'missing_api_key' && headers['www-authenticate'] === undefined) headers['www-authenticate'] = 'Bearer';
   if (e.code === 'gateway_draining') headers['connection'] = 'close';
   reply.code(e.status).headers(headers).type('application/json; charset=utf-8');
   return reply.send(JSON.stringify(e.toBody()));
@@ -133,12 +142,27 @@ export function notFound(req: FastifyRequest): ServiceError {
   return new ServiceError('not_found', `no route ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}; see GET /capabilities and the OpenAPI document`);
 }
 
-export function registerErrorHandling(app: FastifyInstance, onError?: (req: FastifyRequest, e: ServiceError) => void): void {
+/** What a surface decides about its errors; the mapping itself is the table above. */
+export interface SurfaceErrors {
+  /** The surface's 404 (unknown routes, whatever their body). */
+  notFound: (req: FastifyRequest) => ServiceError;
+  /** The surface's envelope: how a mapped error is written. REST's JSON when not given. */
+  send?: (req: FastifyRequest, reply: FastifyReply, e: ServiceError) => unknown;
+  /** request_too_large's detail for a body over Fastify's body limit, when the surface names it. */
+  tooLargeDetail?: string;
+  /** Sees every mapped error before it is sent (the gateway's metrics and usage record). */
+  onError?: (req: FastifyRequest, e: ServiceError) => void;
+}
+
+/** The one error handler (and not-found handler) of a surface. */
+export function registerErrorHandling(app: FastifyInstance, surface: Partial<SurfaceErrors> = {}): void {
+  const notFoundOf = surface.notFound ?? notFound;
+  const send = surface.send ?? ((_req: FastifyRequest, reply: FastifyReply, e: ServiceError) => sendError(reply, e));
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // A route that does not exist has no body to parse: Fastify's 404 route still runs the content-type
     // and body checks of body-bearing methods (QUERY without Content-Type was a 400), the contract says 404.
     // The route guard's own refusals (src/http/route-guard.ts: 405, Connection: close) stand as thrown.
-    const e = req.is404 && !(err instanceof ServiceError) ? notFound(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body);
+    const e = req.is404 && !(err instanceof ServiceError) ? notFoundOf(req) : toServiceError(err, (req.routeOptions.schema as { body?: unknown } | undefined)?.body, surface.tooLargeDetail);
     // A capacity refusal (queue_full, queue_timeout, warming, draining) is the service protecting
     // itself, not a fault: logged like a 4xx, without the error's stack. Under overload they are
     // most answers, and serializing a stack for each cost the gateway's event loop the time that
@@ -146,8 +170,8 @@ export function registerErrorHandling(app: FastifyInstance, onError?: (req: Fast
     if (e.status >= 500 && !RETRYABLE_503.has(e.code)) req.log.error({ err, code: e.code }, 'request failed');
     else if (e.status >= 500) req.log.warn({ code: e.code, detail: e.detail }, 'request refused');
     else req.log.info({ code: e.code, detail: e.detail }, 'request refused');
-    onError?.(req, e);
-    return sendError(reply, e);
+    surface.onError?.(req, e);
+    return send(req, reply, e);
   });
-  app.setNotFoundHandler((req, reply) => sendError(reply, notFound(req)));
+  app.setNotFoundHandler((req, reply) => send(req, reply, notFoundOf(req)));
 }

@@ -12,6 +12,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../errors/index.js';
 import { contractHeaders } from './contract-headers.js';
+import { onClose } from '../service/lifecycle/cleanup.js';
 
 export interface UploadRate {
   /** Bytes per second, on average; 0 turns the check off. */
@@ -51,5 +52,5 @@ export function watchUploadRate(req: FastifyRequest, reply: FastifyReply, o: Upl
     check();
     if (timer !== undefined) timer = setInterval(check, 250).unref();
   }, o.graceMs).unref();
-  reply.raw.once('close', stop);
+  onClose(req, stop);
 }

@@ -6,7 +6,7 @@
  *
  * Docs calls are free: they need an MCP key (as every /mcp request) and count against the account's
  * rate limit like any tool call (the search is CPU work), but never reserve a free call — their work
- * ignores ComputeContext.reserve, so src/mcp/metering.ts settles them `not_charged`. They are recorded
+ * ignores ComputeContext.reserve, so the metering (src/service/lifecycle/metering.ts) settles them `not_charged`. They are recorded
  * on the Usage page as free requests (route `search_docs`), so that an account sees every call its
  * keys made; resources/list and resources/read, like tools/list, are protocol reads and are neither
  * metered nor recorded.

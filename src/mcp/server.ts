@@ -7,26 +7,29 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListResourcesRequestSchema, ListToolsRequestSchema, McpError, ReadResourceRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ServiceError, fromNative, isServiceError } from '../errors/index.js';
+import { ServiceError, isServiceError } from '../errors/index.js';
 import { registerTransportGuards, transportOptions } from '../http/transport-guards.js';
-import { declaresBody, registerRouteGuard } from '../http/route-guard.js';
-import { bearerToken } from '../http/bearer.js';
+import { registerRouteGuard } from '../http/route-guard.js';
 import { registerContractHeaders, requestIdOptions } from '../http/contract-headers.js';
+import { registerErrorHandling, toServiceError } from '../http/error-handler.js';
+import { onClose, requestCleanup } from '../service/lifecycle/cleanup.js';
+import { keyedDoor } from '../service/lifecycle/door.js';
+import { MCP_KEYS } from '../service/lifecycle/authenticate.js';
+import { Metering } from '../service/lifecycle/metering.js';
+import { recordUsage } from '../service/lifecycle/usage.js';
 import { CLOSING_OPTIONS, registerClosingRefusal } from '../http/closing.js';
 import type { Logger } from '../logging/logger.js';
 import type { AccountsPort, AuthenticatedKey } from '../accounts/api.js';
-import type { ComputeContext, ComputeService } from '../service/compute-service.js';
+import type { ComputeService } from '../service/compute-service.js';
 import type { Limiter } from '../service/limits/limiter.js';
 import type { FetchBudget } from '../service/limits/fetch-budget.js';
-import { strikeGuard, type StrikeSettings } from '../service/limits/strikes.js';
-import { metered } from './metering.js';
+import type { StrikeSettings } from '../service/limits/strikes.js';
 import { useJsonBodyParser } from '../http/json-body.js';
 import { TOOLS, isToolName, type PreparedCall, type ToolName } from './tools.js';
 import type { ArrayLimits } from './bounded-arrays.js';
 import { registerProbes, type ReadinessCheck } from '../http/probes.js';
 import type { BodyBudget } from '../http/body-budget.js';
-import { watchUploadRate, type UploadRate } from '../http/upload-rate.js';
-import { countRequests, refuseOver } from '../service/limits/account-limits.js';
+import type { UploadRate } from '../http/upload-rate.js';
 import type { UsageSink } from '../accounts/usage/recorder.js';
 import type { UsageOutcome } from '../accounts/schema.js';
 import { LISTED_DOCS_TOOLS, isDocsTool, type DocsCorpus, type DocsToolName } from './docs-tools.js';
@@ -64,21 +67,9 @@ export interface McpDeps {
   docs?: DocsCorpus;
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The caller's MCP key, authenticated from the headers before the body is read. */
-    mcpKey?: AuthenticatedKey;
-  }
-  interface FastifyContextConfig {
-    /** The route takes an MCP key, authenticated from the headers before the body is read. */
-    mcpAuth?: boolean;
-  }
-}
-
-const WWW_AUTHENTICATE = 'Bearer realm="facecompute-mcp", error="invalid_token"';
-
+/** A tool call's failure in MCP's envelope (a tool error), mapped by the one table. */
 function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'; text: string }>; structuredContent: { error: string; detail: string } } {
-  const e = isServiceError(err) ? err : fromNative(err);
+  const e = asServiceError(err);
   return { isError: true, content: [{ type: 'text', text: `${e.code}: ${e.detail}` }], structuredContent: e.toBody() };
 }
 
@@ -88,33 +79,18 @@ function toolError(err: unknown): { isError: true; content: Array<{ type: 'text'
  * checked by the REST schemas (src/mcp/validate.ts). tools/list and tools/call are answered from the
  * tool table (src/mcp/tools.ts): a new tool is an entry there.
  */
-function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string): Server {
+const asServiceError = (err: unknown): ServiceError => toServiceError(err as Parameters<typeof toServiceError>[0]);
+
+function buildMcpServer(deps: McpDeps, metering: Metering, key: AuthenticatedKey, requestId: string): Server {
   const server = new Server({ name: 'facecompute', version: deps.version }, { capabilities: deps.docs ? { tools: {}, resources: {} } : { tools: {} } });
-  /**
-   * The usage record of one tool call (only of a listed tool: the route column never holds a name a
-   * caller made up). Its status is the REST status of the same answer (200, or the error's), so that
-   * the Usage page counts a refused MCP call as it counts a refused REST one.
-   */
-  const record = (tool: ToolName | DocsToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) => {
-    deps.usage?.record({
-      accountId: key.accountId,
-      keyId: key.keyId,
-      surface: 'mcp',
-      route: tool,
-      status: err ? err.status : 200,
-      error: err ? err.code : null,
-      outcome,
-      durationMs: performance.now() - t0,
-      requestId,
-      at: Date.now(),
-    });
-  };
+  /** The usage record of one tool call (only of a listed tool: the route column never holds a name a caller made up). */
+  const record = (tool: ToolName | DocsToolName, t0: number, err: ServiceError | null, outcome: UsageOutcome) =>
+    recordUsage(deps.usage, { surface: 'mcp', auth: key, route: tool, status: err ? err.status : 200, error: err ? err.code : null, outcome, t0, requestId });
   /**
    * Every JSON-RPC request element counts one request against the account's window, as a REST request
    * does (a batch of 50 counts 50); `initialize`, `ping` and notifications do not.
    */
-  const windowMs = deps.rateLimitWindowMs ?? 60_000;
-  const count = async () => refuseOver(await countRequests(deps.limiter, key.accountId), windowMs);
+  const count = () => metering.countOrRefuse(key.accountId);
   /** The same for the methods answered as JSON-RPC errors (lists, resource reads). */
   const counted = async <T>(answer: () => T): Promise<T> => {
     try {
@@ -130,14 +106,13 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     let outcome: UsageOutcome = 'not_charged';
     try {
       await count();
-      const ctx: ComputeContext = { requestId, authenticated: true, strikes: strikeGuard(deps.limiter, key.accountId, deps.strikes), ...(deps.fetchBudget ? { fetches: deps.fetchBudget.meter(key.accountId) } : {}) };
-      // Docs tools are metered (the rate limit) but never reserve a call (src/mcp/docs-tools.ts).
+      // The REST compute routes' metering (src/service/lifecycle/metering.ts), per tool call: a
+      // free tool takes no slot and reserves nothing; docs tools never reserve (docs-tools.ts).
       const result = (await (!isDocsTool(tool) && TOOLS[tool].free
-        ? call(deps.compute, ctx)
-        : metered(
-            deps,
+        ? call(deps.compute, metering.context(key, requestId))
+        : metering.run(
             key.accountId,
-            (reserve) => call(deps.compute, { ...ctx, reserve }),
+            (m) => call(deps.compute, metering.context(key, requestId, m)),
             (o) => {
               outcome = o;
             },
@@ -147,7 +122,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     } catch (err) {
       if (!isServiceError(err) || err.status >= 500) deps.logger.error({ err, requestId, tool }, 'mcp tool failed');
       const answer = toolError(err);
-      record(tool, t0, fromNative(err), outcome);
+      record(tool, t0, asServiceError(err), outcome);
       return answer;
     }
   };
@@ -173,7 +148,7 @@ function buildMcpServer(deps: McpDeps, key: AuthenticatedKey, requestId: string)
     } catch (err) {
       // A call refused on its arguments still counts against the window.
       await count().catch(() => undefined);
-      record(tool, t0, fromNative(err), 'not_charged');
+      record(tool, t0, asServiceError(err), 'not_charged');
       return toolError(err);
     }
     return run(tool, t0, call);
@@ -195,6 +170,8 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     ...CLOSING_OPTIONS,
     ...transportOptions(deps.requestReceiveTimeoutMs),
   });
+  // First: every later hook may register what its request gives back on close.
+  await app.register(requestCleanup);
 
   registerContractHeaders(app);
   useJsonBodyParser(app, { maxValues: deps.maxJsonValues });
@@ -203,19 +180,8 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
 
   const notFound = () => new ServiceError('not_found', 'the MCP endpoint is at /mcp');
   registerRouteGuard(app, { notFound });
-  const send = (reply: FastifyReply, e: ServiceError) => reply.status(e.status).headers(e.headers).send(e.toBody());
-
-  app.setErrorHandler((err, req, reply) => {
-    const status = (err as { statusCode?: number }).statusCode;
-    // An unknown route is not_found whatever its body (Fastify's 404 route still parses it).
-    if (req.is404 && !isServiceError(err)) return send(reply, notFound());
-    if (isServiceError(err)) return send(reply, err);
-    if (status === 413) return send(reply, new ServiceError('request_too_large', `MCP requests are limited to ${deps.maxBodyBytes} bytes`));
-    if (status !== undefined && status < 500) return send(reply, new ServiceError('invalid_request', 'malformed request'));
-    req.log.error({ err }, 'mcp endpoint error');
-    return send(reply, new ServiceError('internal_error', 'internal error'));
-  });
-  app.setNotFoundHandler((_req, reply) => send(reply, notFound()));
+  // The one table and handler of every surface (src/http/error-handler.ts); MCP names its body limit.
+  registerErrorHandling(app, { notFound, tooLargeDetail: `MCP requests are limited to ${deps.maxBodyBytes} bytes` });
 
   // DNS-rebinding protection: a browser page may only call us from an allowed origin.
   app.addHook('onRequest', async (req) => {
@@ -225,37 +191,20 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
     }
   });
 
-  async function authenticate(req: FastifyRequest): Promise<AuthenticatedKey> {
-    const secret = bearerToken(req);
-    if (!secret) throw new ServiceError('missing_api_key', 'send your MCP key as Authorization: Bearer <MCP_KEY>', { headers: { 'www-authenticate': 'Bearer realm="facecompute-mcp"' } });
-    try {
-      return await deps.accounts.authenticate(secret, 'mcp');
-    } catch (err) {
-      if (isServiceError(err) && err.code === 'invalid_api_key') {
-        throw new ServiceError('invalid_api_key', err.detail, { headers: { 'www-authenticate': WWW_AUTHENTICATE } });
-      }
-      throw err;
-    }
-  }
-
-  // Authentication from the headers alone, before any body is read: an anonymous or badly keyed
-  // request to /mcp is refused without its body being received, buffered or parsed (issue 24: one
-  // anonymous 25 MiB body of invalid JSON was parsed, and diagnosed, before the key was looked at).
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.routeOptions.config.mcpAuth !== true) return;
-    req.mcpKey = await authenticate(req);
-    // A key whose window is spent is refused from the headers, its body unread: past the window
-    // every element of a batch would be refused anyway, after the body was parsed and answered.
-    // A limiter that cannot answer is not decided here: each element's count fails closed for it.
-    const w = await deps.limiter.hit(req.mcpKey.accountId, 0).catch(() => null);
-    if (w !== null && w.remaining <= 0) {
-      const seconds = Math.max(1, Math.ceil(w.resetMs / 1000));
-      throw new ServiceError('rate_limited', `rate limit of ${w.limit} requests per ${Math.ceil((deps.rateLimitWindowMs ?? 60_000) / 1000)} s exceeded; retry in ${seconds} s`, {
-        headers: { 'retry-after': String(seconds), ...(declaresBody(req) ? { connection: 'close' } : {}) },
-      });
-    }
-    deps.bodyBudget.hold(req, reply, deps.maxBodyBytes, req.mcpKey.accountId);
-    if (deps.uploadRate) watchUploadRate(req, reply, deps.uploadRate);
+  // The keyed door (src/service/lifecycle/door.ts) with MCP's key policy, from the headers alone,
+  // before any body is read: an anonymous or badly keyed request to /mcp is refused without its body
+  // being received, buffered or parsed; a key whose window is spent too. Each JSON-RPC element counts
+  // and each tool call takes its slot as it runs (buildMcpServer).
+  const metering = new Metering({ accounts: deps.accounts, limiter: deps.limiter, windowMs: deps.rateLimitWindowMs ?? 60_000, strikes: deps.strikes, fetchBudget: deps.fetchBudget ?? null });
+  await app.register(keyedDoor, {
+    accounts: deps.accounts,
+    metering,
+    bodyBudget: deps.bodyBudget,
+    policy: MCP_KEYS,
+    meter: 'call',
+    bodyLimitOf: () => deps.maxBodyBytes,
+    refuseDeclaredOver: false,
+    ...(deps.uploadRate ? { uploadRate: deps.uploadRate } : {}),
   });
 
   // Probes (Kubernetes): the MCP endpoint cannot authenticate or count a call without its database
@@ -265,10 +214,10 @@ export async function buildMcp(deps: McpDeps): Promise<FastifyInstance> {
   if (deps.limiter.kind === 'redis') checks.push({ error: 'limiter_unavailable', run: () => deps.limiter.ping() });
   registerProbes(app, deps.version, checks);
 
-  app.post('/mcp', { config: { mcpAuth: true } }, async (req, reply) => {
-    const server = buildMcpServer(deps, req.mcpKey!, req.id);
+  app.post('/mcp', { config: { keyed: true } }, async (req, reply) => {
+    const server = buildMcpServer(deps, metering, req.auth!, req.id);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    reply.raw.on('close', () => {
+    onClose(req, () => {
       void transport.close();
       void server.close();
     });

@@ -8,6 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config/index.js';
 import { ServiceError, isServiceError, fromNative } from '../errors/index.js';
+import { registerErrorHandling } from '../http/error-handler.js';
 import type { Logger } from '../logging/logger.js';
 import { DISTANCE_METRICS } from '../deepface/distance.js';
 import {
@@ -109,17 +110,10 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
 
   app.addContentTypeParser(FRAME_CONTENT_TYPE, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  app.setErrorHandler((err, req, reply) => {
-    let e: ServiceError;
-    if (isServiceError(err)) e = err;
-    else if ((err as { statusCode?: number }).statusCode === 413) e = new ServiceError('request_too_large', 'request body too large');
-    else if ((err as { statusCode?: number }).statusCode && ((err as { statusCode: number }).statusCode < 500)) e = new ServiceError('invalid_request', 'malformed request');
-    else e = fromNative(err);
-    if (e.status >= 500) req.log.error({ err }, 'model server error');
-    void reply.status(e.status).headers(e.headers).send(e.toBody());
-  });
-  app.setNotFoundHandler((_req, reply) => {
-    void reply.status(404).send(new ServiceError('not_found', 'no such internal route').toBody());
+  // The one error table of every surface (src/http/error-handler.ts), in the internal JSON envelope.
+  registerErrorHandling(app, {
+    notFound: () => new ServiceError('not_found', 'no such internal route'),
+    send: (_req, reply, e) => reply.status(e.status).headers(e.headers).send(e.toBody()),
   });
 
   if (config.modelServer.internalToken) requireInternalToken(app, config.modelServer.internalToken);

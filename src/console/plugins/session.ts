@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../../errors/index.js';
-import { bearerToken } from '../../http/bearer.js';
+import { CONSOLE_SESSIONS, credential } from '../../service/lifecycle/authenticate.js';
 import { hashesEqual } from '../../accounts/secrets.js';
 import type { AccountsStore } from '../../accounts/index.js';
 
@@ -57,7 +57,7 @@ async function session(app: FastifyInstance, opts: SessionOptions): Promise<void
   });
 
   async function resolve(req: FastifyRequest, submittedCsrf: unknown): Promise<string | null> {
-    const token = bearerToken(req);
+    const token = credential(req, CONSOLE_SESSIONS);
     if (token !== null) {
       const id = await store.sessionAccount(token);
       if (id === null) throw new ServiceError('unauthorized', 'the session token is not valid or has expired; sign in again');
@@ -88,7 +88,7 @@ async function session(app: FastifyInstance, opts: SessionOptions): Promise<void
   });
 
   app.decorate('sessionToken', (req: FastifyRequest) => {
-    const token = bearerToken(req) ?? req.cookies[SESSION_COOKIE];
+    const token = credential(req, CONSOLE_SESSIONS) ?? req.cookies[SESSION_COOKIE];
     return typeof token === 'string' && token !== '' ? token : null;
   });
 

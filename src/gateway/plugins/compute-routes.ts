@@ -1,36 +1,36 @@
 /**
- * The compute routes, one encapsulated plugin: POST /verify, /represent and /compare, behind
- * auth-limits.ts (registered in this context only), with their multipart bodies read before
- * validation. Bodies are typed from the JSON Schemas that validate them (src/vocabulary/schemas.ts,
+ * The compute routes, one encapsulated plugin: POST /verify, /represent and /compare, behind the
+ * keyed door (src/service/lifecycle/door.ts; their config says `keyed: true`), with their multipart
+ * bodies read before validation. Bodies are typed from the JSON Schemas that validate them (src/vocabulary/schemas.ts,
  * through the json-schema-to-ts type provider), so a handler's `req.body` is what passed the schema.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyTypeProvider } from 'fastify';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
-import type { AccountsPort } from '../../accounts/api.js';
-import { ServiceError } from '../../errors/index.js';
 import * as S from '../../vocabulary/schemas.js';
 import type { ComputeContext, ComputeService } from '../../service/compute-service.js';
 import { compareJson } from '../../service/compare-result.js';
-import type { Limiter } from '../../service/limits/limiter.js';
-import type { FetchBudget } from '../../service/limits/fetch-budget.js';
 import type { JsonBodyParserOptions } from '../../http/json-body.js';
-import { strikeGuard, type StrikeSettings } from '../../service/limits/strikes.js';
+import type { Metering } from '../../service/lifecycle/metering.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { readCompareMultipart, readImageMultipart } from '../multipart.js';
-import { authAndLimits, type AuthLimitsOptions } from './auth-limits.js';
+import { onClose } from '../../service/lifecycle/cleanup.js';
 
 export interface ComputeRoutesOptions {
   compute: ComputeService;
-  /** The per-account budget of remote fetches (null when remote images are off). */
-  fetchBudget: FetchBudget | null;
-  accounts: AccountsPort;
-  limiter: Limiter;
+  metering: Metering;
   metrics: GatewayMetrics;
   maxImageBytes: number;
   /** FACECOMPUTE_MAX_COMPARE_BYTES: /compare carries vectors and has its own, larger body limit. */
   maxCompareBytes: number;
-  strikes: StrikeSettings;
-  auth: Omit<AuthLimitsOptions, 'accounts' | 'limiter'>;
+  /** A route's body limit (/compare has its own, larger one). */
+  bodyLimitOf: (req: FastifyRequest) => number;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's body carries /compare's targets (lifted from JSON, or read by our multipart reader). */
+    compareTargets?: boolean;
+  }
 }
 
 /**
@@ -53,7 +53,7 @@ export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetr
   // Rows past max_targets + 1 are read, not kept: the answer is too_many_targets whatever they hold.
   const lift = { rows: 'targets', text: 'targets_b64', maxRows: maxTargets } as const;
   return {
-    members: (req) => (req.routeOptions.url === '/compare' ? lift : undefined),
+    members: (req) => (req.routeOptions.config.compareTargets === true ? lift : undefined),
     take: (req, lifted, holder) => {
       req.compareTargets ??= compute.openCompareTargets();
       if (lifted.rows) req.compareTargets.adoptRows(lifted.rows);
@@ -65,19 +65,17 @@ export function compareTargetsLift(compute: ComputeService, metrics: GatewayMetr
 
 export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (plain, o) => {
   const app = plain.withTypeProvider<BodyTypeProvider>();
-  await app.register(authAndLimits, { ...o.auth, accounts: o.accounts, limiter: o.limiter });
-
   const { compute } = o;
   app.addHook('preValidation', async function multipartBody(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!req.isMultipart()) {
       // A JSON body's lifted targets (compareTargetsLift) may hold a pooled body buffer: freed when
       // the response closes, as the multipart path's are, if no compare consumed them before.
       const lifted = req.compareTargets;
-      if (lifted) reply.raw.once('close', () => lifted.release());
+      if (lifted) onClose(req, () => lifted.release());
       return;
     }
-    if (req.routeOptions.url !== '/compare') {
-      const r = await readImageMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req));
+    if (req.routeOptions.config.compareTargets !== true) {
+      const r = await readImageMultipart(req, o.maxImageBytes, o.bodyLimitOf(req));
       req.body = r.body;
       req.uploads = r.uploads;
       return;
@@ -86,8 +84,8 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
     // once, when the response closes (answered, refused, or the client gone) or when compare ends.
     const targets = compute.openCompareTargets();
     req.compareTargets = targets;
-    reply.raw.once('close', () => targets.release());
-    const r = await readCompareMultipart(req, o.maxImageBytes, o.auth.bodyLimitOf(req), targets);
+    onClose(req, () => targets.release());
+    const r = await readCompareMultipart(req, o.maxImageBytes, o.bodyLimitOf(req), targets);
     const path = targets.binaryPath;
     if (path) o.metrics.compareTargets.inc({ path });
     req.body = r.body;
@@ -97,34 +95,25 @@ export const computeRoutes: FastifyPluginAsync<ComputeRoutesOptions> = async (pl
   /** The compute context; its signal aborts upstream work when the client goes away. */
   const ctxOf = (req: FastifyRequest, reply: FastifyReply): ComputeContext => {
     const ac = new AbortController();
-    reply.raw.once('close', () => {
+    onClose(req, () => {
       if (!reply.raw.writableFinished) ac.abort();
     });
-    const reserve = async () => {
-      if (req.fc!.consumed) return;
-      await o.accounts.consume(req.auth!.accountId);
-      req.fc!.consumed = true;
-    };
     return {
-      requestId: req.id,
+      ...o.metering.context(req.auth!, req.id, req.meter),
       uploads: req.uploads,
-      authenticated: req.auth !== undefined,
-      ...(o.fetchBudget && req.auth ? { fetches: o.fetchBudget.meter(req.auth.accountId) } : {}),
       signal: ac.signal,
-      reserve,
       ...(req.compareTargets ? { targets: req.compareTargets } : {}),
-      ...(req.fc?.ticket ? { admission: req.fc.ticket } : {}),
-      strikes: strikeGuard(o.limiter, req.auth!.accountId, o.strikes),
+      ...(req.ticket ? { admission: req.ticket } : {}),
     };
   };
   const err = { '4xx': { $ref: 'ErrorResponse#' }, '5xx': { $ref: 'ErrorResponse#' } } as const;
 
-  app.post('/verify', { config: { admission: true }, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
-  app.post('/represent', { config: { admission: true }, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
+  app.post('/verify', { config: { keyed: true, admission: true }, schema: { body: S.verifyBody, response: { 200: S.verifyResponse, ...err } } }, async (req, reply) => compute.verify(req.body, ctxOf(req, reply)));
+  app.post('/represent', { config: { keyed: true, admission: true }, schema: { body: S.representBody, response: { 200: S.representResponse, ...err } } }, async (req, reply) => compute.represent(req.body, ctxOf(req, reply)));
   // The answer is written as JSON text from the kernel's typed arrays (compare-result.ts): 100,000
   // results without top_k would otherwise be 100,000 objects. S.compareResponse still documents it
   // (openapi.json) and test/compare-result.test.ts checks the text against it.
-  app.post('/compare', { bodyLimit: o.maxCompareBytes, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
+  app.post('/compare', { bodyLimit: o.maxCompareBytes, config: { keyed: true, compareTargets: true }, schema: { body: S.compareBody, response: { ...err } } }, async (req, reply) => {
     const r = await compute.compare(req.body, ctxOf(req, reply));
     return reply.type('application/json; charset=utf-8').send(await compareJson(r));
   });

@@ -1,7 +1,7 @@
 /**
  * The gateway's open routes, one plugin: /health, /readiness (for load balancers) and /capabilities
- * (what this deployment serves). No key needed: auth-limits.ts is registered only in the compute
- * routes' context.
+ * (what this deployment serves). No key needed: their config does not say `keyed`, so the keyed
+ * door (src/service/lifecycle/door.ts) lets them through.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import * as S from '../../vocabulary/schemas.js';
@@ -28,7 +28,7 @@ type Readiness = { status: number; body: Record<string, unknown> };
 const LB_FIELDS = ['status', 'ready', 'warming', 'warmed_models', 'warmed_detectors', 'error', 'warmed_at', 'degraded', 'unavailable', 'fetch_command', 'detector_fallback_unavailable'] as const;
 
 export const probes: FastifyPluginAsync<ProbesOptions> = async (app, o) => {
-  app.get('/health', { schema: { response: { 200: S.healthResponse } } }, async () => ({ status: 'ok', version: o.version }));
+  app.get('/health', { config: { whileDraining: true }, schema: { response: { 200: S.healthResponse } } }, async () => ({ status: 'ok', version: o.version }));
 
   // Readiness answers within FACECOMPUTE_READINESS_TIMEOUT_MS whatever its dependencies do: a frozen
   // model server (kill -STOP) or Redis is a 503 once that time has passed, not a hang for the upstream

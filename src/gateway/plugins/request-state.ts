@@ -6,20 +6,19 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AccountsPort, AuthenticatedKey } from '../../accounts/api.js';
 import type { UsageSink } from '../../accounts/usage/recorder.js';
-import { consumesCall } from '../../accounts/charging.js';
 import { ServiceError, type ErrorCode } from '../../errors/index.js';
-import type { Limiter } from '../../service/limits/limiter.js';
-import type { AdmissionTicket } from '../../service/queue.js';
 import type { CompareTargets } from '../../service/compare-targets.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { recordUsage } from '../usage.js';
+import { recordUsage } from '../../service/lifecycle/usage.js';
+import { onClose } from '../../service/lifecycle/cleanup.js';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route still answers while the gateway drains (/health). */
+    whileDraining?: boolean;
+  }
   interface FastifyRequest {
-    /** The caller's REST key, authenticated from the headers (auth-limits.ts). */
-    auth: AuthenticatedKey | undefined;
     /** Multipart file parts by field name (compute-routes.ts). */
     uploads: Map<string, Buffer> | undefined;
     /** /compare's targets (src/service/compare-targets.ts), released when the response closes (compute-routes.ts). */
@@ -34,18 +33,9 @@ export interface RequestState {
   t0: number;
   /** Counted in the in-flight total that draining waits for. */
   counted: boolean;
-  /** The account's concurrent-request slot this request holds (null: none). */
-  slot: string | null;
-  /** A free call is reserved; `settled` once the answer decided whether it stays consumed. */
-  consumed: boolean;
-  settled: boolean;
-  /** The reserved call was given back. */
-  refunded: boolean;
   /** The error code of the answer, when it is an error. */
   error: ErrorCode | null;
   finished: boolean;
-  /** The compute queue's place reserved at admission (src/service/queue.ts), until the job queues. */
-  ticket?: AdmissionTicket;
 }
 
 /** Draining and the in-flight count it waits for. */
@@ -71,34 +61,22 @@ export class InFlight {
 }
 
 export interface RequestStateOptions {
-  accounts: AccountsPort;
-  limiter: Limiter;
   metrics: GatewayMetrics;
   inFlight: InFlight;
   usage?: UsageSink | undefined;
 }
 
 export const requestState = fp<RequestStateOptions>(
-  async (app, { accounts, limiter, metrics, inFlight, usage }) => {
+  async (app, { metrics, inFlight, usage }) => {
     // Declared up front, so every request object has the same shape (Fastify's advice for V8).
-    app.decorateRequest('auth', undefined);
     app.decorateRequest('uploads', undefined);
     app.decorateRequest('compareTargets', undefined);
     app.decorateRequest('fc', undefined);
 
-    /** Settles a reserved call by the answer (src/accounts/charging.ts): kept only when compute ran. */
+    /** Settles the request's metered call by the answer (src/service/lifecycle/metering.ts). */
     async function settle(req: FastifyRequest, status: number | null): Promise<void> {
-      const fc = req.fc;
-      if (!fc || !fc.consumed || fc.settled || !req.auth) return;
-      fc.settled = true;
       // status null: the caller went away before any answer was sent.
-      if (status !== null && consumesCall(status, fc.error)) return;
-      await accounts.refund(req.auth.accountId).then(
-        () => {
-          fc.refunded = true;
-        },
-        (err: unknown) => req.log.error({ err }, 'refund failed'),
-      );
+      await req.meter?.settle(status, req.fc?.error, (err) => req.log.error({ err }, 'refund failed'));
     }
 
     /**
@@ -112,16 +90,16 @@ export const requestState = fp<RequestStateOptions>(
       fc.finished = true;
       const status = reply.raw.writableFinished ? reply.statusCode : null;
       await settle(req, status);
-      recordUsage(usage, { auth: req.auth, route: req.routeOptions.url ?? 'unmatched', status, error: fc.error, consumed: fc.consumed, refunded: fc.refunded, t0: fc.t0, requestId: req.id });
-      if (fc.slot !== null && req.auth) await limiter.release(req.auth.accountId, fc.slot).catch(() => undefined);
+      recordUsage(usage, { surface: 'rest', auth: req.auth, route: req.routeOptions.url ?? 'unmatched', status, error: fc.error, outcome: req.meter?.outcome ?? 'not_charged', t0: fc.t0, requestId: req.id });
+      await req.meter?.release();
       if (fc.counted) inFlight.leave();
     }
 
     // Request context: draining, metrics (ids and the version header: registerContractHeaders).
     app.addHook('onRequest', async (req, reply) => {
-      req.fc = { t0: performance.now(), counted: false, slot: null, consumed: false, settled: false, refunded: false, error: null, finished: false };
-      reply.raw.once('close', () => void finish(req, reply));
-      if (inFlight.draining && req.routeOptions.url !== '/health') {
+      req.fc = { t0: performance.now(), counted: false, error: null, finished: false };
+      onClose(req, () => finish(req, reply));
+      if (inFlight.draining && req.routeOptions.config.whileDraining !== true) {
         throw new ServiceError('gateway_draining', 'the gateway is draining (shutting down); retry on another instance', { headers: { 'retry-after': '5' } });
       }
       inFlight.enter();
@@ -139,5 +117,5 @@ export const requestState = fp<RequestStateOptions>(
       req.log.info({ method: req.method, route, status: reply.statusCode, ms: fc ? Math.round((performance.now() - fc.t0) * 10) / 10 : undefined }, 'request');
     });
   },
-  { name: 'facecompute-request-state', fastify: '5.x' },
+  { name: 'facecompute-request-state', fastify: '5.x', dependencies: ['facecompute-request-cleanup'] },
 );
