@@ -14,7 +14,8 @@ import { resolve } from 'node:path';
 import os from 'node:os';
 import sharp from 'sharp';
 import { Transformer, FastResizeFilter, ResizeFit } from '@napi-rs/image';
-import { decodeImage, letterbox, probeImage, type NativeImage } from '../../src/native/image.js';
+import { decodeImage, letterbox, probeImage } from '../../src/native/image.js';
+import type { NativeImage } from '../../src/native/types.js';
 import { DEEPFACE_DIR, ROBUSTNESS_DIR, REPO_ROOT } from '../../test/helpers/shared.js';
 import { simdInfo } from '../lib/machine.js';
 

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   const oo = await run(onet!, o.crops, [no, 3, 48, 48]);
   for (const k of ['reg', 'landmarks', 'prob']) put(`onet_${k}`, 'f32', oo[k]!.dims, oo[k]!.data);
   const faces = await mtcnnFaces(flavor, bordered.width, bordered.height, o.boxes, oo['reg']!, oo['landmarks']!, oo['prob']!);
-  put('faces', 'f64', [faces.length, 5], new Float64Array(faces.flatMap((f) => [...f.rawBox, f.confidence])));
+  put('faces', 'f64', [faces.length, 5], new Float64Array(faces.flatMap((f) => [...(f.raw_box ?? []), f.confidence])));
   put('faces_int', 'f64', [faces.length, 4], new Float64Array(faces.flatMap((f) => [f.x, f.y, f.w, f.h])));
   mkdirSync(outDir, { recursive: true });
   const index: Record<string, unknown> = {};
