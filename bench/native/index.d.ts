@@ -103,12 +103,6 @@ export declare function compareManyToMany(sources: Float32Array, targets: Float3
 /** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
 export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
 
-/**
- * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
- * decode, validation and comparison run on the libuv pool.
- */
-export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
-
 /** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
 export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): CompareOutput
 
@@ -367,9 +361,6 @@ export interface MtcnnPnetOutput {
   reg: NativeTensor
   prob: NativeTensor
 }
-
-/** The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first). */
-export declare function mtcnnPyramid(image: NativeImage, flavor: MtcnnFlavor): Promise<Array<MtcnnLevel>>
 
 /**
  * The PNet input of the pyramid level at `scale` (one of `mtcnnScales`), or null when the library

@@ -115,30 +115,6 @@ export async function compareOneToMany(query: Float32Array, targets: Float32Arra
   }
 }
 
-/**
- * The `targets_b64` path: decode, validate and compare off the JS thread. `count` is the number of
- * target vectors decoded (N), also when `topK` returns fewer.
- */
-export async function compareOneToManyB64(
-  query: Float32Array,
-  targetsB64: string,
-  dims: number,
-  metric: Metric,
-  topK?: number,
-): Promise<Comparison & { count: number }> {
-  checkDims(dims);
-  checkMetric(metric);
-  checkTopK(topK);
-  checkFloats(query, 'query');
-  if (typeof targetsB64 !== 'string') throw new ServiceError('invalid_request', 'targets_b64 must be a string');
-  try {
-    const out = await native.compareOneToManyB64(query, targetsB64, dims, metric, topK);
-    return { indices: out.indices, distances: out.distances, count: out.count };
-  } catch (err) {
-    throw fromNative(err);
-  }
-}
-
 /** One result list per source: source i's are `indices`/`distances` over `offsets[i]..offsets[i+1]`. */
 export interface ManyComparison {
   offsets: Uint32Array;

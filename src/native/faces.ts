@@ -64,13 +64,8 @@ function flavor(value: MtcnnFlavor): MtcnnFlavor {
   return member(MTCNN_FLAVORS, value, 'mtcnn flavour');
 }
 
-/** The PNet input of every pyramid level (crates/facecompute-core/src/detect/mtcnn). */
-export function mtcnnPyramid(image: NativeImage, flavour: MtcnnFlavor): Promise<MtcnnLevel[]> {
-  return call(() => native.mtcnnPyramid(image, flavor(flavour)));
-}
-
 /** The library's pyramid scales for a `width`×`height` image, largest first. */
-export function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number): number[] {
+function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number): number[] {
   try {
     return native.mtcnnScales(flavor(flavour), width, height);
   } catch (err) {
@@ -78,9 +73,15 @@ export function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number)
   }
 }
 
-/** The PNet input of the level at `scale` (one of mtcnnScales), or null when the library skips it. */
-export function mtcnnPyramidLevel(image: NativeImage, flavour: MtcnnFlavor, scale: number): Promise<MtcnnLevel | null> {
-  return call(() => native.mtcnnPyramidLevel(image, flavor(flavour), scale));
+/**
+ * The PNet input of every pyramid level the library runs, largest first, built one level at a time:
+ * a large image's pyramid is never held whole (crates/facecompute-core/src/detect/mtcnn).
+ */
+export async function* mtcnnPyramidLevels(image: NativeImage, flavour: MtcnnFlavor): AsyncGenerator<MtcnnLevel> {
+  for (const scale of mtcnnScales(flavour, image.width, image.height)) {
+    const level = await call(() => native.mtcnnPyramidLevel(image, flavor(flavour), scale));
+    if (level) yield level;
+  }
 }
 
 /** PNet's outputs per level to RNet's boxes and 24×24 crops. */

@@ -15,7 +15,9 @@ import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import { loadConfig } from '../../src/config/index.js';
 import { imageOps } from '../../src/model-server/adapters.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeTensor } from '../../src/native/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces } from '../../src/native/faces.js';
+import type { MtcnnFlavor, NativeTensor } from '../../src/native/types.js';
+import { mtcnnPyramid } from '../../test/helpers/mtcnn-pyramid.js';
 import { sessionOptions } from '../../src/model-server/models/ort-options.js';
 import { mtcnnGraphs } from '../../test/helpers/mtcnn-graphs.js';
 

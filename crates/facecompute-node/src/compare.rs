@@ -59,18 +59,6 @@ pub fn compare_one_to_many_sync(query: Float32Array, targets: Float32Array, dims
     guard::catch(|| compare::compare_one_to_many(&query, &targets, dims as usize, metric.into(), parse_k(top_k))).map(CompareOutput::from)
 }
 
-/// `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
-/// decode, validation and comparison run on the libuv pool.
-#[napi(ts_return_type = "Promise<CompareOutput>")]
-pub fn compare_one_to_many_b64(query: Float32Array, targets_b64: JsString, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> napi::Result<AsyncTask<Job<Comparison, CompareOutput>>> {
-    let bytes = base64_bytes(targets_b64)?;
-    let k = parse_k(top_k);
-    Ok(AsyncTask::new(Job::new(
-        move || compare::compare_one_to_many_b64(Options::default(), &query, &bytes, dims as usize, metric.into(), k),
-        comparison_js,
-    )))
-}
-
 /// Decodes and validates base64 little-endian f32 vectors (N×dims, row-major).
 #[napi]
 pub fn decode_vectors_b64(b64: JsString, dims: u32) -> guard::Result<Float32Array> {

@@ -43,16 +43,6 @@ fn stage_js((rows, crops): (Vec<Row>, Vec<f32>)) -> Result<MtcnnStage> {
     Ok(MtcnnStage { boxes: flat(&rows), crops: Float32Array::new(crops) })
 }
 
-/// The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first).
-#[napi(ts_return_type = "Promise<Array<MtcnnLevel>>")]
-pub fn mtcnn_pyramid(image: NativeImage, flavor: MtcnnFlavor) -> AsyncTask<Job<Vec<Level>, Vec<MtcnnLevel>>> {
-    let flavor: Flavor = flavor.into();
-    AsyncTask::new(Job::new(
-        move || mtcnn::pyramid(&to_image(&image)?, flavor),
-        |levels| Ok(levels.into_iter().map(|l| MtcnnLevel { scale: l.scale, width: l.width, height: l.height, tensor: Float32Array::new(l.tensor) }).collect()),
-    ))
-}
-
 /// The library's pyramid scales for an image of `width`×`height`, largest first.
 #[napi]
 pub fn mtcnn_scales(flavor: MtcnnFlavor, width: u32, height: u32) -> Vec<f64> {

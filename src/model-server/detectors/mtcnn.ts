@@ -18,7 +18,7 @@
  */
 import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramidLevel, mtcnnScales } from '../../native/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramidLevels } from '../../native/faces.js';
 import type { Detection, MtcnnFlavor, NativeTensor } from '../../native/types.js';
 import { createSession, toNative, type NativeImage } from './common.js';
 import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows, putRows, sliceRows } from './pnet-bands.js';
@@ -126,9 +126,8 @@ export class MtcnnDetector {
     // One pyramid level at a time: each level's input is dropped once PNet has run on it, so a
     // large image holds its largest level, not the whole pyramid (about twice that).
     const pnetOut = [];
-    for (const scale of mtcnnScales(this.flavor, img.width, img.height)) {
-      const l = await mtcnnPyramidLevel(img, this.flavor, scale);
-      if (l) pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
+    for await (const l of mtcnnPyramidLevels(img, this.flavor)) {
+      pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
     }
     if (pnetOut.length === 0) return [];
     const r = await mtcnnAfterPnet(img, this.flavor, pnetOut);
