@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
@@ -815,7 +815,6 @@ export { rotateImage }
 export { scanJson }
 export { TensorLayout }
 export { toGray }
-export { validateVectors }
 export { yunetDecode }
 export { yunetPrepare }
 export const __napiBindingTarget = __napiLoadedBindingTarget

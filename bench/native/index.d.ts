@@ -482,9 +482,6 @@ export interface TensorSpecInput {
 
 export declare function toGray(img: NativeImage): Promise<NativeImage>
 
-/** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
-export declare function validateVectors(data: Float32Array, dims: number): number
-
 /**
  * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
  * `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).

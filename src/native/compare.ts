@@ -86,13 +86,6 @@ export async function decodeVectorsB64Bytes(b64: Buffer, dims: number): Promise<
   }
 }
 
-/** Throws invalid_embedding naming the first vector with NaN/Infinity, or embedding_dimension_mismatch. */
-export function validateVectors(data: Float32Array, dims: number): void {
-  checkDims(dims);
-  checkFloats(data, 'vectors');
-  call(() => native.validateVectors(data, dims));
-}
-
 /**
  * Distances (DeepFace's formulas, unrounded) from `query` to each `dims`-long row of `targets`.
  * Without `topK`, `indices` is 0..N-1 in order; with it, the k nearest, nearest first, ties by index.

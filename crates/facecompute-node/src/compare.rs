@@ -74,12 +74,6 @@ pub fn decode_vectors_b64_bytes(b64: Buffer, dims: u32) -> AsyncTask<Job<Vec<f32
     AsyncTask::new(Job::new(move || compare::decode_vectors_b64(&b64, dims as usize), |v| Ok(Float32Array::new(v))))
 }
 
-/// Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many.
-#[napi]
-pub fn validate_vectors(data: Float32Array, dims: u32) -> guard::Result<u32> {
-    guard::catch(|| compare::validate_vectors(&data, dims as usize)).map(|n| n as u32)
-}
-
 #[napi]
 pub fn l2_normalize(vector: Float32Array) -> guard::Result<Float32Array> {
     guard::catch(|| compare::l2_normalize(&vector)).map(Float32Array::new)
