@@ -274,10 +274,6 @@ export interface JsonScan {
   liftedText?: JsonLiftedText
 }
 
-export declare function l2Normalize(vector: Float32Array): Float32Array
-
-export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
-
 /**
  * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then
  * divide (DeepFace's `represent` with the detector `skip`).

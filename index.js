@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
@@ -794,8 +794,6 @@ export { extractFaces }
 export { facesToTensor }
 export { ImageFormat }
 export { Interpolation }
-export { l2Normalize }
-export { letterbox }
 export { Letterbox }
 export { mtcnnAfterPnet }
 export { mtcnnAfterRnet }

@@ -3,7 +3,6 @@ import {
   compareOneToMany,
   decodeVectorsB64Bytes,
   decodeVectorsB64,
-  l2Normalize,
   packVectors,
   METRICS,
   type Metric,
@@ -201,13 +200,6 @@ t.test('bad base64 is refused with the vector it hit', async (t) => {
   await rejectsWith(t, () => decodeVectorsB64(toB64(withNaN), dims), 'invalid_embedding', /vector 8.*position 3/);
   await rejectsWith(t, viaB64(new Float32Array(dims), toB64(withNaN), dims, 'euclidean'), 'invalid_embedding', /vector 8/);
   t.equal(decodeVectorsB64('', dims).length, 0);
-});
-
-t.test('l2Normalize gives a unit vector and leaves zero alone', async (t) => {
-  const v = l2Normalize(new Float32Array([3, 4]));
-  t.ok(Math.abs(v[0]! - 0.6) < 1e-7 && Math.abs(v[1]! - 0.8) < 1e-7);
-  t.same(l2Normalize(new Float32Array(3)), new Float32Array(3));
-  await rejectsWith(t, () => l2Normalize(new Float32Array([1, Number.NaN])), 'invalid_embedding');
 });
 
 t.test('the bench-only exports read every float and describe the engine', async (t) => {

@@ -57,6 +57,12 @@ export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
+ * DeepFace's letterbox of a uint8 image (the product runs it inside `facesToTensor`), on the libuv
+ * pool: bench/decode's measure of the pixel core against sharp.
+ */
+export declare function benchLetterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
+
+/**
  * The many-to-many kernel on one thread (the calling one), so its FLOP rate can be set against the
  * single-core peak.
  */
@@ -310,10 +316,6 @@ export interface JsonScan {
   lifted?: JsonLiftedRows
   liftedText?: JsonLiftedText
 }
-
-export declare function l2Normalize(vector: Float32Array): Float32Array
-
-export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
 
 /**
  * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then

@@ -148,12 +148,6 @@ export function floatsOfBytes(bytes: Uint8Array): Float32Array {
   return new Float32Array(new Uint8Array(bytes).buffer);
 }
 
-/** x/‖x‖ as DeepFace's `l2_normalize` does; a zero vector is returned unchanged. */
-export function l2Normalize(v: Float32Array): Float32Array {
-  checkFloats(v, 'vector');
-  return call(() => native.l2Normalize(v));
-}
-
 /**
  * Packs JSON embeddings (arrays of numbers) into one row-major Float32Array for the comparison,
  * checking each as contract §3 requires: exactly `dims` finite numbers. Errors name the vector,

@@ -41,11 +41,6 @@ export function resizeImage(img: NativeImage, width: number, height: number, int
   return call(() => native.resizeImage(img, width, height, member(INTERPOLATIONS, interpolation, 'interpolation')));
 }
 
-/** DeepFace's resize_image on uint8 pixels: aspect-preserving resize and centred black padding. */
-export function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage> {
-  return call(() => native.letterbox(img, width, height));
-}
-
 export function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage> {
   return call(() => native.copyMakeBorder(img, top, bottom, left, right));
 }

@@ -74,11 +74,6 @@ pub fn decode_vectors_b64_bytes(b64: Buffer, dims: u32) -> AsyncTask<Job<Vec<f32
     AsyncTask::new(Job::new(move || compare::decode_vectors_b64(&b64, dims as usize), |v| Ok(Float32Array::new(v))))
 }
 
-#[napi]
-pub fn l2_normalize(vector: Float32Array) -> guard::Result<Float32Array> {
-    guard::catch(|| compare::l2_normalize(&vector)).map(Float32Array::new)
-}
-
 /// One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`
 /// (and the same range of `distances`).
 #[napi(object)]

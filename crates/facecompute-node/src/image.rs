@@ -55,14 +55,14 @@ fn bad(detail: impl Into<String>) -> CoreError {
 }
 
 /// The pixel exports' reading of an image: 1 or 3 channels, a buffer that fills it.
-fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
+pub(crate) fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
     if img.channels != 1 && img.channels != 3 {
         return Err(bad("image must have 1 or 3 channels"));
     }
     img.to_core(|| bad("image data length does not match width × height × channels"))
 }
 
-fn image_js(img: Image) -> napi::Result<NativeImage> {
+pub(crate) fn image_js(img: Image) -> napi::Result<NativeImage> {
     Ok(NativeImage::from_core(img))
 }
 
@@ -116,16 +116,6 @@ fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError
 #[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn resize_image(img: NativeImage, width: u32, height: u32, interpolation: Interpolation) -> AsyncTask<Job<Image, NativeImage>> {
     pixel_job(img, move |i| pixels::resize(&i, width, height, interpolation.into()))
-}
-
-#[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| {
-        if width == 0 || height == 0 {
-            return Err(bad("letterbox size must be positive"));
-        }
-        pixels::letterbox(&i, width, height)
-    })
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
