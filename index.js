@@ -773,14 +773,13 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManyB64, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, l2Normalize, letterbox, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramid, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, validateVectors, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
 export { ChannelOrder }
 export { compareManyToMany }
 export { compareOneToMany }
-export { compareOneToManyB64 }
 export { compareOneToManySync }
 export { compareResultsJson }
 export { copyMakeBorder }
@@ -795,14 +794,11 @@ export { extractFaces }
 export { facesToTensor }
 export { ImageFormat }
 export { Interpolation }
-export { l2Normalize }
-export { letterbox }
 export { Letterbox }
 export { mtcnnAfterPnet }
 export { mtcnnAfterRnet }
 export { mtcnnFaces }
 export { MtcnnFlavor }
-export { mtcnnPyramid }
 export { mtcnnPyramidLevel }
 export { mtcnnScales }
 export { Normalization }
@@ -817,7 +813,6 @@ export { rotateImage }
 export { scanJson }
 export { TensorLayout }
 export { toGray }
-export { validateVectors }
 export { yunetDecode }
 export { yunetPrepare }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -218,7 +218,7 @@ else
   bash scripts/first-run.sh
   took "models (fetch and convert)"
   # The bench's own addon, with the bench-only exports the shipped one leaves out (cargo feature
-  # `bench`; bench/native/): test/compare.test.ts reads them. Only the binding crate is compiled again
+  # `bench`; bench/native/): test/compare.test.ts and test/image.test.ts read them. Only the binding crate is compiled again
   # (about 30 CPU s); after first-run.sh, whose `bootstrap.sh serve` builds the shipped addon and
   # would otherwise compile the binding crate once more, as cargo keeps one variant of a cdylib.
   npm run build:native:bench --silent

@@ -6,8 +6,9 @@
  *   → clients and domain (model-client, accounts, deepface, models)
  *   → foundation (vocabulary, native, config, errors, logging, package-root.ts).
  * Rules: an import goes to its own folder or to a lower layer, never up; surfaces do not import one
- * another; only src/native/ loads the generated binding (index.js) and src/vocabulary/ may read its
- * types; no cycle of imports among src/'s files (type-only imports count: they tie the files' meanings);
+ * another; nothing outside src/native/ loads the generated binding or reads its typings (index.js,
+ * index.d.ts, the .node file), in src/ or anywhere else in the repository (bench/ loads its own,
+ * bench/native/); no cycle of imports among src/'s files (type-only imports count: they tie the files' meanings);
  * no bench-only export of the binding is used in src/. The request lifecycle's rules (at the end) keep
  * authentication, metering, error mapping and cleanup on close in src/service/lifecycle/ and
  * src/http/error-handler.ts. KNOWN lists today's exceptions, each with the
@@ -100,8 +101,8 @@ t.test('imports go down the layers, never up or across surfaces', async (t) => {
       const a = top(from);
       const b = top(to);
       if (to.startsWith('..')) {
-        // Outside src/: only the generated binding, from native/ (value) and vocabulary/ (types).
-        if (to !== join('..', 'index.ts') || (a !== 'native' && a !== 'vocabulary')) bad.push(`${from} -> ${to}`);
+        // Outside src/: only the generated binding, from native/.
+        if (to !== join('..', 'index.ts') || a !== 'native') bad.push(`${from} -> ${to}`);
         continue;
       }
       if (a === b) continue;
@@ -180,6 +181,64 @@ t.test("the contract's closed sets are the binding's, written once in TypeScript
     });
   }
   t.same(copies, [], 'src/ files spelling a closed set outside src/vocabulary/closed-sets.ts');
+});
+
+/** The repository's own code: the folders whose files may run or be imported (not dist/ or node_modules/). */
+const CODE_DIRS = ['src', 'test', 'bench', 'tools', 'scripts', 'bin', 'examples'];
+
+function code(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : code(p);
+    return /\.(ts|mts|js|mjs|cjs)$/.test(e.name) && !e.name.endsWith('.d.ts') ? [p] : [];
+  });
+}
+
+const LOAD = /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)|createRequire\([^)]*\)\s*\(\s*['"]([^'"]+)['"]/g;
+
+/**
+ * Files (paths relative to the repository root) that load the binding or read its typings outside
+ * src/native/: an import, export, `import()` or `require` of the root's index.js (its index.d.ts
+ * types it), a path to the `.node` file, or the loader's path joined to the package root. bench/ may
+ * load its own build, bench/native/, and nothing else may.
+ */
+export function bindingLoaders(sourcesByPath: Array<[string, string]>): string[] {
+  const root = resolve('/repo');
+  const binding = new Set([join(root, 'index.js'), join(root, 'index.d.ts'), join(root, 'index.ts')]);
+  const benchBinding = join(root, 'bench', 'native', 'index.js');
+  return sourcesByPath
+    .filter(([rel, text]) => {
+      if (rel.startsWith(`src${sep}native${sep}`) || rel.startsWith(`bench${sep}native${sep}`)) return false;
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/[^\n]*/g, '$1');
+      const specs = [...importsOf(code), ...[...code.matchAll(LOAD)].map((m) => m[1] ?? m[2] ?? '')].filter((x) => x.startsWith('.'));
+      const targets = specs.map((x) => resolve(root, dirname(rel), x));
+      if (targets.some((x) => binding.has(x))) return true;
+      if (!rel.startsWith(`bench${sep}`) && targets.includes(benchBinding)) return true;
+      return /['"`][^'"`\n]*\bfacecompute\.[\w-]+\.node['"`]/.test(code) || /\b(?:join|resolve)\(\s*\w*ROOT\w*\s*,\s*['"]index\.(?:js|d\.ts)['"]/.test(code);
+    })
+    .map(([rel]) => rel);
+}
+
+t.test('nothing outside src/native/ loads the binding (index.js, index.d.ts, the .node file)', async (t) => {
+  const all = CODE_DIRS.flatMap((d) => code(join(REPO_ROOT, d))).map((f): [string, string] => [relative(REPO_ROOT, f), readFileSync(f, 'utf8')]);
+  t.ok(all.length > files.length + 100, `${all.length} files of src/, test/, bench/, tools/, scripts/, bin/ and examples/ read`);
+  // This file is left out: its planted sources below spell what the rule looks for.
+  const others = all.filter(([rel]) => rel !== join('test', 'architecture.test.ts'));
+  t.same(bindingLoaders(others), [], 'files loading the binding outside src/native/');
+  // A check of the check: each way of reaching the binding is caught; src/native/ and bench/'s own are not.
+  const planted: Array<[string, string]> = [
+    [join('src', 'service', 'x.ts'), "import type { NativeImage } from '../../index.js';"],
+    [join('src', 'vocabulary', 'x.ts'), "import type * as Binding from '../../index.js';"],
+    [join('test', 'x.test.ts'), "const native = createRequire(import.meta.url)('../index.js');"],
+    [join('tools', 'x.ts'), "const addon = require('../facecompute.linux-x64-gnu.node');"],
+    [join('src', 'model-server', 'x.ts'), "export const native = require(join(PACKAGE_ROOT, 'index.js'));"],
+    [join('test', 'y.test.ts'), "const { benchReadSum } = await import('../bench/native/index.js');"],
+    [join('src', 'native', 'addon.ts'), "import type * as Binding from '../../index.js'; const n = require(join(PACKAGE_ROOT, 'index.js'));"],
+    [join('bench', 'lib', 'bench-native.ts'), "const n = require('../native/index.js');"],
+    [join('test', 'z.test.ts'), "import { native } from '../src/native/addon.js'; // not '../index.js'"],
+    [join('test', 'w.test.ts'), "const probe = join(dir, 'panic-probe.node'); const f = 'better_sqlite3.node';"],
+  ];
+  t.same(bindingLoaders(planted), planted.slice(0, 6).map(([rel]) => rel), 'the planted loaders are caught, the allowed ones are not');
 });
 
 /** src/ files, other than the one reader, that parse an Authorization header themselves. */

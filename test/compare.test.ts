@@ -1,11 +1,9 @@
 import t from 'tap';
 import {
   compareOneToMany,
-  compareOneToManyB64,
+  decodeVectorsB64Bytes,
   decodeVectorsB64,
-  l2Normalize,
   packVectors,
-  validateVectors,
   METRICS,
   type Metric,
 } from '../src/native/compare.js';
@@ -146,12 +144,13 @@ t.test('bad inputs are ServiceErrors with stable codes', async (t) => {
   await rejectsWith(t, compareOneToMany(q, [1, 2, 3] as unknown as Float32Array, 3, 'cosine'), 'invalid_request');
 });
 
-t.test('validateVectors names the offending vector', async (t) => {
+t.test('the comparison names the offending vector', async (t) => {
+  // Targets are validated where they are read, by the kernel (no separate pass over them).
   const data = new Float32Array(12).fill(1);
-  validateVectors(data, 4);
+  await compareOneToMany(new Float32Array(4).fill(1), data, 4, 'cosine');
   data[9] = Number.NEGATIVE_INFINITY;
-  await rejectsWith(t, () => validateVectors(data, 4), 'invalid_embedding', /vector 2.*position 1/);
-  await rejectsWith(t, () => validateVectors(data, 5), 'embedding_dimension_mismatch');
+  await rejectsWith(t, compareOneToMany(new Float32Array(4).fill(1), data, 4, 'cosine'), 'invalid_embedding', /vector 2.*position 1/);
+  await rejectsWith(t, compareOneToMany(new Float32Array(5).fill(1), data, 5, 'cosine'), 'embedding_dimension_mismatch');
 });
 
 t.test('base64 vectors decode to the same floats and compare the same', async (t) => {
@@ -163,14 +162,21 @@ t.test('base64 vectors decode to the same floats and compare the same', async (t
   const query = randomVectors(1, dims, 78);
   for (const metric of METRICS) {
     const direct = await compareOneToMany(query, targets, dims, metric, 7);
-    const viaB64 = await compareOneToManyB64(query, b64, dims, metric, 7);
+    // The targets_b64 path of /compare: the body's bytes decoded off the thread, then compared.
+    const decoded = await decodeVectorsB64Bytes(Buffer.from(b64), dims);
+    const viaB64 = await compareOneToMany(query, decoded, dims, metric, 7);
     t.same(viaB64.indices, direct.indices);
     t.same(viaB64.distances, direct.distances);
-    t.equal(viaB64.count, 300);
+    t.equal(decoded.length / dims, 300);
   }
-  const full = await compareOneToManyB64(query, b64, dims, 'cosine');
+  const full = await compareOneToMany(query, await decodeVectorsB64Bytes(Buffer.from(b64), dims), dims, 'cosine');
   t.equal(full.indices.length, 300);
 });
+
+/** /compare's targets_b64 path: the bytes decoded off the thread, then compared. */
+async function viaB64(query: Float32Array, b64: string, dims: number, metric: Metric) {
+  return compareOneToMany(query, await decodeVectorsB64Bytes(Buffer.from(b64), dims), dims, metric);
+}
 
 t.test('bad base64 is refused with the vector it hit', async (t) => {
   const dims = 4;
@@ -179,28 +185,21 @@ t.test('bad base64 is refused with the vector it hit', async (t) => {
   // vector 6 begins at byte 96 = character 128
   const broken = b64.slice(0, 130) + '*' + b64.slice(131);
   await rejectsWith(t, () => decodeVectorsB64(broken, dims), 'invalid_embedding', /vector 6/);
-  await rejectsWith(t, compareOneToManyB64(new Float32Array(dims), broken, dims, 'cosine'), 'invalid_embedding', /vector 6/);
+  await rejectsWith(t, viaB64(new Float32Array(dims), broken, dims, 'cosine'), 'invalid_embedding', /vector 6/);
   await rejectsWith(t, () => decodeVectorsB64(b64.slice(0, 4) + 'é' + b64.slice(5), dims), 'invalid_embedding', /vector 0/);
   // U+0141's low byte is 'A': a lossy one-byte copy of the string would let it through.
   const at = b64.indexOf('A', 24); // vector 1 spans characters 21..42
   t.ok(at >= 24 && at < 40);
   const lookalike = b64.slice(0, at) + '\u0141' + b64.slice(at + 1);
   await rejectsWith(t, () => decodeVectorsB64(lookalike, dims), 'invalid_embedding', /vector 1/);
-  await rejectsWith(t, compareOneToManyB64(new Float32Array(dims), lookalike, dims, 'cosine'), 'invalid_embedding', /vector 1/);
+  await rejectsWith(t, viaB64(new Float32Array(dims), lookalike, dims, 'cosine'), 'invalid_embedding', /vector 1/);
   await rejectsWith(t, () => decodeVectorsB64(b64, 3), 'embedding_dimension_mismatch');
-  await rejectsWith(t, compareOneToManyB64(new Float32Array(3), b64, 3, 'cosine'), 'embedding_dimension_mismatch');
+  await rejectsWith(t, viaB64(new Float32Array(3), b64, 3, 'cosine'), 'embedding_dimension_mismatch');
   const withNaN = new Float32Array(targets);
   withNaN[8 * dims + 3] = Number.NaN;
   await rejectsWith(t, () => decodeVectorsB64(toB64(withNaN), dims), 'invalid_embedding', /vector 8.*position 3/);
-  await rejectsWith(t, compareOneToManyB64(new Float32Array(dims), toB64(withNaN), dims, 'euclidean'), 'invalid_embedding', /vector 8/);
+  await rejectsWith(t, viaB64(new Float32Array(dims), toB64(withNaN), dims, 'euclidean'), 'invalid_embedding', /vector 8/);
   t.equal(decodeVectorsB64('', dims).length, 0);
-});
-
-t.test('l2Normalize gives a unit vector and leaves zero alone', async (t) => {
-  const v = l2Normalize(new Float32Array([3, 4]));
-  t.ok(Math.abs(v[0]! - 0.6) < 1e-7 && Math.abs(v[1]! - 0.8) < 1e-7);
-  t.same(l2Normalize(new Float32Array(3)), new Float32Array(3));
-  await rejectsWith(t, () => l2Normalize(new Float32Array([1, Number.NaN])), 'invalid_embedding');
 });
 
 t.test('the bench-only exports read every float and describe the engine', async (t) => {

@@ -14,7 +14,7 @@ import { detectorAdapters, engines } from '../src/model-server/adapters.js';
 import { DETECTOR_ENGINES, RETINAFACE_BACKBONES } from '../src/model-server/engines.js';
 import { detectorEngines } from '../src/model-server/serving-plan.js';
 import { RetinaFaceDetector } from '../src/model-server/detectors/retinaface.js';
-import type { NativeImage } from '../src/native/image.js';
+import type { NativeImage } from '../src/native/types.js';
 import { buildRandomOnnx, PARITY_FIXTURES, readCrop } from './helpers/keras-models.js';
 import { LANDMARK_NAMES } from './helpers/retinaface-decode.js';
 import { readFileSync } from 'node:fs';
@@ -82,7 +82,7 @@ t.test('retinaface:resnet50 loads through the adapters and decodes as retina-fac
   for (const r of expected.results) {
     const img = bgrOf(readCrop(r.file), r.width, r.height);
     const d = await RetinaFaceDetector.create(onnx, ORT, { backbone: 'resnet50', scaleRule: 'long-side', longSide: Math.max(r.width, r.height), threshold: r.detect_faces.threshold });
-    const got = await d.detectRaw(img);
+    const got = await d.detect(img);
     await d.release();
     const want = r.detect_faces.faces;
     t.ok(want.length > 0, `${r.file}: retina-face found ${want.length} faces`);
@@ -91,9 +91,9 @@ t.test('retinaface:resnet50 loads through the adapters and decodes as retina-fac
       const g = got[k];
       if (!g) return;
       t.ok(Math.abs(g.confidence - w.score) <= 1e-5, `${r.file} face ${k + 1}: score ${g.confidence} vs ${w.score}`);
-      t.ok(g.rawBox.every((v, i) => Math.abs(v - w.facial_area[i]!) <= 1), `${r.file} face ${k + 1}: box ${g.rawBox.map((v) => v.toFixed(2))} vs ${w.facial_area}`);
+      t.ok(g.raw_box!.every((v, i) => Math.abs(v - w.facial_area[i]!) <= 1), `${r.file} face ${k + 1}: box ${g.raw_box!.map((v) => v.toFixed(2))} vs ${w.facial_area}`);
       const lm = LANDMARK_NAMES.flatMap((n) => w.landmarks[n]!);
-      const dl = Math.max(...g.rawLandmarks.map((v, i) => Math.abs(v - lm[i]!)));
+      const dl = Math.max(...g.raw_landmarks!.map((v, i) => Math.abs(v - lm[i]!)));
       t.ok(dl <= 1e-2, `${r.file} face ${k + 1}: landmarks within ${dl.toExponential(2)} px`);
     });
   }

@@ -8,14 +8,14 @@ import {
   deepfaceBorder,
   extractFaces,
   facesToTensor,
-  letterbox,
   probeImage,
   resizeImage,
   rotateImage,
   toGray,
-  type NativeImage,
 } from '../src/native/image.js';
+import type { NativeImage } from '../src/native/types.js';
 import { ServiceError } from '../src/errors/index.js';
+import { benchNative } from '../bench/lib/bench-native.js';
 import { REPO_ROOT, deepfaceImage } from './helpers/shared.js';
 
 const FIXTURES = resolve(REPO_ROOT, 'crates/facecompute-core/tests/fixtures');
@@ -111,7 +111,8 @@ t.test('pixel operations match OpenCV fixtures', async (t) => {
   t.ok(maxDiff(await resizeImage(a, 160, 131, 'linear'), await png('ops/resize_a_160x131_linear.png')) <= 1, 'linear');
   t.ok(maxDiff(await resizeImage(a, 41, 37, 'cubic'), await png('ops/resize_a_41x37_cubic.png')) <= 1, 'cubic');
   t.ok(maxDiff(await resizeImage(a, 41, 37, 'area'), await png('ops/resize_a_41x37_area.png')) <= 1, 'area');
-  t.ok(maxDiff(await letterbox(a, 160, 160), await png('ops/letterbox_a_160x160.png')) <= 1, 'letterbox');
+  // The product letterboxes inside facesToTensor; the bench's addon exports the step alone.
+  t.ok(maxDiff(await benchNative.benchLetterbox(a, 160, 160), await png('ops/letterbox_a_160x160.png')) <= 1, 'letterbox');
   t.equal(maxDiff(await copyMakeBorder(a, 5, 9, 0, 13), await png('ops/border_a.png')), 0, 'border');
   t.ok(maxDiff(await rotateImage(a, 38, 31, 17.3), await png('ops/rotate_a_17.3.png')) <= 1, 'rotation');
   const gray = await toGray(a);
@@ -134,22 +135,22 @@ t.test('deepfaceBorder and extractFaces reproduce DeepFace', async (t) => {
   t.ok((await copyMakeBorder(window, 200, 200, 150, 150)).data.equals(built.data), "the view is cv2.copyMakeBorder's image");
   const faces = await extractFaces(
     image,
-    [{ x: 245, y: 285, w: 110, h: 110, leftEye: [325, 330], rightEye: [275, 337], confidence: 0.987654 }],
-    { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400 },
+    [{ x: 245, y: 285, w: 110, h: 110, left_eye: [325, 330], right_eye: [275, 337], confidence: 0.987654 }],
+    { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400, detector: 'opencv' },
   );
   t.equal(faces.length, 1);
-  t.same(faces[0]!.area, { x: 95, y: 85, w: 110, h: 110, leftEye: [175, 130], rightEye: [125, 137] });
-  t.equal(faces[0]!.confidence, 0.99);
+  t.same(faces[0]!.facial_area, { x: 95, y: 85, w: 110, h: 110, left_eye: [175, 130], right_eye: [125, 137], detector: 'opencv' });
+  t.equal(faces[0]!.face_confidence, 0.99);
   t.ok(maxDiff(faces[0]!.face, await png('extract/face_1_0_0.png')) <= 1, 'aligned crop');
   const withLandmarks = await extractFaces(
     image,
-    [{ x: 245, y: 285, w: 110, h: 110, leftEye: null, rightEye: [275, 337], nose: [300, 350], mouthLeft: [1000, 5], confidence: 0.5 }],
-    { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400 },
+    [{ x: 245, y: 285, w: 110, h: 110, left_eye: null, right_eye: [275, 337], nose: [300, 350], mouth_left: [1000, 5], confidence: 0.5 }],
+    { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: 300, originalHeight: 400, detector: 'retinaface' },
   );
-  t.same(withLandmarks[0]!.area, { x: 95, y: 85, w: 110, h: 110, leftEye: null, rightEye: [125, 137], nose: [150, 150] }, 'outside landmarks dropped');
+  t.same(withLandmarks[0]!.facial_area, { x: 95, y: 85, w: 110, h: 110, left_eye: null, right_eye: [125, 137], nose: [150, 150], detector: 'retinaface' }, 'outside landmarks dropped');
   t.equal(
-    await code(extractFaces(image, [{ x: 0, y: 0, w: 10, h: 10, leftEye: [1, 2, 3] as unknown as [number, number], confidence: 1 }], {
-      align: true, expandPercentage: 0, borderTop: 0, borderLeft: 0, originalWidth: 10, originalHeight: 10,
+    await code(extractFaces(image, [{ x: 0, y: 0, w: 10, h: 10, left_eye: [1, 2, 3] as unknown as [number, number], right_eye: null, confidence: 1 }], {
+      align: true, expandPercentage: 0, borderTop: 0, borderLeft: 0, originalWidth: 10, originalHeight: 10, detector: 'opencv',
     })),
     'invalid_request',
   );
@@ -185,19 +186,19 @@ t.test('a padded view is the bordered image to every native call that takes one'
   // Bordering a view again composes the padding.
   const twice = await deepfaceBorder(view);
   t.ok((await copyMakeBorder(twice.image, 0, 0, 0, 0)).data.equals((await copyMakeBorder(plain, twice.top, twice.top, twice.left, twice.left)).data), 'a border of a view');
-  const { OpenCvDetector } = await import('../src/native/detect.js');
+  const { loadHaar } = await import('./helpers/haar.js');
   const { yunetPrepare, retinafacePrepare } = await import('../src/native/faces.js');
   const { SHARED_WEIGHTS_DIR } = await import('./helpers/shared.js');
-  const haar = await OpenCvDetector.fromDir(SHARED_WEIGHTS_DIR);
+  const haar = await loadHaar(SHARED_WEIGHTS_DIR);
   const found = await haar.detect(plain);
   t.ok(found.length > 0, 'img5 has a face');
   t.same(await haar.detect(view), found, 'Haar detection');
   t.same(await yunetPrepare(view), await yunetPrepare(plain), 'YuNet input');
   t.same(await retinafacePrepare(view, 'mobilenet', 320), await retinafacePrepare(plain, 'mobilenet', 320), 'RetinaFace input');
-  const opts = { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: img.width, originalHeight: img.height };
+  const opts = { align: true, expandPercentage: 0, borderTop: top, borderLeft: left, originalWidth: img.width, originalHeight: img.height, detector: 'opencv' };
   const a = await extractFaces(view, found, opts);
   const b = await extractFaces(plain, found, opts);
-  t.same(a.map((f) => f.area), b.map((f) => f.area), 'extracted areas');
+  t.same(a.map((f) => f.facial_area), b.map((f) => f.facial_area), 'extracted areas');
   t.ok(a.every((f, i) => f.face.data.equals(b[i]!.face.data)), 'extracted pixels');
   t.same(await resizeImage(view, 100, 120, 'area'), await resizeImage(plain, 100, 120, 'area'), 'resize');
 

@@ -11,7 +11,8 @@ import { loadConfig } from '../src/config/index.js';
 import { imageOps } from '../src/model-server/adapters.js';
 import { MTCNN_RUN_LIMITS, MtcnnDetector, type MtcnnFlavor } from '../src/model-server/detectors/mtcnn.js';
 import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows } from '../src/model-server/detectors/pnet-bands.js';
-import { mtcnnAfterPnet, mtcnnPyramid } from '../src/native/faces.js';
+import { mtcnnAfterPnet } from '../src/native/faces.js';
+import { mtcnnPyramid } from './helpers/mtcnn-pyramid.js';
 import { SHARED } from '../tools/parity/deepface-parity.js';
 import { mtcnnGraphs } from './helpers/mtcnn-graphs.js';
 

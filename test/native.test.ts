@@ -1,5 +1,5 @@
 import t from 'tap';
-import { native } from '../src/native/index.js';
+import { native } from '../src/native/addon.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from './helpers/shared.js';

@@ -28,8 +28,9 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
         (d): ExtractedFace => ({
           // The face's first byte carries its x, so embeddings can be told apart.
           face: img(d.w, d.h, d.x % 256),
-          area: { x: d.x - opts.borderLeft, y: d.y - opts.borderTop, w: d.w, h: d.h, leftEye: d.leftEye, rightEye: d.rightEye },
-          confidence: d.confidence,
+          // As the binding reports a face (test/image.test.ts): the detector named, confidence to 2 decimals.
+          facial_area: { x: d.x - opts.borderLeft, y: d.y - opts.borderTop, w: d.w, h: d.h, left_eye: d.left_eye ?? null, right_eye: d.right_eye ?? null, detector: opts.detector },
+          face_confidence: Math.round(d.confidence * 100) / 100,
         }),
       );
     },
@@ -83,7 +84,7 @@ function fakes(detections: Record<string, Detection[]>, detectorMaxSide = 0, fal
 }
 
 const opts: PipelineOptions = { model_name: 'Dlib', detector_backend: 'opencv', align: true, enforce_detection: true, expand_percentage: 0, normalization: 'base' };
-const det = (x: number, w: number, conf = 0.9): Detection => ({ x, y: 10, w, h: w, confidence: conf, leftEye: null, rightEye: null });
+const det = (x: number, w: number, conf = 0.9): Detection => ({ x, y: 10, w, h: w, confidence: conf, left_eye: null, right_eye: null });
 
 /** The pipeline's verify with the service's decision on top (src/service/compute-service.ts decides). */
 async function verifyDecided(pipeline: Pipeline, inputs: Parameters<Pipeline['verify']>[0], opts: PipelineOptions & { distance_metric: DistanceMetric; threshold: number | null }) {
@@ -128,7 +129,7 @@ t.test('detector_fallback=false is DeepFace: no retry, so no_face_detected or th
 
 t.test("the fallback rule: a fallback face must be large enough and central, opencv's faces are never filtered", async (t) => {
   // 100×100 image; the fake border adds 50 on each side, so an area (x, y) is detected at (x+50, y+50).
-  const at = (x: number, y: number, w: number, conf = 0.99): Detection => ({ x: x + 50, y: y + 50, w, h: w, confidence: conf, leftEye: null, rightEye: null });
+  const at = (x: number, y: number, w: number, conf = 0.99): Detection => ({ x: x + 50, y: y + 50, w, h: w, confidence: conf, left_eye: null, right_eye: null });
   const central = at(35, 35, 30); // side 30 >= 0.2 × 100, centre (50, 50)
   const small = at(45, 45, 10); // side 10 < 20
   const edge = at(0, 0, 30); // centre (15, 15): 35 from the middle, beyond the middle half's 25
@@ -303,7 +304,7 @@ t.test('unknown model and detector are refused with the allowed ones listed', as
 
 t.test('large images are detected downscaled; boxes map back and faces are cut at full size', async (t) => {
   // A 400x200 image, max side 100: detection sees 100x50 (200x100 with the align border).
-  const small: Detection = { x: 60, y: 30, w: 10, h: 10, confidence: 0.9, leftEye: [67, 33], rightEye: [62, 33] };
+  const small: Detection = { x: 60, y: 30, w: 10, h: 10, confidence: 0.9, left_eye: [67, 33], right_eye: [62, 33] };
   const { pipeline, calls } = fakes({ opencv: [small] }, 100);
   let seen: Detection[] = [];
   const r = await new Pipeline({
@@ -312,7 +313,7 @@ t.test('large images are detected downscaled; boxes map back and faces are cut a
       extractFaces: async (i, dets, o) => {
         seen = dets;
         t.same([i.width, i.height, o.borderLeft, o.borderTop], [800, 400, 200, 100], 'extraction uses the full-size bordered image');
-        return dets.map((d) => ({ face: img(d.w, d.h), area: { x: d.x - o.borderLeft, y: d.y - o.borderTop, w: d.w, h: d.h, leftEye: null, rightEye: null }, confidence: d.confidence }));
+        return dets.map((d) => ({ face: img(d.w, d.h), facial_area: { x: d.x - o.borderLeft, y: d.y - o.borderTop, w: d.w, h: d.h, left_eye: null, right_eye: null, detector: o.detector }, face_confidence: d.confidence }));
       },
     },
     detectors: (pipeline as unknown as { deps: { detectors: Map<string, FaceDetector> } }).deps.detectors,
@@ -323,7 +324,7 @@ t.test('large images are detected downscaled; boxes map back and faces are cut a
   t.same(calls.shrink, [[100, 50]]);
   t.same(calls.detectedSizes, [[200, 100]], 'the detector saw the small bordered image');
   // (60 - 50) * 4 + 200 = 240; (30 - 25) * 4 + 100 = 120; eyes likewise.
-  t.match(seen[0], { x: 240, y: 120, w: 40, h: 40, leftEye: [268, 132], rightEye: [248, 132] });
+  t.match(seen[0], { x: 240, y: 120, w: 40, h: 40, left_eye: [268, 132], right_eye: [248, 132] });
   t.match(r[0]?.[0]?.facial_area, { x: 40, y: 20, w: 40, h: 40 });
 });
 

@@ -14,7 +14,9 @@ import { resolve } from 'node:path';
 import os from 'node:os';
 import sharp from 'sharp';
 import { Transformer, FastResizeFilter, ResizeFit } from '@napi-rs/image';
-import { decodeImage, letterbox, probeImage, type NativeImage } from '../../src/native/image.js';
+import { decodeImage, probeImage } from '../../src/native/image.js';
+import { benchNative } from '../lib/bench-native.js';
+import type { NativeImage } from '../../src/native/types.js';
 import { DEEPFACE_DIR, ROBUSTNESS_DIR, REPO_ROOT } from '../../test/helpers/shared.js';
 import { simdInfo } from '../lib/machine.js';
 
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
     rgba.set(i.name, { data: px, width: img.width, height: img.height });
   }
   await measure('letterbox 160', 'deepface', deepface, {
-    facecompute: (i: Item) => letterbox(decoded.get(i.name)!, TARGET, TARGET),
+    facecompute: (i: Item) => benchNative.benchLetterbox(decoded.get(i.name)!, TARGET, TARGET),
     sharp: (i: Item) => {
       const img = decoded.get(i.name)!;
       return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 3 } })
@@ -141,7 +143,7 @@ async function main(): Promise<void> {
     },
   });
   await measure('decode+letterbox', 'deepface', deepface, {
-    facecompute: async (i: Item) => letterbox(await decodeImage(i.bytes, LIMITS), TARGET, TARGET),
+    facecompute: async (i: Item) => benchNative.benchLetterbox(await decodeImage(i.bytes, LIMITS), TARGET, TARGET),
     sharp: (i: Item) =>
       sharp(i.bytes)
         .autoOrient()

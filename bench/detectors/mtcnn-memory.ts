@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../../src/config/index.js';
 import { imageOps } from '../../src/model-server/adapters.js';
 import { MTCNN_RUN_LIMITS, MtcnnDetector } from '../../src/model-server/detectors/mtcnn.js';
-import type { NativeImage } from '../../src/native/image.js';
+import type { NativeImage } from '../../src/native/types.js';
 import { mtcnnGraphs } from '../../test/helpers/mtcnn-graphs.js';
 import { DEEPFACE_DATA } from '../lib/paths.js';
 
@@ -59,7 +59,7 @@ const seconds: number[] = [];
 let faces = 0;
 for (let r = 0; r < Number(values.runs); r++) {
   const t0 = performance.now();
-  faces = (await det.detectRaw(img)).length;
+  faces = (await det.detect(img)).length;
   seconds.push((performance.now() - t0) / 1000);
 }
 await det.release();

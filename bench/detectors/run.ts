@@ -35,13 +35,13 @@ const ORT = { intraOpThreads: 1, interOpThreads: 1, provider: 'cpu' as const };
 
 type Boxes = number[][][];
 
-async function time(detect: (img: (typeof images)[number]) => Promise<Array<{ rawBox: number[] }>>): Promise<{ ms_per_image: number; faces: number; boxes: Boxes }> {
+async function time(detect: (img: (typeof images)[number]) => Promise<Array<{ raw_box?: number[] }>>): Promise<{ ms_per_image: number; faces: number; boxes: Boxes }> {
   await detect(images[0]!);
   let boxes: Boxes = [];
   const t0 = performance.now();
   for (let r = 0; r < reps; r++) {
     boxes = [];
-    for (const img of images) boxes.push((await detect(img)).map((f) => f.rawBox));
+    for (const img of images) boxes.push((await detect(img)).map((f) => f.raw_box ?? []));
   }
   return { ms_per_image: (performance.now() - t0) / (reps * images.length), faces: boxes.reduce((a, b) => a + b.length, 0), boxes };
 }
@@ -61,8 +61,8 @@ function parity(ours: Boxes, ref: Boxes | undefined): { images_count_mismatch: n
 
 const retina = await RetinaFaceDetector.create(convertRetinaface(), ORT);
 const yunet = await YunetDetector.create(convertYunet(), ORT);
-const oursRetina = await time((i) => retina.detectRaw(i));
-const oursYunet = await time((i) => yunet.detectRaw(i));
+const oursRetina = await time((i) => retina.detect(i));
+const oursYunet = await time((i) => yunet.detect(i));
 await retina.release();
 await yunet.release();
 

@@ -40,7 +40,7 @@ export declare class HaarDetector {
   /** From the XML text of haarcascade_frontalface_default.xml and haarcascade_eye.xml. */
   static load(faceXml: string, eyeXml: string): HaarDetector
   /** Faces of the image, on the libuv pool. */
-  detect(image: NativeImage): Promise<HaarFace[]>
+  detect(image: NativeImage): Promise<Detection[]>
   /**
    * `detect` with the face cascade's raw windows before grouping and the group each face
    * averages: a debugging view (`facecompute debug haar-windows`), on the libuv pool.
@@ -55,6 +55,12 @@ export declare class HaarDetector {
 export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8Array, needle: Uint8Array, from: number): number
 
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
+
+/**
+ * DeepFace's letterbox of a uint8 image (the product runs it inside `facesToTensor`), on the libuv
+ * pool: bench/decode's measure of the pixel core against sharp.
+ */
+export declare function benchLetterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
 
 /**
  * The many-to-many kernel on one thread (the calling one), so its FLOP rate can be set against the
@@ -103,12 +109,6 @@ export declare function compareManyToMany(sources: Float32Array, targets: Float3
 /** Distances from `query` to each `dims`-long row of `targets`, on the libuv pool. */
 export declare function compareOneToMany(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
 
-/**
- * `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
- * decode, validation and comparison run on the libuv pool.
- */
-export declare function compareOneToManyB64(query: Float32Array, targetsB64: string, dims: number, metric: DistanceMetric, topK?: number | undefined | null): Promise<CompareOutput>
-
 /** Same, on the JS thread: for small inputs, where a trip through the pool costs more than the work. */
 export declare function compareOneToManySync(query: Float32Array, targets: Float32Array, dims: number, metric: DistanceMetric, topK?: number | undefined | null): CompareOutput
 
@@ -151,17 +151,26 @@ export declare function decodeVectorsB64(b64: string, dims: number): Float32Arra
  */
 export declare function decodeVectorsB64Bytes(b64: Buffer, dims: number): Promise<Float32Array>
 
-export interface DetectionInput {
+/**
+ * A face as a detector found it, in the coordinates of the image it was given: DeepFace's integer
+ * box, its confidence and the person's landmarks (`left_eye` is on the image's right): both eyes,
+ * null when unknown, and the nose and mouth corners where the detector has them. Every detector export returns it and `extractFaces` takes it back. The
+ * ONNX detectors add their unrounded box `[x1, y1, x2, y2]` and landmarks (right eye, left eye, nose,
+ * mouth right, mouth left, each x, y), which tests and benches compare with references.
+ */
+export interface Detection {
   x: number
   y: number
   w: number
   h: number
-  leftEye?: [number, number]
-  rightEye?: [number, number]
-  nose?: [number, number]
-  mouthLeft?: [number, number]
-  mouthRight?: [number, number]
   confidence: number
+  left_eye: [number, number] | null
+  right_eye: [number, number] | null
+  nose?: [number, number]
+  mouth_left?: [number, number]
+  mouth_right?: [number, number]
+  raw_box?: Array<number>
+  raw_landmarks?: Array<number>
 }
 
 /** DeepFace's four distance metrics (contract §3). */
@@ -170,13 +179,18 @@ export type DistanceMetric = 'cosine' | 'euclidean' | 'euclidean_l2' | 'angular'
 /** Lossless PNG of an image (BGR or grey), for the face crops /represent returns with `return_face`. */
 export declare function encodePng(img: NativeImage): Promise<Buffer>
 
-export interface ExtractedFaceOutput {
+/**
+ * One face of `extractFaces`, in the contract's names: the crop, its `facial_area` and DeepFace's
+ * `face_confidence` (rounded to 2 decimals).
+ */
+export interface ExtractedFace {
   face: NativeImage
-  area: FacialAreaOutput
-  confidence: number
+  facial_area: FacialArea
+  face_confidence: number
 }
 
-export declare function extractFaces(img: NativeImage, detections: Array<DetectionInput>, opts: ExtractFacesOptions): Promise<Array<ExtractedFaceOutput>>
+/** Every face of `detections`, cropped (and aligned) from `img` and reported as DeepFace does. */
+export declare function extractFaces(img: NativeImage, detections: Array<Detection>, opts: ExtractFacesOptions): Promise<Array<ExtractedFace>>
 
 export interface ExtractFacesOptions {
   align: boolean
@@ -185,30 +199,28 @@ export interface ExtractFacesOptions {
   borderLeft: number
   originalWidth: number
   originalHeight: number
+  /** The detector that found the faces, for their `facial_area.detector`. */
+  detector: string
 }
 
 export declare function facesToTensor(faces: Array<NativeImage>, spec: TensorSpecInput): Promise<Float32Array>
 
-export interface FacialAreaOutput {
+/**
+ * The contract's `facial_area` (§3), as the responses carry it: the integer box in the original
+ * image, both eyes (null when unknown), the nose and mouth corners only where the detector gives
+ * them, and the detector that found the face.
+ */
+export interface FacialArea {
   x: number
   y: number
   w: number
   h: number
-  leftEye?: [number, number] | null
-  rightEye?: [number, number] | null
-  nose?: [number, number] | null
-  mouthLeft?: [number, number] | null
-  mouthRight?: [number, number] | null
-}
-
-export interface HaarFace {
-  x: number
-  y: number
-  w: number
-  h: number
-  confidence: number
-  leftEye?: Array<number>
-  rightEye?: Array<number>
+  left_eye: [number, number] | null
+  right_eye: [number, number] | null
+  detector: string
+  nose?: [number, number]
+  mouth_left?: [number, number]
+  mouth_right?: [number, number]
 }
 
 /** `HaarDetector.trace`'s answer: the faces and the raw windows. */
@@ -218,7 +230,7 @@ export interface HaarTrace {
 }
 
 /**
- * A face of `HaarDetector.trace`: as `detect` gives it, with OpenCV's reject level and level
+ * A face of `HaarDetector.trace`: as `detect` gives it (the same fields, named alike), with OpenCV's reject level and level
  * weight, and the group of windows it averages.
  */
 export interface HaarTracedFace {
@@ -227,8 +239,8 @@ export interface HaarTracedFace {
   w: number
   h: number
   confidence: number
-  leftEye?: Array<number>
-  rightEye?: Array<number>
+  left_eye: [number, number] | null
+  right_eye: [number, number] | null
   rejectLevel: number
   levelWeight: number
   group: number
@@ -305,10 +317,6 @@ export interface JsonScan {
   liftedText?: JsonLiftedText
 }
 
-export declare function l2Normalize(vector: Float32Array): Float32Array
-
-export declare function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage>
-
 /**
  * `float` (the default): divide by 255, then letterbox; `uint8`: letterbox the uint8 image, then
  * divide (DeepFace's `represent` with the detector `skip`).
@@ -333,8 +341,8 @@ export declare function mtcnnAfterPnet(image: NativeImage, flavor: MtcnnFlavor, 
 /** RNet's outputs on `boxes` to ONet's boxes and their 48×48 crops. */
 export declare function mtcnnAfterRnet(image: NativeImage, flavor: MtcnnFlavor, boxes: Float64Array, reg: NativeTensor, prob: NativeTensor): Promise<MtcnnStage>
 
-/** ONet's outputs on `boxes` to the faces, for an image of `width`×`height`, in the library's order. */
-export declare function mtcnnFaces(flavor: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<Array<NativeFace>>
+/** ONet's outputs on `boxes` to the faces (the eyes as DeepFace reports them; all five points raw), for an image of `width`×`height`, in the library's order. */
+export declare function mtcnnFaces(flavor: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<Array<Detection>>
 
 /**
  * DeepFace's two MTCNN backends, by their DeepFace names: ipazc's mtcnn 1.0.0 (`mtcnn`) and
@@ -356,9 +364,6 @@ export interface MtcnnPnetOutput {
   prob: NativeTensor
 }
 
-/** The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first). */
-export declare function mtcnnPyramid(image: NativeImage, flavor: MtcnnFlavor): Promise<Array<MtcnnLevel>>
-
 /**
  * The PNet input of the pyramid level at `scale` (one of `mtcnnScales`), or null when the library
  * skips that level; built one level at a time, so a large image's pyramid is never held whole.
@@ -373,21 +378,6 @@ export interface MtcnnStage {
   boxes: Float64Array
   /** Their crops, `[n, 3, size, size]`. */
   crops: Float32Array
-}
-
-export interface NativeFace {
-  /** DeepFace's integer box as its detector wrapper builds it. */
-  x: number
-  y: number
-  w: number
-  h: number
-  confidence: number
-  /** 10 integers: the person's right eye, left eye, nose, mouth right, mouth left, each (x, y). */
-  landmarks: Array<number>
-  /** The unrounded box `[x1, y1, x2, y2]` in original-image pixels. */
-  rawBox: Array<number>
-  /** The unrounded landmarks (same order as `landmarks`). */
-  rawLandmarks: Array<number>
 }
 
 /**
@@ -445,10 +435,10 @@ export interface ResnetLevelInput {
 }
 
 /** Decodes MobileNet-0.25 outputs for a network input of `width x height` made with `scale`. */
-export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+export declare function retinafaceDecodeMobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<Detection>>
 
 /** Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride). */
-export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<NativeFace>>
+export declare function retinafaceDecodeResnet(levels: Array<ResnetLevelInput>, width: number, height: number, scale: number, threshold: number, nms: number): Promise<Array<Detection>>
 
 /**
  * Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
@@ -494,14 +484,11 @@ export interface TensorSpecInput {
 
 export declare function toGray(img: NativeImage): Promise<NativeImage>
 
-/** Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many. */
-export declare function validateVectors(data: Float32Array, dims: number): number
-
 /**
  * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
  * `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).
  */
-export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<NativeFace>>
+export declare function yunetDecode(outputs: Array<NativeTensor>, width: number, height: number, scoreThreshold: number, nms: number, topK: number): Promise<Array<Detection>>
 
 /** DeepFace's >640 resize, then OpenCV's zero padding to multiples of 32; NCHW raw BGR. */
 export declare function yunetPrepare(image: NativeImage): Promise<PreparedInput>

@@ -248,7 +248,7 @@ async function stages(
           size = `${img.width}x${img.height}`;
           const b = await time('border', () => ops.border(img));
           const dets = await time('detect', () => detector.detect(b.image));
-          const faces = await time('extract_faces', () => ops.extractFaces(b.image, dets, { align: true, expandPercentage: 0, borderTop: b.top, borderLeft: b.left, originalWidth: img.width, originalHeight: img.height }));
+          const faces = await time('extract_faces', () => ops.extractFaces(b.image, dets, { align: true, expandPercentage: 0, borderTop: b.top, borderLeft: b.left, originalWidth: img.width, originalHeight: img.height, detector: detector.name }));
           if (faces.length === 0) continue;
           const tensor = await time('to_tensor', () => ops.toTensor(faces.map((f) => f.face), { width: rec.input.width, height: rec.input.height, layout: rec.input.layout, channelOrder: rec.input.channel_order, preprocess: rec.input.preprocess, normalization: 'base' }));
           await time('embed', () => rec.embed(tensor, faces.length));

@@ -68,7 +68,7 @@ export async function haarWindows(path: string, align: boolean): Promise<Record<
     width: scanned.width,
     height: scanned.height,
     faces: t.faces.map((f) => ({
-      x: f.x, y: f.y, w: f.w, h: f.h, reject_level: f.rejectLevel, level_weight: f.levelWeight, left_eye: f.leftEye, right_eye: f.rightEye, group: f.group,
+      x: f.x, y: f.y, w: f.w, h: f.h, reject_level: f.rejectLevel, level_weight: f.levelWeight, left_eye: f.left_eye, right_eye: f.right_eye, group: f.group,
     })),
     windows: t.windows,
   };

@@ -9,6 +9,7 @@
 import type { ErrorBody } from '../errors/index.js';
 import type { DistanceMetric, Normalization } from '../vocabulary/closed-sets.js';
 import type { CapabilitiesCalibration } from '../deepface/calibration.js';
+import type { FacialArea } from '../native/types.js';
 
 export const FRAME_CONTENT_TYPE = 'application/vnd.facecompute.frame';
 
@@ -77,19 +78,12 @@ export type ComputeHeader = FrameHeader & {
   frames: Array<{ offset: number; length: number }>;
 };
 
-export interface FacialArea {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  left_eye: [number, number] | null;
-  right_eye: [number, number] | null;
-  nose?: [number, number] | null;
-  mouth_left?: [number, number] | null;
-  mouth_right?: [number, number] | null;
-  /** The detector that actually found this face (differs from detector_backend after fallback). */
-  detector: string;
-}
+/**
+ * The contract's facial_area: the binding's own type (crates/facecompute-node/src/types.rs), which
+ * the model server passes from Rust to the response unchanged. `detector` is the detector that
+ * actually found the face (differs from detector_backend after fallback).
+ */
+export type { FacialArea };
 
 export interface RepresentFace {
   embedding: number[];

@@ -30,7 +30,7 @@ export function imageOps(cfg: Config): ImageOps {
 class SkipDetector implements FaceDetector {
   readonly name = 'skip';
   async detect(image: NativeImage): Promise<Detection[]> {
-    return [{ x: 0, y: 0, w: image.width, h: image.height, confidence: 0, leftEye: null, rightEye: null }];
+    return [{ x: 0, y: 0, w: image.width, h: image.height, confidence: 0, left_eye: null, right_eye: null }];
   }
 }
 

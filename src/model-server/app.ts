@@ -232,7 +232,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
     const bytes = bytesAt(images, header.image);
     const dims = checkRequestPixels([bytes]);
     const face = await withMemory(jobCost(header, dims, costOptions).sequential, async () => pipeline.embedLargest(await image.decode(bytes), opts));
-    return { embedding: Array.from(face.embedding), facial_area: face.area as EmbedResponse['facial_area'], face_confidence: face.confidence, model: opts.model_name };
+    return { embedding: Array.from(face.embedding), facial_area: face.facial_area, face_confidence: face.face_confidence, model: opts.model_name };
   });
 
   app.post(INTERNAL_PATHS.verify, async (req): Promise<VerifyDistance> => {

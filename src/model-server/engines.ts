@@ -3,10 +3,12 @@
  * against these ports only, so it can be tested with fakes; adapters.ts binds them to the addon.
  */
 import type { ModelInput } from '../models/manifest.js';
-import type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec } from '../native/image.js';
+import type { Detection, ExtractedFace, ExtractFacesOptions, NativeImage } from '../native/types.js';
+import type { TensorSpec } from '../native/image.js';
 
-// The pixel types are the native wrapper's own; the pipeline's ports only add what it needs on top.
-export type { ExtractOptions, ExtractedFace, NativeImage, Point, TensorSpec };
+// The face and pixel types are the binding's own (src/native/types.ts): a detector's `Detection`
+// goes to `extractFaces`, whose `ExtractedFace` is the response's face as it is.
+export type { Detection, ExtractedFace, ExtractFacesOptions, NativeImage, TensorSpec };
 
 
 /** RetinaFace's backbones (manifest variants of `retinaface`, FACECOMPUTE_RETINAFACE_BACKBONE). */
@@ -20,20 +22,6 @@ export type RetinafaceBackbone = (typeof RETINAFACE_BACKBONES)[number];
 export const DETECTOR_ENGINES = ['skip', 'haar', 'yunet', 'mtcnn', 'fastmtcnn', ...RETINAFACE_BACKBONES.map((b) => `retinaface:${b}` as const)] as const;
 export type DetectorEngine = (typeof DETECTOR_ENGINES)[number];
 
-/** A detector's output, in the coordinates of the image it was given. */
-export interface Detection {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  confidence: number;
-  leftEye: Point | null;
-  rightEye: Point | null;
-  nose?: Point | null;
-  mouthLeft?: Point | null;
-  mouthRight?: Point | null;
-}
-
 export interface ImageOps {
   /** Decodes with the byte and pixel limits; BGR like cv2.imdecode(IMREAD_COLOR). */
   decode(bytes: Buffer): Promise<NativeImage>;
@@ -41,11 +29,8 @@ export interface ImageOps {
   shrink(img: NativeImage, width: number, height: number): Promise<NativeImage>;
   /** DeepFace's align=True border: int(0.5·H) top and bottom, int(0.5·W) left and right. */
   border(img: NativeImage): Promise<{ image: NativeImage; top: number; left: number }>;
-  extractFaces(
-    img: NativeImage,
-    detections: Detection[],
-    opts: ExtractOptions,
-  ): Promise<ExtractedFace[]>;
+  /** The faces of `detections` in the contract's shape, each area naming `opts.detector`. */
+  extractFaces(img: NativeImage, detections: Detection[], opts: ExtractFacesOptions): Promise<ExtractedFace[]>;
   /** Letterboxes each face to the model input and applies its preprocessing, as one batch. */
   toTensor(faces: NativeImage[], spec: TensorSpec): Promise<Float32Array>;
   /** Lossless PNG of a face crop (BGR in, RGB PNG out), for /represent's return_face. */
@@ -54,6 +39,7 @@ export interface ImageOps {
 
 export interface FaceDetector {
   readonly name: string;
+  /** Faces in the coordinates of the image given. */
   detect(img: NativeImage): Promise<Detection[]>;
   close?(): Promise<void>;
 }

@@ -5,7 +5,7 @@
 import { ServiceError } from '../errors/index.js';
 import { distance, l2normalize } from '../deepface/distance.js';
 import type { DistanceMetric, FacialArea, NullArea, Normalization, PipelineOptions, RepresentFace } from '../model-client/protocol.js';
-import type { Detection, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './engines.js';
+import type { Detection, ExtractedFace, FaceDetector, ImageOps, NativeImage, Recognizer, TensorSpec } from './engines.js';
 
 /** A decoded image, or how to decode it when its turn comes (Pipeline.represent). */
 export type ImageInput = NativeImage | (() => Promise<NativeImage>);
@@ -42,24 +42,13 @@ export function keepsFallbackFace(rule: FallbackRule, area: { x: number; y: numb
   return Math.abs(cx - width / 2) <= (rule.centreSpan * width) / 2 && Math.abs(cy - height / 2) <= (rule.centreSpan * height) / 2;
 }
 
-export interface FoundFace {
-  face: NativeImage;
-  area: FacialArea;
-  confidence: number;
-}
-
-/** Faces of one image; `img_name` only shapes the error detail (e.g. "img1"). */
+/** Faces of one image, as the binding's extractFaces reports them (the response's shape). */
 export interface ImageFaces {
-  faces: FoundFace[];
+  faces: ExtractedFace[];
 }
 
-export interface EmbeddedFace {
-  embedding: Float32Array;
-  area: FacialArea;
-  confidence: number;
-}
-
-const round2 = (x: number): number => Math.round(x * 100) / 100;
+/** A face and its embedding; `facial_area` and `face_confidence` go to the response as they are. */
+export type EmbeddedFace = Pick<ExtractedFace, 'facial_area' | 'face_confidence'> & { embedding: Float32Array };
 
 export function nullArea(): NullArea {
   return { x: null, y: null, w: null, h: null, left_eye: null, right_eye: null };
@@ -72,31 +61,12 @@ function noFace(imgName: string): ServiceError {
   );
 }
 
-function toArea(a: {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  leftEye: [number, number] | null;
-  rightEye: [number, number] | null;
-  nose?: [number, number] | null;
-  mouthLeft?: [number, number] | null;
-  mouthRight?: [number, number] | null;
-}, detector: string): FacialArea {
-  const area: FacialArea = { x: a.x, y: a.y, w: a.w, h: a.h, left_eye: a.leftEye, right_eye: a.rightEye, detector };
-  // Only detectors that give these landmarks report them (retinaface, yunet).
-  if (a.nose !== undefined) area.nose = a.nose;
-  if (a.mouthLeft !== undefined) area.mouth_left = a.mouthLeft;
-  if (a.mouthRight !== undefined) area.mouth_right = a.mouthRight;
-  return area;
-}
-
 /** The whole image as the one face: DeepFace reports it as (0, 0, W-1, H-1) with confidence 0. */
-function wholeImage(img: NativeImage, detector: string): FoundFace {
+function wholeImage(img: NativeImage, detector: string): ExtractedFace {
   return {
     face: img,
-    area: { x: 0, y: 0, w: img.width - 1, h: img.height - 1, left_eye: null, right_eye: null, detector },
-    confidence: 0,
+    facial_area: { x: 0, y: 0, w: img.width - 1, h: img.height - 1, left_eye: null, right_eye: null, detector },
+    face_confidence: 0,
   };
 }
 
@@ -162,19 +132,18 @@ export class Pipeline {
     if (small !== img) {
       const sx = img.width / small.width;
       const sy = img.height / small.height;
-      const pt = (p: [number, number] | null | undefined): [number, number] | null =>
-        p ? [Math.round((p[0] - dLeft) * sx) + left, Math.round((p[1] - dTop) * sy) + top] : null;
+      const pt = (p: [number, number]): [number, number] => [Math.round((p[0] - dLeft) * sx) + left, Math.round((p[1] - dTop) * sy) + top];
       detections = detections.map((d) => ({
         ...d,
         x: Math.round((d.x - dLeft) * sx) + left,
         y: Math.round((d.y - dTop) * sy) + top,
         w: Math.round(d.w * sx),
         h: Math.round(d.h * sy),
-        leftEye: pt(d.leftEye),
-        rightEye: pt(d.rightEye),
-        ...(d.nose !== undefined ? { nose: pt(d.nose) } : {}),
-        ...(d.mouthLeft !== undefined ? { mouthLeft: pt(d.mouthLeft) } : {}),
-        ...(d.mouthRight !== undefined ? { mouthRight: pt(d.mouthRight) } : {}),
+        left_eye: d.left_eye && pt(d.left_eye),
+        right_eye: d.right_eye && pt(d.right_eye),
+        ...(d.nose ? { nose: pt(d.nose) } : {}),
+        ...(d.mouth_left ? { mouth_left: pt(d.mouth_left) } : {}),
+        ...(d.mouth_right ? { mouth_right: pt(d.mouth_right) } : {}),
       }));
     }
     if (maxFaces !== null && maxFaces < detections.length) {
@@ -196,14 +165,14 @@ export class Pipeline {
       borderLeft: left,
       originalWidth: img.width,
       originalHeight: img.height,
+      detector: used,
     });
     const rule = this.deps.fallbackRule;
     const faces = extracted
       .filter((f) => f.face.width > 0 && f.face.height > 0)
       // Only with detector_fallback on (`used` differs from the request only then), on the facial
       // area in the original image's coordinates, as tools/parity/fallback-rule.ts measured it.
-      .filter((f) => used === requested || !rule || keepsFallbackFace(rule, f.area, img.width, img.height))
-      .map((f) => ({ face: f.face, area: toArea(f.area, used), confidence: round2(f.confidence) }));
+      .filter((f) => used === requested || !rule || keepsFallbackFace(rule, f.facial_area, img.width, img.height));
     if (faces.length === 0) {
       if (opts.enforce_detection) throw noFace(imgName);
       return { faces: [wholeImage(img, used)] };
@@ -243,7 +212,7 @@ export class Pipeline {
    * Embeds faces of several images in one batch (one model run for all of them). `letterbox`: see
    * TensorSpec; `uint8` only for /represent's whole images with the detector `skip`.
    */
-  async embedFaces(model: string, normalization: Normalization, groups: FoundFace[][], letterbox: 'float' | 'uint8' = 'float'): Promise<EmbeddedFace[][]> {
+  async embedFaces(model: string, normalization: Normalization, groups: ExtractedFace[][], letterbox: 'float' | 'uint8' = 'float'): Promise<EmbeddedFace[][]> {
     const rec = this.recognizer(model);
     const all = groups.flat();
     if (all.length === 0) return groups.map(() => []);
@@ -256,7 +225,7 @@ export class Pipeline {
     return groups.map((g) =>
       g.map((f) => {
         const embedding = embeddings[at++] as Float32Array;
-        return { embedding, area: f.area, confidence: f.confidence };
+        return { embedding, facial_area: f.facial_area, face_confidence: f.face_confidence };
       }),
     );
   }
@@ -275,14 +244,14 @@ export class Pipeline {
     // DeepFace's represent letterboxes a `skip` image as uint8 before dividing by 255; its verify
     // (and find) divide first, as for every detected face: the embeddings differ at the 1e-5 level.
     const spec = this.tensorSpec(rec, opts.normalization, opts.detector_backend === 'skip' ? 'uint8' : 'float');
-    const groups: Array<Array<Pick<FoundFace, 'area' | 'confidence'> & { png?: Buffer }>> = [];
+    const groups: Array<Array<Pick<ExtractedFace, 'facial_area' | 'face_confidence'> & { png?: Buffer }>> = [];
     const tensors: Float32Array[] = [];
     for (const [i, input] of images.entries()) {
       const img = typeof input === 'function' ? await input() : input;
       const { faces } = await this.extractFaces(img, opts, images.length === 1 ? 'img' : `img[${i}]`, opts.max_faces);
       // return_face: each crop as extract_faces has it (before resizing), encoded losslessly.
       const pngs = opts.return_face ? await Promise.all(faces.map((f) => this.deps.image.encodePng(f.face))) : null;
-      groups.push(faces.map((f, k) => ({ area: f.area, confidence: f.confidence, ...(pngs ? { png: pngs[k] } : {}) })));
+      groups.push(faces.map((f, k) => ({ facial_area: f.facial_area, face_confidence: f.face_confidence, ...(pngs ? { png: pngs[k] } : {}) })));
       if (faces.length > 0) tensors.push(await this.deps.image.toTensor(faces.map((f) => f.face), spec));
     }
     const embeddings = await this.embedRows(rec, tensors, groups.reduce((n, g) => n + g.length, 0));
@@ -292,8 +261,8 @@ export class Pipeline {
         const embedding = embeddings[at++] as Float32Array;
         return {
           embedding: opts.l2_normalize ? l2normalize(embedding) : Array.from(embedding),
-          facial_area: f.area,
-          face_confidence: f.confidence,
+          facial_area: f.facial_area,
+          face_confidence: f.face_confidence,
           ...(f.png ? { face_png: f.png.toString('base64') } : {}),
         };
       }),
@@ -322,7 +291,7 @@ export class Pipeline {
   ): Promise<{ distance: number; areas: { img1: FacialArea | NullArea; img2: FacialArea | NullArea } }> {
     const rec = this.recognizer(opts.model_name);
     const sides: Array<{ embeddings: ArrayLike<number>[]; areas: Array<FacialArea | NullArea> }> = [];
-    const pending: FoundFace[][] = [];
+    const pending: ExtractedFace[][] = [];
     const pendingSide: number[] = [];
     // Both images are detected at once (a verify at concurrency 1 then uses both cores), or one
     // after the other when the memory budget says so; errors are still reported for img1 before
@@ -365,7 +334,7 @@ export class Pipeline {
       const group = embedded[k++] ?? [];
       const target = sides[side] as (typeof sides)[number];
       target.embeddings = group.map((f) => f.embedding);
-      target.areas = group.map((f) => f.area);
+      target.areas = group.map((f) => f.facial_area);
     }
     if (pendingSide.includes(-1)) {
       const s0 = sides[0] as (typeof sides)[number];

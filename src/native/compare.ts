@@ -86,13 +86,6 @@ export async function decodeVectorsB64Bytes(b64: Buffer, dims: number): Promise<
   }
 }
 
-/** Throws invalid_embedding naming the first vector with NaN/Infinity, or embedding_dimension_mismatch. */
-export function validateVectors(data: Float32Array, dims: number): void {
-  checkDims(dims);
-  checkFloats(data, 'vectors');
-  call(() => native.validateVectors(data, dims));
-}
-
 /**
  * Distances (DeepFace's formulas, unrounded) from `query` to each `dims`-long row of `targets`.
  * Without `topK`, `indices` is 0..N-1 in order; with it, the k nearest, nearest first, ties by index.
@@ -110,30 +103,6 @@ export async function compareOneToMany(query: Float32Array, targets: Float32Arra
   try {
     const out = await native.compareOneToMany(query, targets, dims, metric, topK);
     return { indices: out.indices, distances: out.distances };
-  } catch (err) {
-    throw fromNative(err);
-  }
-}
-
-/**
- * The `targets_b64` path: decode, validate and compare off the JS thread. `count` is the number of
- * target vectors decoded (N), also when `topK` returns fewer.
- */
-export async function compareOneToManyB64(
-  query: Float32Array,
-  targetsB64: string,
-  dims: number,
-  metric: Metric,
-  topK?: number,
-): Promise<Comparison & { count: number }> {
-  checkDims(dims);
-  checkMetric(metric);
-  checkTopK(topK);
-  checkFloats(query, 'query');
-  if (typeof targetsB64 !== 'string') throw new ServiceError('invalid_request', 'targets_b64 must be a string');
-  try {
-    const out = await native.compareOneToManyB64(query, targetsB64, dims, metric, topK);
-    return { indices: out.indices, distances: out.distances, count: out.count };
   } catch (err) {
     throw fromNative(err);
   }
@@ -177,12 +146,6 @@ export function floatsOfBytes(bytes: Uint8Array): Float32Array {
   if (bytes.byteLength % 4 !== 0) throw new ServiceError('embedding_dimension_mismatch', `${bytes.byteLength} bytes are not a whole number of float32 values`);
   if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
   return new Float32Array(new Uint8Array(bytes).buffer);
-}
-
-/** x/‖x‖ as DeepFace's `l2_normalize` does; a zero vector is returned unchanged. */
-export function l2Normalize(v: Float32Array): Float32Array {
-  checkFloats(v, 'vector');
-  return call(() => native.l2Normalize(v));
 }
 
 /**

@@ -1,24 +1,12 @@
 /**
  * Typed wrappers over the native RetinaFace / YuNet pre- and post-processing
- * (crates/facecompute-node/src/faces.rs). Every native failure becomes a ServiceError here.
+ * and MTCNN stages (crates/facecompute-node/src/faces.rs, mtcnn.rs): their faces are `Detection`s, as
+ * every detector's. Every native failure becomes a ServiceError here.
  */
 import { native } from './addon.js';
 import { MTCNN_FLAVORS, RETINAFACE_VARIANTS, member } from './closed-sets.js';
 import { fromNative } from '../errors/native-error.js';
-import type {
-  MtcnnFlavor,
-  MtcnnLevel,
-  MtcnnPnetOutput,
-  MtcnnStage,
-  NativeFace,
-  NativeImage,
-  NativeTensor,
-  PreparedInput,
-  ResnetLevelInput,
-  RetinafaceVariant,
-} from '../../index.js';
-
-export type { MtcnnFlavor, MtcnnLevel, MtcnnPnetOutput, MtcnnStage, NativeFace, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant };
+import type { Detection, MtcnnFlavor, MtcnnLevel, MtcnnPnetOutput, MtcnnStage, NativeImage, NativeTensor, PreparedInput, ResnetLevelInput, RetinafaceVariant } from './types.js';
 
 async function call<T>(f: () => Promise<T>): Promise<T> {
   try {
@@ -42,7 +30,7 @@ export function retinafaceDecodeMobilenet(
   scale: number,
   threshold: number,
   nms: number,
-): Promise<NativeFace[]> {
+): Promise<Detection[]> {
   return call(() => native.retinafaceDecodeMobilenet(loc, conf, landms, width, height, scale, threshold, nms));
 }
 
@@ -53,7 +41,7 @@ export function retinafaceDecodeResnet(
   scale: number,
   threshold: number,
   nms: number,
-): Promise<NativeFace[]> {
+): Promise<Detection[]> {
   return call(() => native.retinafaceDecodeResnet(levels, width, height, scale, threshold, nms));
 }
 
@@ -68,7 +56,7 @@ export function yunetDecode(
   scoreThreshold: number,
   nms: number,
   topK: number,
-): Promise<NativeFace[]> {
+): Promise<Detection[]> {
   return call(() => native.yunetDecode(outputs, width, height, scoreThreshold, nms, topK));
 }
 
@@ -76,13 +64,8 @@ function flavor(value: MtcnnFlavor): MtcnnFlavor {
   return member(MTCNN_FLAVORS, value, 'mtcnn flavour');
 }
 
-/** The PNet input of every pyramid level (crates/facecompute-core/src/detect/mtcnn). */
-export function mtcnnPyramid(image: NativeImage, flavour: MtcnnFlavor): Promise<MtcnnLevel[]> {
-  return call(() => native.mtcnnPyramid(image, flavor(flavour)));
-}
-
 /** The library's pyramid scales for a `width`×`height` image, largest first. */
-export function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number): number[] {
+function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number): number[] {
   try {
     return native.mtcnnScales(flavor(flavour), width, height);
   } catch (err) {
@@ -90,9 +73,15 @@ export function mtcnnScales(flavour: MtcnnFlavor, width: number, height: number)
   }
 }
 
-/** The PNet input of the level at `scale` (one of mtcnnScales), or null when the library skips it. */
-export function mtcnnPyramidLevel(image: NativeImage, flavour: MtcnnFlavor, scale: number): Promise<MtcnnLevel | null> {
-  return call(() => native.mtcnnPyramidLevel(image, flavor(flavour), scale));
+/**
+ * The PNet input of every pyramid level the library runs, largest first, built one level at a time:
+ * a large image's pyramid is never held whole (crates/facecompute-core/src/detect/mtcnn).
+ */
+export async function* mtcnnPyramidLevels(image: NativeImage, flavour: MtcnnFlavor): AsyncGenerator<MtcnnLevel> {
+  for (const scale of mtcnnScales(flavour, image.width, image.height)) {
+    const level = await call(() => native.mtcnnPyramidLevel(image, flavor(flavour), scale));
+    if (level) yield level;
+  }
 }
 
 /** PNet's outputs per level to RNet's boxes and 24×24 crops. */
@@ -106,6 +95,6 @@ export function mtcnnAfterRnet(image: NativeImage, flavour: MtcnnFlavor, boxes: 
 }
 
 /** ONet's outputs to the faces, as the library orders them and DeepFace's wrapper rounds them. */
-export function mtcnnFaces(flavour: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<NativeFace[]> {
+export function mtcnnFaces(flavour: MtcnnFlavor, width: number, height: number, boxes: Float64Array, reg: NativeTensor, landmarks: NativeTensor, prob: NativeTensor): Promise<Detection[]> {
   return call(() => native.mtcnnFaces(flavor(flavour), width, height, boxes, reg, landmarks, prob));
 }

@@ -7,46 +7,10 @@ import { fromNative } from '../errors/index.js';
 import { native } from './addon.js';
 import { CHANNEL_ORDERS, INTERPOLATIONS, LETTERBOXES, NORMALIZATIONS, PREPROCESSES, TENSOR_LAYOUTS, member } from './closed-sets.js';
 
-import type { ChannelOrder, DecodeOptions, ExtractFacesOptions, ImageFormat, ImageProbe, Interpolation, NativeImage, Normalization, Padding, TensorSpecInput } from '../../index.js';
+import type { DecodeOptions, Detection, ExtractedFace, ExtractFacesOptions, ImageProbe, Interpolation, NativeImage, TensorSpecInput } from './types.js';
 
-// The binding's own types (generated into index.d.ts from crates/facecompute-node/src/types.rs and
-// image.rs): one pixel buffer, NativeImage, and the closed sets as string unions.
-export type { ChannelOrder, DecodeOptions, ImageFormat, ImageProbe, Interpolation, NativeImage, Normalization, Padding };
 /** A model input's size, layout and preprocessing (`letterbox` is `float` when absent). */
 export type TensorSpec = TensorSpecInput;
-export type ExtractOptions = ExtractFacesOptions;
-export type Point = [number, number];
-
-export interface Detection {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  leftEye?: Point | null;
-  rightEye?: Point | null;
-  nose?: Point | null;
-  mouthLeft?: Point | null;
-  mouthRight?: Point | null;
-  confidence: number;
-}
-
-export interface FacialArea {
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-  leftEye: Point | null;
-  rightEye: Point | null;
-  nose?: Point | null;
-  mouthLeft?: Point | null;
-  mouthRight?: Point | null;
-}
-
-export interface ExtractedFace {
-  face: NativeImage;
-  area: FacialArea;
-  confidence: number;
-}
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
@@ -75,11 +39,6 @@ export function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeI
 
 export function resizeImage(img: NativeImage, width: number, height: number, interpolation: Interpolation): Promise<NativeImage> {
   return call(() => native.resizeImage(img, width, height, member(INTERPOLATIONS, interpolation, 'interpolation')));
-}
-
-/** DeepFace's resize_image on uint8 pixels: aspect-preserving resize and centred black padding. */
-export function letterbox(img: NativeImage, width: number, height: number): Promise<NativeImage> {
-  return call(() => native.letterbox(img, width, height));
 }
 
 export function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage> {
@@ -125,34 +84,12 @@ export function deepfaceBorder(img: NativeImage): Promise<{ image: NativeImage; 
   return Promise.resolve({ image, top, left });
 }
 
-/** All faces of one image, cropped, aligned and reported as DeepFace does, in one native call. */
-export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractOptions): Promise<ExtractedFace[]> {
-  return call(async () => {
-    // The binding takes a missing landmark as undefined (it rejects null).
-    const dets = detections.map((d) => ({
-      x: d.x,
-      y: d.y,
-      w: d.w,
-      h: d.h,
-      confidence: d.confidence,
-      leftEye: d.leftEye ?? undefined,
-      rightEye: d.rightEye ?? undefined,
-      nose: d.nose ?? undefined,
-      mouthLeft: d.mouthLeft ?? undefined,
-      mouthRight: d.mouthRight ?? undefined,
-    }));
-    const out = await native.extractFaces(img, dets, opts);
-    // DeepFace always reports both eyes (null when unknown) and the other landmarks only when the
-    // detector gives them.
-    return out.map((f) => {
-      const { x, y, w, h, leftEye, rightEye, nose, mouthLeft, mouthRight } = f.area;
-      const area: FacialArea = { x, y, w, h, leftEye: (leftEye as Point | undefined) ?? null, rightEye: (rightEye as Point | undefined) ?? null };
-      if (nose) area.nose = nose as Point;
-      if (mouthLeft) area.mouthLeft = mouthLeft as Point;
-      if (mouthRight) area.mouthRight = mouthRight as Point;
-      return { face: f.face, confidence: f.confidence, area };
-    });
-  });
+/**
+ * All faces of one image, cropped, aligned and reported as DeepFace does, in one native call: each
+ * in the contract's shape, its `facial_area` naming `opts.detector`.
+ */
+export function extractFaces(img: NativeImage, detections: Detection[], opts: ExtractFacesOptions): Promise<ExtractedFace[]> {
+  return call(() => native.extractFaces(img, detections, opts));
 }
 
 /** Letterboxes every face to the model input and applies its preprocessing, as one batch. */

@@ -6,7 +6,7 @@
  */
 import { fromNative } from '../errors/index.js';
 import { native } from './addon.js';
-import type { JsonLift, JsonLiftedRows, JsonScan } from '../../index.js';
+import type { JsonLift, JsonLiftedRows, JsonScan } from './types.js';
 
 /** Rows taken out of a body: `values` row-major, `rowLengths[i]` numbers in row i, from `body[start..end]`. */
 export type LiftedRows = JsonLiftedRows;

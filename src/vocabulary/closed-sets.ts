@@ -6,7 +6,7 @@
  * test/architecture.test.ts checks at run time that the lists are the binding's, in the same order.
  * (Tuples, `as const`: JSON Schema `enum` and json-schema-to-ts's FromSchema want them.)
  */
-import type * as Binding from '../../index.js';
+import type * as Binding from '../native/types.js';
 
 export const DISTANCE_METRICS = ['cosine', 'euclidean', 'euclidean_l2', 'angular'] as const satisfies readonly Binding.DistanceMetric[];
 export type DistanceMetric = (typeof DISTANCE_METRICS)[number];

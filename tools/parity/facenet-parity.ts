@@ -72,7 +72,7 @@ export async function ourImage(p: Pipeline, bytes: Buffer, detector: string, enf
     };
     if (paths === 'verify') {
       const faces = await verifyPath();
-      return { represent: null, verify: faces.map((e) => e.embedding), verifyAreas: faces.map((e) => e.area) };
+      return { represent: null, verify: faces.map((e) => e.embedding), verifyAreas: faces.map((e) => e.facial_area) };
     }
     const [rep] = await p.represent([img], { ...opts(detector, enforce), max_faces: null, l2_normalize: false });
     const represent = (rep ?? []).map((f) => ({ embedding: f.embedding, facial_area: f.facial_area as FacialArea }));

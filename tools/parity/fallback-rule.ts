@@ -63,20 +63,20 @@ async function collect(model: string, cache: string): Promise<Record<string, Ima
     const off = await pipeline.extractFaces(img, opts, 'img');
     const first = off.faces[0];
     // DeepFace's whole image: the only face, (0, 0, W-1, H-1), confidence 0, from no detector.
-    const whole = off.faces.length === 1 && first !== undefined && first.confidence === 0 && first.area.x === 0 && first.area.y === 0 && first.area.w === img.width - 1 && first.area.h === img.height - 1;
+    const whole = off.faces.length === 1 && first !== undefined && first.face_confidence === 0 && first.facial_area.x === 0 && first.facial_area.y === 0 && first.facial_area.w === img.width - 1 && first.facial_area.h === img.height - 1;
     if (!whole) {
       const [emb] = await pipeline.embedFaces(model, 'base', [off.faces]);
       out[rel] = { width: img.width, height: img.height, opencv: (emb ?? []).map((e) => Array.from(e.embedding)) };
     } else {
       const on = await pipeline.extractFaces(img, { ...opts, detector_fallback: true }, 'img');
-      const found = on.faces.filter((f) => f.area.detector === 'retinaface' && f.confidence > 0);
+      const found = on.faces.filter((f) => f.facial_area.detector === 'retinaface' && f.face_confidence > 0);
       const [w, fb] = await pipeline.embedFaces(model, 'base', [off.faces, found]);
       out[rel] = {
         width: img.width,
         height: img.height,
         opencv: [],
         whole: Array.from(w![0]!.embedding),
-        fallback: (fb ?? []).map((f) => ({ x: f.area.x, y: f.area.y, w: f.area.w, h: f.area.h, confidence: f.confidence, embedding: Array.from(f.embedding) })),
+        fallback: (fb ?? []).map((f) => ({ x: f.facial_area.x, y: f.facial_area.y, w: f.facial_area.w, h: f.facial_area.h, confidence: f.face_confidence, embedding: Array.from(f.embedding) })),
       };
     }
     if (n % 250 === 0) process.stderr.write(`${n}/${images.length} ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);

@@ -89,7 +89,7 @@ export async function createMtcnnPipeline(): Promise<{ pipeline: Pipeline; detec
 export async function ourRegions(detector: FaceDetector, img: NativeImage): Promise<Region[]> {
   const ops = imageOps(loadConfig({ FACECOMPUTE_LOG_LEVEL: 'silent' }));
   const { image } = await ops.border(img);
-  return (await detector.detect(image)).map((d) => ({ x: d.x, y: d.y, w: d.w, h: d.h, left_eye: d.leftEye, right_eye: d.rightEye, confidence: d.confidence }));
+  return (await detector.detect(image)).map((d) => ({ x: d.x, y: d.y, w: d.w, h: d.h, left_eye: d.left_eye ?? null, right_eye: d.right_eye ?? null, confidence: d.confidence }));
 }
 
 export interface RegionStats {

@@ -15,7 +15,9 @@ import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import { loadConfig } from '../../src/config/index.js';
 import { imageOps } from '../../src/model-server/adapters.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramid, type MtcnnFlavor, type NativeTensor } from '../../src/native/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces } from '../../src/native/faces.js';
+import type { MtcnnFlavor, NativeTensor } from '../../src/native/types.js';
+import { mtcnnPyramid } from '../../test/helpers/mtcnn-pyramid.js';
 import { sessionOptions } from '../../src/model-server/models/ort-options.js';
 import { mtcnnGraphs } from '../../test/helpers/mtcnn-graphs.js';
 
@@ -64,7 +66,7 @@ async function main(): Promise<void> {
   const oo = await run(onet!, o.crops, [no, 3, 48, 48]);
   for (const k of ['reg', 'landmarks', 'prob']) put(`onet_${k}`, 'f32', oo[k]!.dims, oo[k]!.data);
   const faces = await mtcnnFaces(flavor, bordered.width, bordered.height, o.boxes, oo['reg']!, oo['landmarks']!, oo['prob']!);
-  put('faces', 'f64', [faces.length, 5], new Float64Array(faces.flatMap((f) => [...f.rawBox, f.confidence])));
+  put('faces', 'f64', [faces.length, 5], new Float64Array(faces.flatMap((f) => [...(f.raw_box ?? []), f.confidence])));
   put('faces_int', 'f64', [faces.length, 4], new Float64Array(faces.flatMap((f) => [f.x, f.y, f.w, f.h])));
   mkdirSync(outDir, { recursive: true });
   const index: Record<string, unknown> = {};

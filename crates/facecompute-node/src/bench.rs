@@ -1,9 +1,15 @@
 //! Bench-only exports (cargo feature `bench`): yardsticks of bench/compare, read against the
-//! comparison kernels. The shipped addon (`npm run build:native`) is built without the feature, so
+//! comparison kernels, and bench/decode's letterbox. The shipped addon (`npm run build:native`) is built without the feature, so
 //! neither it nor index.d.ts has them; the bench's own addon (`npm run build:native:bench`, into
 //! bench/native/, loaded by bench/lib/bench-native.ts) has. test/architecture.test.ts checks both.
 
 use crate::guard;
+use crate::image::{image_js, to_core};
+use crate::task::Job;
+use crate::types::NativeImage;
+use facecompute_core::pixels::{self, Image};
+use facecompute_core::CoreError;
+use napi::bindgen_prelude::AsyncTask;
 use crate::types::DistanceMetric;
 use facecompute_core::compare::{self, Options};
 use napi::bindgen_prelude::Float32Array;
@@ -78,4 +84,19 @@ pub fn bench_many_single_thread(sources: Float32Array, targets: Float32Array, di
         };
         Ok(BenchTime { wall_seconds, cpu_seconds })
     })
+}
+
+/// DeepFace's letterbox of a uint8 image (the product runs it inside `facesToTensor`), on the libuv
+/// pool: bench/decode's measure of the pixel core against sharp.
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn bench_letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Image, NativeImage>> {
+    AsyncTask::new(Job::new(
+        move || {
+            if width == 0 || height == 0 {
+                return Err(CoreError::invalid_request("letterbox size must be positive"));
+            }
+            pixels::letterbox(&to_core(&img)?, width, height)
+        },
+        image_js,
+    ))
 }

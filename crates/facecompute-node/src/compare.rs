@@ -59,18 +59,6 @@ pub fn compare_one_to_many_sync(query: Float32Array, targets: Float32Array, dims
     guard::catch(|| compare::compare_one_to_many(&query, &targets, dims as usize, metric.into(), parse_k(top_k))).map(CompareOutput::from)
 }
 
-/// `targets_b64` is copied out of the JS string here (V8 strings cannot be read off-thread); the
-/// decode, validation and comparison run on the libuv pool.
-#[napi(ts_return_type = "Promise<CompareOutput>")]
-pub fn compare_one_to_many_b64(query: Float32Array, targets_b64: JsString, dims: u32, metric: DistanceMetric, top_k: Option<u32>) -> napi::Result<AsyncTask<Job<Comparison, CompareOutput>>> {
-    let bytes = base64_bytes(targets_b64)?;
-    let k = parse_k(top_k);
-    Ok(AsyncTask::new(Job::new(
-        move || compare::compare_one_to_many_b64(Options::default(), &query, &bytes, dims as usize, metric.into(), k),
-        comparison_js,
-    )))
-}
-
 /// Decodes and validates base64 little-endian f32 vectors (N×dims, row-major).
 #[napi]
 pub fn decode_vectors_b64(b64: JsString, dims: u32) -> guard::Result<Float32Array> {
@@ -84,17 +72,6 @@ pub fn decode_vectors_b64(b64: JsString, dims: u32) -> guard::Result<Float32Arra
 #[napi(ts_return_type = "Promise<Float32Array>")]
 pub fn decode_vectors_b64_bytes(b64: Buffer, dims: u32) -> AsyncTask<Job<Vec<f32>, Float32Array>> {
     AsyncTask::new(Job::new(move || compare::decode_vectors_b64(&b64, dims as usize), |v| Ok(Float32Array::new(v))))
-}
-
-/// Throws unless `data` is a whole number of finite `dims`-long vectors; returns how many.
-#[napi]
-pub fn validate_vectors(data: Float32Array, dims: u32) -> guard::Result<u32> {
-    guard::catch(|| compare::validate_vectors(&data, dims as usize)).map(|n| n as u32)
-}
-
-#[napi]
-pub fn l2_normalize(vector: Float32Array) -> guard::Result<Float32Array> {
-    guard::catch(|| compare::l2_normalize(&vector)).map(Float32Array::new)
 }
 
 /// One result list per source, flattened: source i's results are `indices[offsets[i]..offsets[i+1]]`

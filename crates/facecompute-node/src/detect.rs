@@ -3,23 +3,12 @@
 use crate::guard;
 use crate::padded::bordered;
 use crate::task::Job;
-use crate::types::NativeImage;
+use crate::types::{nullable, Detection, NativeImage, Nullable};
 use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector, OpenCvTrace};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::Arc;
-
-#[napi(object)]
-pub struct HaarFace {
-    pub x: i32,
-    pub y: i32,
-    pub w: i32,
-    pub h: i32,
-    pub confidence: f64,
-    pub left_eye: Option<Vec<i32>>,
-    pub right_eye: Option<Vec<i32>>,
-}
 
 /// One window of the face cascade that passed every stage, before OpenCV's groupRectangles.
 #[napi(object)]
@@ -34,7 +23,7 @@ pub struct HaarWindow {
     pub group: u32,
 }
 
-/// A face of `HaarDetector.trace`: as `detect` gives it, with OpenCV's reject level and level
+/// A face of `HaarDetector.trace`: as `detect` gives it (the same fields, named alike), with OpenCV's reject level and level
 /// weight, and the group of windows it averages.
 #[napi(object)]
 pub struct HaarTracedFace {
@@ -43,8 +32,10 @@ pub struct HaarTracedFace {
     pub w: i32,
     pub h: i32,
     pub confidence: f64,
-    pub left_eye: Option<Vec<i32>>,
-    pub right_eye: Option<Vec<i32>>,
+    #[napi(js_name = "left_eye", ts_type = "[number, number] | null")]
+    pub left_eye: Nullable<Vec<i32>>,
+    #[napi(js_name = "right_eye", ts_type = "[number, number] | null")]
+    pub right_eye: Nullable<Vec<i32>>,
     pub reject_level: i32,
     pub level_weight: f64,
     pub group: u32,
@@ -57,15 +48,22 @@ pub struct HaarTrace {
     pub windows: Vec<HaarWindow>,
 }
 
-fn js_face(f: FaceDetection) -> HaarFace {
-    HaarFace {
-        x: f.x,
-        y: f.y,
-        w: f.w,
-        h: f.h,
+/// A Haar face as every detector's: eyes where the eye cascade found them, no raw values.
+fn detection(f: FaceDetection) -> Detection {
+    let eye = |p: Option<(i32, i32)>| p.map(|(x, y)| vec![x as f64, y as f64]);
+    Detection {
+        x: f.x as f64,
+        y: f.y as f64,
+        w: f.w as f64,
+        h: f.h as f64,
         confidence: f.confidence,
-        left_eye: f.left_eye.map(|(x, y)| vec![x, y]),
-        right_eye: f.right_eye.map(|(x, y)| vec![x, y]),
+        left_eye: nullable(eye(f.left_eye)),
+        right_eye: nullable(eye(f.right_eye)),
+        nose: None,
+        mouth_left: None,
+        mouth_right: None,
+        raw_box: None,
+        raw_landmarks: None,
     }
 }
 
@@ -75,15 +73,15 @@ fn traced_js(out: OpenCvTrace) -> Result<HaarTrace> {
             .faces
             .into_iter()
             .map(|t| {
-                let f = js_face(t.face);
+                let f = t.face;
                 HaarTracedFace {
                     x: f.x,
                     y: f.y,
                     w: f.w,
                     h: f.h,
                     confidence: f.confidence,
-                    left_eye: f.left_eye,
-                    right_eye: f.right_eye,
+                    left_eye: nullable(f.left_eye.map(|(x, y)| vec![x, y])),
+                    right_eye: nullable(f.right_eye.map(|(x, y)| vec![x, y])),
                     reject_level: t.reject_level,
                     level_weight: t.level_weight,
                     group: t.group as u32,
@@ -126,10 +124,10 @@ impl HaarDetector {
     }
 
     /// Faces of the image, on the libuv pool.
-    #[napi(ts_return_type = "Promise<HaarFace[]>")]
-    pub fn detect(&self, image: NativeImage) -> AsyncTask<Job<Vec<FaceDetection>, Vec<HaarFace>>> {
+    #[napi(ts_return_type = "Promise<Detection[]>")]
+    pub fn detect(&self, image: NativeImage) -> AsyncTask<Job<Vec<FaceDetection>, Vec<Detection>>> {
         let det = self.inner.clone();
-        AsyncTask::new(Job::new(move || scan(&image, |w, h, c, data| det.detect_raw(w, h, c, data, 0)), |out| Ok(out.into_iter().map(js_face).collect())))
+        AsyncTask::new(Job::new(move || scan(&image, |w, h, c, data| det.detect_raw(w, h, c, data, 0)), |out| Ok(out.into_iter().map(detection).collect())))
     }
 
     /// `detect` with the face cascade's raw windows before grouping and the group each face

@@ -2,7 +2,7 @@
 //! (core::detect::{retinaface, yunet}). ONNX Runtime runs in JS between prepare and decode.
 
 use crate::task::Job;
-use crate::types::{NativeImage, RetinafaceVariant};
+use crate::types::{nullable, Detection, NativeImage, RetinafaceVariant};
 use facecompute_core::detect::{retinaface, yunet, FaceBox, IntFace, Tensor};
 use facecompute_core::pixels::Image;
 use facecompute_core::CoreError;
@@ -33,22 +33,6 @@ pub struct PreparedInput {
     pub resized: bool,
 }
 
-#[napi(object)]
-pub struct NativeFace {
-    /// DeepFace's integer box as its detector wrapper builds it.
-    pub x: i32,
-    pub y: i32,
-    pub w: i32,
-    pub h: i32,
-    pub confidence: f64,
-    /// 10 integers: the person's right eye, left eye, nose, mouth right, mouth left, each (x, y).
-    pub landmarks: Vec<i32>,
-    /// The unrounded box `[x1, y1, x2, y2]` in original-image pixels.
-    pub raw_box: Vec<f64>,
-    /// The unrounded landmarks (same order as `landmarks`).
-    pub raw_landmarks: Vec<f64>,
-}
-
 /// The detectors' reading of an image: any channel count the core accepts, a buffer that fills it.
 pub(crate) fn to_image(img: &NativeImage) -> std::result::Result<Image, CoreError> {
     img.to_core(|| CoreError::invalid_image("pixel buffer length does not match width*height*channels"))
@@ -61,21 +45,38 @@ pub(crate) fn to_tensor(t: &NativeTensor) -> std::result::Result<Tensor, CoreErr
     Tensor::new(dims, t.data.to_vec())
 }
 
-pub(crate) fn face_out(f: &FaceBox, int: IntFace) -> NativeFace {
-    NativeFace {
-        x: int.x,
-        y: int.y,
-        w: int.w,
-        h: int.h,
-        confidence: f.score as f64,
-        landmarks: int.landmarks.iter().flat_map(|p| p.iter().copied()).collect(),
-        raw_box: vec![f.x1 as f64, f.y1 as f64, f.x2 as f64, f.y2 as f64],
-        raw_landmarks: f.landmarks.iter().flat_map(|p| p.iter().map(|&v| v as f64)).collect(),
+/// Which of a 5-point detector's landmarks DeepFace's wrapper reports.
+#[derive(Clone, Copy)]
+pub(crate) enum Landmarks {
+    /// RetinaFace, YuNet: eyes, nose and mouth corners.
+    All,
+    /// The MTCNNs: the eyes only.
+    Eyes,
+}
+
+/// A 5-point detector's face as the binding returns it: DeepFace's integers `int` (landmarks as
+/// `raw`'s: right eye, left eye, nose, mouth right, mouth left) and the unrounded `raw` values.
+pub(crate) fn detection(raw: &FaceBox, int: IntFace, reported: Landmarks) -> Detection {
+    let lm = |i: usize| Some(vec![int.landmarks[i][0] as f64, int.landmarks[i][1] as f64]);
+    let all = matches!(reported, Landmarks::All);
+    Detection {
+        x: int.x as f64,
+        y: int.y as f64,
+        w: int.w as f64,
+        h: int.h as f64,
+        confidence: raw.score as f64,
+        right_eye: nullable(lm(0)),
+        left_eye: nullable(lm(1)),
+        nose: if all { lm(2) } else { None },
+        mouth_right: if all { lm(3) } else { None },
+        mouth_left: if all { lm(4) } else { None },
+        raw_box: Some(vec![raw.x1 as f64, raw.y1 as f64, raw.x2 as f64, raw.y2 as f64]),
+        raw_landmarks: Some(raw.landmarks.iter().flat_map(|p| p.iter().map(|&v| v as f64)).collect()),
     }
 }
 
-fn faces_js(faces: Vec<FaceBox>) -> Result<Vec<NativeFace>> {
-    Ok(faces.iter().map(|f| face_out(f, f.deepface_retinaface())).collect())
+fn retinaface_js(faces: Vec<FaceBox>) -> Result<Vec<Detection>> {
+    Ok(faces.iter().map(|f| detection(f, f.deepface_retinaface(), Landmarks::All)).collect())
 }
 
 /// Resizes and lays out the input: 'mobilenet' NCHW BGR-mean, 'resnet50' NHWC RGB. `long_side`
@@ -100,22 +101,22 @@ pub fn retinaface_prepare(image: NativeImage, variant: RetinafaceVariant, long_s
 }
 
 /// Decodes MobileNet-0.25 outputs for a network input of `width x height` made with `scale`.
-#[napi(ts_return_type = "Promise<Array<NativeFace>>")]
+#[napi(ts_return_type = "Promise<Array<Detection>>")]
 #[allow(clippy::too_many_arguments)]
-pub fn retinaface_decode_mobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: u32, height: u32, scale: f64, threshold: f64, nms: f64) -> AsyncTask<Job<Vec<FaceBox>, Vec<NativeFace>>> {
+pub fn retinaface_decode_mobilenet(loc: NativeTensor, conf: NativeTensor, landms: NativeTensor, width: u32, height: u32, scale: f64, threshold: f64, nms: f64) -> AsyncTask<Job<Vec<FaceBox>, Vec<Detection>>> {
     let tensors = (|| Ok((to_tensor(&loc)?, to_tensor(&conf)?, to_tensor(&landms)?)))();
     AsyncTask::new(Job::new(
         move || {
             let (loc, conf, landms) = tensors?;
             retinaface::decode_mobilenet(&loc, &conf, &landms, width, height, scale, threshold as f32, nms as f32)
         },
-        faces_js,
+        retinaface_js,
     ))
 }
 
 /// Decodes DeepFace's ResNet-50 RetinaFace outputs (NHWC, one entry per stride).
-#[napi(ts_return_type = "Promise<Array<NativeFace>>")]
-pub fn retinaface_decode_resnet(levels: Vec<ResnetLevelInput>, width: u32, height: u32, scale: f64, threshold: f64, nms: f64) -> AsyncTask<Job<Vec<FaceBox>, Vec<NativeFace>>> {
+#[napi(ts_return_type = "Promise<Array<Detection>>")]
+pub fn retinaface_decode_resnet(levels: Vec<ResnetLevelInput>, width: u32, height: u32, scale: f64, threshold: f64, nms: f64) -> AsyncTask<Job<Vec<FaceBox>, Vec<Detection>>> {
     let tensors = levels
         .iter()
         .map(|l| Ok((l.stride, to_tensor(&l.cls)?, to_tensor(&l.bbox)?, to_tensor(&l.landmark)?)))
@@ -126,7 +127,7 @@ pub fn retinaface_decode_resnet(levels: Vec<ResnetLevelInput>, width: u32, heigh
             let lv: Vec<retinaface::ResnetLevel<'_>> = levels.iter().map(|(s, c, b, l)| retinaface::ResnetLevel { stride: *s, cls: c, bbox: b, landmark: l }).collect();
             retinaface::decode_resnet(&lv, width, height, scale, threshold as f32, nms as f32)
         },
-        faces_js,
+        retinaface_js,
     ))
 }
 
@@ -141,8 +142,8 @@ pub fn yunet_prepare(image: NativeImage) -> AsyncTask<Job<(yunet::Plan, Vec<f32>
 
 /// OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of
 /// `width x height`. `outputs` in the model's output order (cls, obj, bbox, kps × strides 8/16/32).
-#[napi(ts_return_type = "Promise<Array<NativeFace>>")]
-pub fn yunet_decode(outputs: Vec<NativeTensor>, width: u32, height: u32, score_threshold: f64, nms: f64, top_k: u32) -> AsyncTask<Job<(yunet::Plan, Vec<yunet::YunetRow>), Vec<NativeFace>>> {
+#[napi(ts_return_type = "Promise<Array<Detection>>")]
+pub fn yunet_decode(outputs: Vec<NativeTensor>, width: u32, height: u32, score_threshold: f64, nms: f64, top_k: u32) -> AsyncTask<Job<(yunet::Plan, Vec<yunet::YunetRow>), Vec<Detection>>> {
     let tensors = outputs.iter().map(to_tensor).collect::<std::result::Result<Vec<_>, CoreError>>();
     AsyncTask::new(Job::new(
         move || {
@@ -162,7 +163,7 @@ pub fn yunet_decode(outputs: Vec<NativeTensor>, width: u32, height: u32, score_t
                         *o = [row[4 + 2 * n] / r, row[5 + 2 * n] / r];
                     }
                     let fb = FaceBox { x1: row[0] / r, y1: row[1] / r, x2: (row[0] + row[2]) / r, y2: (row[1] + row[3]) / r, score, landmarks: lm };
-                    face_out(&fb, int)
+                    detection(&fb, int, Landmarks::All)
                 })
                 .collect())
         },

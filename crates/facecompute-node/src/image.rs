@@ -4,8 +4,8 @@
 
 use crate::guard;
 use crate::task::Job;
-use crate::types::{ChannelOrder, ImageFormat, Interpolation, Letterbox, NativeImage, Normalization, Preprocess, TensorLayout};
-use facecompute_core::align::{self, Detection, ExtractOptions, ExtractedFace};
+use crate::types::{from_nullable, nullable, ChannelOrder, Detection, ExtractedFace, FacialArea, ImageFormat, Interpolation, Letterbox, NativeImage, Normalization, Preprocess, TensorLayout};
+use facecompute_core::align::{self, ExtractOptions};
 use facecompute_core::image::{self as core_image, DecodeLimits};
 use facecompute_core::pixels::{self, Image, TensorSpec};
 use facecompute_core::CoreError;
@@ -27,25 +27,6 @@ pub struct DecodeOptions {
 }
 
 #[napi(object)]
-pub struct DetectionInput {
-    pub x: f64,
-    pub y: f64,
-    pub w: f64,
-    pub h: f64,
-    #[napi(ts_type = "[number, number]")]
-    pub left_eye: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number]")]
-    pub right_eye: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number]")]
-    pub nose: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number]")]
-    pub mouth_left: Option<Vec<f64>>,
-    #[napi(ts_type = "[number, number]")]
-    pub mouth_right: Option<Vec<f64>>,
-    pub confidence: f64,
-}
-
-#[napi(object)]
 pub struct ExtractFacesOptions {
     pub align: bool,
     pub expand_percentage: f64,
@@ -53,31 +34,8 @@ pub struct ExtractFacesOptions {
     pub border_left: f64,
     pub original_width: f64,
     pub original_height: f64,
-}
-
-#[napi(object)]
-pub struct FacialAreaOutput {
-    pub x: i64,
-    pub y: i64,
-    pub w: i64,
-    pub h: i64,
-    #[napi(ts_type = "[number, number] | null")]
-    pub left_eye: Option<Vec<i64>>,
-    #[napi(ts_type = "[number, number] | null")]
-    pub right_eye: Option<Vec<i64>>,
-    #[napi(ts_type = "[number, number] | null")]
-    pub nose: Option<Vec<i64>>,
-    #[napi(ts_type = "[number, number] | null")]
-    pub mouth_left: Option<Vec<i64>>,
-    #[napi(ts_type = "[number, number] | null")]
-    pub mouth_right: Option<Vec<i64>>,
-}
-
-#[napi(object)]
-pub struct ExtractedFaceOutput {
-    pub face: NativeImage,
-    pub area: FacialAreaOutput,
-    pub confidence: f64,
+    /// The detector that found the faces, for their `facial_area.detector`.
+    pub detector: String,
 }
 
 #[napi(object)]
@@ -97,14 +55,14 @@ fn bad(detail: impl Into<String>) -> CoreError {
 }
 
 /// The pixel exports' reading of an image: 1 or 3 channels, a buffer that fills it.
-fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
+pub(crate) fn to_core(img: &NativeImage) -> Result<Image, CoreError> {
     if img.channels != 1 && img.channels != 3 {
         return Err(bad("image must have 1 or 3 channels"));
     }
     img.to_core(|| bad("image data length does not match width × height × channels"))
 }
 
-fn image_js(img: Image) -> napi::Result<NativeImage> {
+pub(crate) fn image_js(img: Image) -> napi::Result<NativeImage> {
     Ok(NativeImage::from_core(img))
 }
 
@@ -125,7 +83,7 @@ fn int_arg(v: f64, what: &str) -> Result<i64, CoreError> {
     }
 }
 
-fn point(v: &Option<Vec<f64>>, what: &str) -> Result<Option<(f64, f64)>, CoreError> {
+fn point(v: Option<Vec<f64>>, what: &str) -> Result<Option<(f64, f64)>, CoreError> {
     match v {
         None => Ok(None),
         Some(p) if p.len() == 2 => Ok(Some((p[0], p[1]))),
@@ -161,16 +119,6 @@ pub fn resize_image(img: NativeImage, width: u32, height: u32, interpolation: In
 }
 
 #[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| {
-        if width == 0 || height == 0 {
-            return Err(bad("letterbox size must be positive"));
-        }
-        pixels::letterbox(&i, width, height)
-    })
-}
-
-#[napi(ts_return_type = "Promise<NativeImage>")]
 pub fn copy_make_border(img: NativeImage, top: u32, bottom: u32, left: u32, right: u32) -> AsyncTask<Job<Image, NativeImage>> {
     pixel_job(img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
 }
@@ -198,51 +146,50 @@ pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
     pixel_job(img, |i| pixels::bgr_to_gray(&i))
 }
 
-fn area_point(p: Option<(i64, i64)>) -> Option<Vec<i64>> {
+fn landmark(p: Option<(i64, i64)>) -> Option<Vec<i64>> {
     p.map(|(x, y)| vec![x, y])
 }
 
-fn faces_js(faces: Vec<ExtractedFace>) -> napi::Result<Vec<ExtractedFaceOutput>> {
-    Ok(faces
+/// The core's faces in the contract's shape, each area naming `detector`.
+fn extracted_js(faces: Vec<align::ExtractedFace>, detector: &str) -> Vec<ExtractedFace> {
+    faces
         .into_iter()
-        .map(|f| ExtractedFaceOutput {
-            area: FacialAreaOutput {
+        .map(|f| ExtractedFace {
+            facial_area: FacialArea {
                 x: f.area.x,
                 y: f.area.y,
                 w: f.area.w,
                 h: f.area.h,
-                left_eye: area_point(f.area.left_eye),
-                right_eye: area_point(f.area.right_eye),
-                nose: area_point(f.area.nose),
-                mouth_left: area_point(f.area.mouth_left),
-                mouth_right: area_point(f.area.mouth_right),
+                left_eye: nullable(landmark(f.area.left_eye)),
+                right_eye: nullable(landmark(f.area.right_eye)),
+                detector: detector.to_string(),
+                nose: landmark(f.area.nose),
+                mouth_left: landmark(f.area.mouth_left),
+                mouth_right: landmark(f.area.mouth_right),
             },
             face: NativeImage::from_core(f.face),
-            confidence: f.confidence,
+            face_confidence: f.confidence,
         })
-        .collect())
+        .collect()
 }
 
-#[napi(ts_return_type = "Promise<Array<ExtractedFaceOutput>>")]
-pub fn extract_faces(
-    img: NativeImage,
-    detections: Vec<DetectionInput>,
-    opts: ExtractFacesOptions,
-) -> AsyncTask<Job<Vec<ExtractedFace>, Vec<ExtractedFaceOutput>>> {
+/// Every face of `detections`, cropped (and aligned) from `img` and reported as DeepFace does.
+#[napi(ts_return_type = "Promise<Array<ExtractedFace>>")]
+pub fn extract_faces(img: NativeImage, detections: Vec<Detection>, opts: ExtractFacesOptions) -> AsyncTask<Job<(Vec<align::ExtractedFace>, String), Vec<ExtractedFace>>> {
     let args = (|| -> Result<_, CoreError> {
         let dets = detections
-            .iter()
+            .into_iter()
             .map(|d| {
-                Ok(Detection {
+                Ok(align::Detection {
                     x: d.x,
                     y: d.y,
                     w: d.w,
                     h: d.h,
-                    left_eye: point(&d.left_eye, "leftEye")?,
-                    right_eye: point(&d.right_eye, "rightEye")?,
-                    nose: point(&d.nose, "nose")?,
-                    mouth_left: point(&d.mouth_left, "mouthLeft")?,
-                    mouth_right: point(&d.mouth_right, "mouthRight")?,
+                    left_eye: point(from_nullable(d.left_eye), "left_eye")?,
+                    right_eye: point(from_nullable(d.right_eye), "right_eye")?,
+                    nose: point(d.nose, "nose")?,
+                    mouth_left: point(d.mouth_left, "mouth_left")?,
+                    mouth_right: point(d.mouth_right, "mouth_right")?,
                     confidence: d.confidence,
                 })
             })
@@ -257,12 +204,13 @@ pub fn extract_faces(
         };
         Ok((dets, options))
     })();
+    let detector = opts.detector;
     AsyncTask::new(Job::new(
         move || {
             let (dets, options) = args?;
-            align::extract_faces(&to_core(&img)?, &dets, &options)
+            Ok((align::extract_faces(&to_core(&img)?, &dets, &options)?, detector))
         },
-        faces_js,
+        |(faces, detector)| Ok(extracted_js(faces, &detector)),
     ))
 }
 

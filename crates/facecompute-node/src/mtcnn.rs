@@ -2,9 +2,9 @@
 //! between the three networks, which ONNX Runtime runs in JS. The flavour is DeepFace's backend
 //! name (types.rs `MtcnnFlavor`). Boxes travel as flat `[x1, y1, x2, y2, score]` rows.
 
-use crate::faces::{face_out, to_image, to_tensor, NativeFace, NativeTensor};
+use crate::faces::{detection, to_image, to_tensor, Landmarks, NativeTensor};
 use crate::task::Job;
-use crate::types::{MtcnnFlavor, NativeImage};
+use crate::types::{Detection, MtcnnFlavor, NativeImage};
 use facecompute_core::detect::mtcnn::{self, Flavor, Level, Row};
 use facecompute_core::detect::Tensor;
 use facecompute_core::error::CoreResult;
@@ -41,16 +41,6 @@ fn flat(rows: &[Row]) -> Float64Array {
 
 fn stage_js((rows, crops): (Vec<Row>, Vec<f32>)) -> Result<MtcnnStage> {
     Ok(MtcnnStage { boxes: flat(&rows), crops: Float32Array::new(crops) })
-}
-
-/// The PNet input of every pyramid level of `image` (BGR; a padded view is bordered first).
-#[napi(ts_return_type = "Promise<Array<MtcnnLevel>>")]
-pub fn mtcnn_pyramid(image: NativeImage, flavor: MtcnnFlavor) -> AsyncTask<Job<Vec<Level>, Vec<MtcnnLevel>>> {
-    let flavor: Flavor = flavor.into();
-    AsyncTask::new(Job::new(
-        move || mtcnn::pyramid(&to_image(&image)?, flavor),
-        |levels| Ok(levels.into_iter().map(|l| MtcnnLevel { scale: l.scale, width: l.width, height: l.height, tensor: Float32Array::new(l.tensor) }).collect()),
-    ))
 }
 
 /// The library's pyramid scales for an image of `width`×`height`, largest first.
@@ -104,8 +94,8 @@ pub fn mtcnn_after_rnet(image: NativeImage, flavor: MtcnnFlavor, boxes: Float64A
     ))
 }
 
-/// ONet's outputs on `boxes` to the faces, for an image of `width`×`height`, in the library's order.
-#[napi(ts_return_type = "Promise<Array<NativeFace>>")]
+/// ONet's outputs on `boxes` to the faces (the eyes as DeepFace reports them; all five points raw), for an image of `width`×`height`, in the library's order.
+#[napi(ts_return_type = "Promise<Array<Detection>>")]
 #[allow(clippy::too_many_arguments)]
 pub fn mtcnn_faces(
     flavor: MtcnnFlavor,
@@ -115,7 +105,7 @@ pub fn mtcnn_faces(
     reg: NativeTensor,
     landmarks: NativeTensor,
     prob: NativeTensor,
-) -> AsyncTask<Job<Vec<mtcnn::Face>, Vec<NativeFace>>> {
+) -> AsyncTask<Job<Vec<mtcnn::Face>, Vec<Detection>>> {
     let flavor: Flavor = flavor.into();
     let args = (|| CoreResult::Ok((mtcnn::rows_from_flat(&boxes)?, to_tensor(&reg)?, to_tensor(&landmarks)?, to_tensor(&prob)?)))();
     AsyncTask::new(Job::new(
@@ -123,6 +113,6 @@ pub fn mtcnn_faces(
             let (rows, reg, lms, prob) = args?;
             mtcnn::after_onet(flavor, width, height, &rows, &reg, &lms, &prob)
         },
-        |faces| Ok(faces.iter().map(|f| face_out(&f.raw, f.int.clone())).collect()),
+        |faces| Ok(faces.iter().map(|f| detection(&f.raw, f.int.clone(), Landmarks::Eyes)).collect()),
     ))
 }

@@ -12,7 +12,7 @@ use facecompute_core::detect::{mtcnn, retinaface};
 use facecompute_core::image::{ChannelOrder as CoreChannelOrder, Format};
 use facecompute_core::pixels::{self, Image};
 use facecompute_core::CoreError;
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Either, Null};
 use napi_derive::napi;
 
 /// DeepFace's four distance metrics (contract §3).
@@ -238,6 +238,82 @@ impl From<Format> for ImageFormat {
             Format::Bmp => Self::Bmp,
         }
     }
+}
+
+/// A value or JS `null`: a field the object always carries (napi reads an `Option` field as absent
+/// or present, and rejects `null`).
+pub type Nullable<T> = Either<T, Null>;
+
+pub fn nullable<T>(v: Option<T>) -> Nullable<T> {
+    v.map_or(Either::B(Null), Either::A)
+}
+
+pub fn from_nullable<T>(v: Nullable<T>) -> Option<T> {
+    match v {
+        Either::A(v) => Some(v),
+        Either::B(Null) => None,
+    }
+}
+
+/// A face as a detector found it, in the coordinates of the image it was given: DeepFace's integer
+/// box, its confidence and the person's landmarks (`left_eye` is on the image's right): both eyes,
+/// null when unknown, and the nose and mouth corners where the detector has them. Every detector export returns it and `extractFaces` takes it back. The
+/// ONNX detectors add their unrounded box `[x1, y1, x2, y2]` and landmarks (right eye, left eye, nose,
+/// mouth right, mouth left, each x, y), which tests and benches compare with references.
+#[napi(object)]
+pub struct Detection {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+    pub confidence: f64,
+    #[napi(js_name = "left_eye", ts_type = "[number, number] | null")]
+    pub left_eye: Nullable<Vec<f64>>,
+    #[napi(js_name = "right_eye", ts_type = "[number, number] | null")]
+    pub right_eye: Nullable<Vec<f64>>,
+    #[napi(ts_type = "[number, number]")]
+    pub nose: Option<Vec<f64>>,
+    #[napi(js_name = "mouth_left", ts_type = "[number, number]")]
+    pub mouth_left: Option<Vec<f64>>,
+    #[napi(js_name = "mouth_right", ts_type = "[number, number]")]
+    pub mouth_right: Option<Vec<f64>>,
+    #[napi(js_name = "raw_box")]
+    pub raw_box: Option<Vec<f64>>,
+    #[napi(js_name = "raw_landmarks")]
+    pub raw_landmarks: Option<Vec<f64>>,
+}
+
+/// The contract's `facial_area` (§3), as the responses carry it: the integer box in the original
+/// image, both eyes (null when unknown), the nose and mouth corners only where the detector gives
+/// them, and the detector that found the face.
+#[napi(object)]
+pub struct FacialArea {
+    pub x: i64,
+    pub y: i64,
+    pub w: i64,
+    pub h: i64,
+    #[napi(js_name = "left_eye", ts_type = "[number, number] | null")]
+    pub left_eye: Nullable<Vec<i64>>,
+    #[napi(js_name = "right_eye", ts_type = "[number, number] | null")]
+    pub right_eye: Nullable<Vec<i64>>,
+    pub detector: String,
+    #[napi(ts_type = "[number, number]")]
+    pub nose: Option<Vec<i64>>,
+    #[napi(js_name = "mouth_left", ts_type = "[number, number]")]
+    pub mouth_left: Option<Vec<i64>>,
+    #[napi(js_name = "mouth_right", ts_type = "[number, number]")]
+    pub mouth_right: Option<Vec<i64>>,
+}
+
+/// One face of `extractFaces`, in the contract's names: the crop, its `facial_area` and DeepFace's
+/// `face_confidence` (rounded to 2 decimals).
+#[napi(object)]
+pub struct ExtractedFace {
+    pub face: NativeImage,
+    #[napi(js_name = "facial_area")]
+    pub facial_area: FacialArea,
+    #[napi(js_name = "face_confidence")]
+    pub face_confidence: f64,
 }
 
 /// 8-bit pixels, rows top to bottom, channels interleaved (3 are BGR unless said otherwise). With

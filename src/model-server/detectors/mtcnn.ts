@@ -18,11 +18,11 @@
  */
 import { join } from 'node:path';
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramidLevel, mtcnnScales, type MtcnnFlavor, type NativeFace, type NativeTensor } from '../../native/faces.js';
+import { mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, mtcnnPyramidLevels } from '../../native/faces.js';
+import type { Detection, MtcnnFlavor, NativeTensor } from '../../native/types.js';
 import { createSession, toNative, type NativeImage } from './common.js';
 import { BAND_INPUT_PIXELS, pnetBands, pnetOutputRows, putRows, sliceRows } from './pnet-bands.js';
 import type { OrtSettings } from '../models/ort-options.js';
-import type { Detection } from '../engines.js';
 
 export type { MtcnnFlavor };
 
@@ -118,14 +118,16 @@ export class MtcnnDetector {
     return out;
   }
 
-  /** The library's faces with DeepFace's integers and the unrounded values (tests, benchmarks). */
-  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
+  /**
+   * The library's faces with DeepFace's integers (the eyes only, as its wrappers report them) and
+   * the unrounded box and five landmarks (`raw_box`, `raw_landmarks`).
+   */
+  async detect(img: NativeImage): Promise<Detection[]> {
     // One pyramid level at a time: each level's input is dropped once PNet has run on it, so a
     // large image holds its largest level, not the whole pyramid (about twice that).
     const pnetOut = [];
-    for (const scale of mtcnnScales(this.flavor, img.width, img.height)) {
-      const l = await mtcnnPyramidLevel(img, this.flavor, scale);
-      if (l) pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
+    for await (const l of mtcnnPyramidLevels(img, this.flavor)) {
+      pnetOut.push({ scale: l.scale, ...(await this.pnetLevel(l.tensor, l.height, l.width)) });
     }
     if (pnetOut.length === 0) return [];
     const r = await mtcnnAfterPnet(img, this.flavor, pnetOut);
@@ -137,19 +139,6 @@ export class MtcnnDetector {
     if (no === 0) return [];
     const oout = await this.cropNet('onet', o.crops, no, 48);
     return mtcnnFaces(this.flavor, img.width, img.height, o.boxes, output(oout, 'reg'), output(oout, 'landmarks'), output(oout, 'prob'));
-  }
-
-  async detect(img: NativeImage): Promise<Detection[]> {
-    return (await this.detectRaw(img)).map((f) => ({
-      x: f.x,
-      y: f.y,
-      w: f.w,
-      h: f.h,
-      confidence: f.confidence,
-      // landmarks: the person's right eye (image left) first, then the left eye.
-      rightEye: [f.landmarks[0] ?? 0, f.landmarks[1] ?? 0],
-      leftEye: [f.landmarks[2] ?? 0, f.landmarks[3] ?? 0],
-    }));
   }
 
   async release(): Promise<void> {

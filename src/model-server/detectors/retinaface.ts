@@ -9,8 +9,9 @@
  *   retinaface.rs). `scaleRule: 'deepface'` selects serengil's rule instead.
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, type NativeFace } from '../../native/faces.js';
-import { createSession, fromNativeFace, toNative, type NativeImage, type DetectedFace } from './common.js';
+import { retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare } from '../../native/faces.js';
+import type { Detection } from '../../native/types.js';
+import { createSession, toNative, type NativeImage } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 import type { RetinafaceBackbone } from '../engines.js';
 
@@ -57,8 +58,8 @@ export class RetinaFaceDetector {
     return new RetinaFaceDetector(session, backbone, opts.threshold ?? RETINAFACE_THRESHOLD, opts.nms ?? RETINAFACE_NMS, longSide);
   }
 
-  /** Unrounded boxes and landmarks too (tests and benchmarks compare them with references). */
-  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
+  /** DeepFace's faces, with the unrounded boxes and landmarks (`raw_box`, `raw_landmarks`). */
+  async detect(img: NativeImage): Promise<Detection[]> {
     const resnet = this.backbone === 'resnet50';
     const prep = await retinafacePrepare(img, resnet ? 'resnet50' : 'mobilenet', this.longSide);
     const [, d1, d2] = prep.dims as [number, number, number, number];
@@ -81,10 +82,6 @@ export class RetinaFaceDetector {
       return retinafaceDecodeResnet(levels, w, h, prep.scale, this.threshold, this.nms);
     }
     return retinafaceDecodeMobilenet(toNative(get('loc')), toNative(get('conf')), toNative(get('landms')), w, h, prep.scale, this.threshold, this.nms);
-  }
-
-  async detect(img: NativeImage): Promise<DetectedFace[]> {
-    return (await this.detectRaw(img)).map(fromNativeFace);
   }
 
   async release(): Promise<void> {

@@ -5,8 +5,9 @@
  * models/converters/yunet_dynamic_input.py (the published file declares a fixed 640x640 input).
  */
 import type { RemoteSession, TensorData } from '../inference/inference-thread.js';
-import { yunetDecode, yunetPrepare, type NativeFace } from '../../native/faces.js';
-import { createSession, fromNativeFace, toNative, type NativeImage, type DetectedFace } from './common.js';
+import { yunetDecode, yunetPrepare } from '../../native/faces.js';
+import type { Detection } from '../../native/types.js';
+import { createSession, toNative, type NativeImage } from './common.js';
 import type { OrtSettings } from '../models/ort-options.js';
 
 /** DeepFace reads env `yunet_score_threshold`, default 0.9. */
@@ -37,7 +38,8 @@ export class YunetDetector {
     return new YunetDetector(session, opts.scoreThreshold ?? YUNET_SCORE_THRESHOLD, opts.nms ?? YUNET_NMS, opts.topK ?? YUNET_TOP_K);
   }
 
-  async detectRaw(img: NativeImage): Promise<NativeFace[]> {
+  /** DeepFace's faces, with the unrounded boxes and landmarks (`raw_box`, `raw_landmarks`). */
+  async detect(img: NativeImage): Promise<Detection[]> {
     const prep = await yunetPrepare(img);
     const input: TensorData = { type: 'float32', data: prep.tensor, dims: prep.dims };
     const out = await this.session.run({ [this.session.inputNames[0] ?? 'input']: input });
@@ -47,10 +49,6 @@ export class YunetDetector {
       return toNative(t);
     });
     return yunetDecode(outputs, img.width, img.height, this.scoreThreshold, this.nms, this.topK);
-  }
-
-  async detect(img: NativeImage): Promise<DetectedFace[]> {
-    return (await this.detectRaw(img)).map(fromNativeFace);
   }
 
   async release(): Promise<void> {
