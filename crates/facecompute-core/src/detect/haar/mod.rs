@@ -779,41 +779,13 @@ impl Cascade {
             let delta = plan.deltas.get(k).copied().unwrap_or_default();
             dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right, delta }
         }));
-        // The compacted scan's copy of a window: one slot per distinct point the stumps read.
-        let cols = self.win_w as usize + 1;
-        bufs.point_id.clear();
-        bufs.point_id.resize(cols * (self.win_h as usize + 1), u32::MAX);
-        bufs.points.clear();
-        bufs.copied.clear();
-        for (k, points) in plan.points.iter().enumerate() {
-            let ofs = points.map(|(dx, dy)| {
-                let id = &mut bufs.point_id[dy as usize * cols + dx as usize];
-                if *id == u32::MAX {
-                    *id = bufs.points.len() as u32;
-                    bufs.points.push(layout.offset(dx as usize, dy as usize) as u32);
-                }
-                *id * dense::LANES as u32
-            });
-            bufs.copied.push(dense::Stump { ofs, ..bufs.stumps[k] });
-        }
         let norm = HaarRect { x: 1, y: 1, w: self.win_w - 2, h: self.win_h - 2, weight: 0.0 };
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
         let per_row = (o.x1 - o.x0).div_ceil(step);
         // Origin rows o.y0, o.y0 + step, ...: the last one's integral row, relative to the crop.
         let last_row = (o.y1 - 1 - o.y0) / step * step;
-        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &plan.stages, !plan.deltas.is_empty(), &bufs.points, &bufs.copied)?;
+        let level = dense::Level::new(&bufs.planar.sum, &bufs.planar.sq, layout, last_row + 1, per_row, corners(&norm), area, &bufs.stumps, &plan.stages, !plan.deltas.is_empty())?;
         let mut hits = Vec::new();
-        if compact_enabled() {
-            bufs.row_hits.clear();
-            let bases = (o.y0..o.y1).step_by(step).map(|y| (y - o.y0) * layout.stride);
-            dense::scan_rows(kernel, &level, bases, per_row, &mut bufs.survivors, &mut bufs.row_hits);
-            let stride = layout.stride;
-            hits.extend(bufs.row_hits.iter().map(|&(at, weight)| {
-                let (r, j) = (at as usize / stride, at as usize % stride);
-                Hit { x: (o.x0 + j * step) as u32, y: (o.y0 + r) as u32, weight }
-            }));
-            return Some(hits);
-        }
         for y in (o.y0..o.y1).step_by(step) {
             bufs.row_hits.clear();
             dense::scan_row(kernel, &level, (y - o.y0) * layout.stride, per_row, &mut bufs.row_hits);
@@ -942,10 +914,6 @@ struct Buffers {
     sq: Vec<u32>,
     /// The dense scan's integral images, hits of one row and stumps of one level.
     planar: dense::PlanarBuffers,
-    survivors: dense::Survivors,
-    point_id: Vec<u32>,
-    points: Vec<u32>,
-    copied: Vec<dense::Stump>,
     row_hits: Vec<(u32, f64)>,
     stumps: Vec<dense::Stump>,
 }
@@ -961,8 +929,3 @@ fn clip(r: Rect, img: Gray) -> Option<Rect> {
 
 #[cfg(test)]
 mod tests;
-
-fn compact_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("HAAR_COMPACT").map(|v| v == "1").unwrap_or(false))
-}

@@ -159,7 +159,7 @@ impl Sums for IntSums {
 /// One stage's sum for eight origins.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn stage<S: Sums>(p: *const i32, all: &[Stump], st: &Stage, vnf: __m256) -> (__m256d, __m256d) {
+unsafe fn stage<S: Sums>(p: *const i32, all: &[Stump], st: &Stage, vnf: __m256) -> (__m256d, __m256d) {
     let mut sums = S::start(st);
     let mut from = st.first;
     let mut group = |k: usize| {

@@ -22,16 +22,11 @@
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
-mod compact;
-#[cfg(target_arch = "x86_64")]
-mod compact_avx2;
-
-pub(super) use compact::Survivors;
 
 use crate::simd::Kernel;
 
 /// Origins per AVX2 vector.
-pub(super) const LANES: usize = 8;
+const LANES: usize = 8;
 
 /// Origins per widest vector (AVX-512's sixteen). Every plane is padded by this many columns, and
 /// `Level::new` checks rows rounded up to it, so that the last vector of a row reads inside the
@@ -250,10 +245,6 @@ pub(super) struct Level<'a> {
     stages: &'a [Stage],
     /// Stage sums as integer counters (see `Stage`) rather than in f64.
     ints: bool,
-    /// The compacted scan's copy of a window: the planar offsets of the points the stumps read,
-    /// and the stumps with their corners as offsets into the copy (point index times `LANES`).
-    points: &'a [u32],
-    copied: &'a [Stump],
 }
 
 impl<'a> Level<'a> {
@@ -272,8 +263,6 @@ impl<'a> Level<'a> {
         stumps: &'a [Stump],
         stages: &'a [Stage],
         ints: bool,
-        points: &'a [u32],
-        copied: &'a [Stump],
     ) -> Option<Self> {
         let max_ofs = stumps.iter().flat_map(|s| s.ofs).chain(nofs).max()? as usize;
         let last = rows.checked_sub(1)? * layout.stride + per_row.div_ceil(PAD) * PAD
@@ -283,11 +272,7 @@ impl<'a> Level<'a> {
         // The AVX2 kernel converts the variance rectangle's sum of squares as a signed integer.
         let sq_fits = norm_area * 255.0 * 255.0 < i32::MAX as f64;
         let stages_ok = stages.iter().all(|s| s.end() <= stumps.len()) && !stages.is_empty();
-        // The copy reads only points a stump reads, and its stumps read inside the copy.
-        let points_ok = points.iter().all(|&p| p as usize <= max_ofs)
-            && copied.len() == stumps.len()
-            && copied.iter().flat_map(|s| s.ofs).all(|o| (o as usize) < points.len() * LANES);
-        (fits && sq_fits && stages_ok && points_ok).then_some(Self {
+        (fits && sq_fits && stages_ok).then_some(Self {
             sum,
             sq,
             nofs,
@@ -296,8 +281,6 @@ impl<'a> Level<'a> {
             stumps,
             stages,
             ints,
-            points,
-            copied,
         })
     }
 }
@@ -340,29 +323,6 @@ pub(super) fn scan_row(
             avx512::scan_row(level, base, n, hits)
         } else {
             avx2::scan_row(level, base, n, hits)
-        }
-    }
-}
-
-/// `scan_row` over the rows at `bases` (each as there), compacting the windows that survive the
-/// first stages (see `compact`). Hits are `(planar offset of the origin, sum)`, in scan order.
-pub(super) fn scan_rows(
-    kernel: Kernel,
-    level: &Level,
-    bases: impl Iterator<Item = usize>,
-    n: usize,
-    list: &mut Survivors,
-    hits: &mut Vec<(u32, f64)>,
-) {
-    let chosen = scan_kernel(kernel);
-    assert!(chosen != Kernel::Scalar, "dense Haar scan without AVX2; callers check `supports`");
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `scan_row`, for every row.
-    unsafe {
-        if level.ints {
-            compact_avx2::scan_rows::<avx2::IntSums>(level, bases, n, list, hits)
-        } else {
-            compact_avx2::scan_rows::<avx2::F64Sums>(level, bases, n, list, hits)
         }
     }
 }
