@@ -7,8 +7,8 @@
  * refused before compute (4xx validation, 401, 402, 404, 413, 429), capacity refusals (503) and our
  * own failures (5xx), as well as a request whose caller went away before it was answered. One 5xx
  * is kept: `502 upstream_lost`, a request whose model server stopped while computing it. That is
- * presumed to be its input's doing (a refund would let one credit crash model servers without end,
- * issue 24), and it is also a strike against the account (src/service/limits/strikes.ts). A remote
+ * presumed to be its input's doing (a refund would let one credit crash model servers without end),
+ * and it is also a strike against the account (src/service/limits/strikes.ts). A remote
  * URL fetched whole that is not an image (`422 url_not_image`) is kept too: the fetch was work done
  * for the caller, and a refund made fetching free (any URL, any number of times).
  */

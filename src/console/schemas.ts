@@ -96,7 +96,7 @@ const usageCounts = {
 } as const;
 const countsRequired = ['charged', 'refunded', 'refused', 'free', 'total'] as const;
 
-/** GET /api/usage (issue 28; beyond contract §7's table): src/accounts/usage/report.ts's UsageReport, and the account. */
+/** GET /api/usage (beyond contract §7's table): src/accounts/usage/report.ts's UsageReport, and the account. */
 export const usageAnswer = {
   type: 'object',
   required: ['account', 'usage'],

@@ -1,7 +1,7 @@
 /**
  * Reads a request body into ONE buffer. Fastify's `parseAs: 'buffer'` keeps every chunk and then
  * Buffer.concat's them, so a body is held twice at its end (25 MiB of unterminated JSON rose `serve`'s
- * RSS by 48-85 MiB, 64 MiB on /compare by 174-186 MiB: issue 24's adversary suite). Here a body with a
+ * RSS by 48-85 MiB, 64 MiB on /compare by 174-186 MiB in the adversary suite). Here a body with a
  * Content-Length (already held to the route's limit and reserved in the body budget before it is
  * read) gets one buffer of exactly that length, allocated before the first byte and filled as chunks
  * arrive; a chunked body grows its buffer geometrically, never past the limit.
@@ -26,7 +26,7 @@ const EMPTY = Buffer.alloc(0);
 /**
  * Where a large declared body's buffer comes from, and goes back to (src/service/buffer-pool.ts): a
  * fresh 64 MiB buffer costs a page fault per 4 KiB as chunks are copied in, and V8 counts it as
- * external memory, which starts full collections on the event loop (issue 24: a 64 MiB /compare body
+ * external memory, which starts full collections on the event loop (a 64 MiB /compare body
  * stalled serve's loop 170-340 ms). A resident one costs neither.
  */
 export interface BodyBuffers {

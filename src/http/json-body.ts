@@ -13,7 +13,7 @@
  * than its share is refused unparsed (`maxValues`); and where the route asks for it, top-level members
  * are taken out and JSON.parse reads only the rest of the text: rows of numbers (/compare's `targets`)
  * as float32, a plain ASCII string (`targets_b64`) as its bytes. JSON.parse costs about 130 ns per
- * number: 64 MiB of targets held the loop for 0.9–2.9 s, 64 MiB of targets_b64 0.18–1.26 s (issue 24).
+ * number: 64 MiB of targets held the loop for 0.9–2.9 s, 64 MiB of targets_b64 0.18–1.26 s.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -86,7 +86,7 @@ export const NON_FINITE_DETAIL = 'the body holds NaN or Infinity, which JSON can
 /**
  * Bodies from this size on are read natively, on the libuv pool, before JSON.parse runs on the event
  * loop. JSON.parse builds every value it reads before it finds an error, so 64 MiB of unterminated
- * JSON held the event loop for seconds and grew the heap by hundreds of MiB (issue 24); the check
+ * JSON held the event loop for seconds and grew the heap by hundreds of MiB; the check
  * reads the bytes once and keeps nothing. Below this size a failed JSON.parse costs less than the trip
  * through the pool (bench/adversary measures both sides), and a body holds at most about 32,000 values.
  */

@@ -1,5 +1,5 @@
 /**
- * The arrays of tool arguments, checked before the schema validator sees them (issue 24, item 2).
+ * The arrays of tool arguments, checked before the schema validator sees them.
  * A validator that reads every element before the array's length, and records one issue per bad
  * element (zod did: 7.6 MiB of bad `targets` made millions of issues, 3.2 s, 1.54 GB), is held off:
  * every array is held to the REST limits first (its length is read, not its elements), and each

@@ -1,4 +1,4 @@
-/** The console's JSON API under /api/: contract §7's table, and GET /api/usage (issue 28). */
+/** The console's JSON API under /api/: contract §7's table, and GET /api/usage. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsStore, KeyKind } from '../../accounts/index.js';
 import {

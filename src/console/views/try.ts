@@ -1,5 +1,5 @@
 /**
- * The "Try it" page (issue 28, item 5): the form and the empty answer that /assets/try-it.js fills in.
+ * The "Try it" page: the form and the empty answer that /assets/try-it.js fills in.
  * Every control has a label; the answer's parts carry ids the script and the browser test address.
  */
 import { html, type Html } from './html.js';

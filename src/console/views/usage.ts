@@ -1,5 +1,5 @@
 /**
- * The Usage page (issue 28, item 6): the account's requests by day over the last 30 days as a chart,
+ * The Usage page: the account's requests by day over the last 30 days as a chart,
  * by key and by route, what was charged and what was not, the remaining allowance, and the most recent
  * requests with their x-request-id. Server-rendered: the chart is inline SVG (no script, no CDN), its
  * colours come from the page's nonce'd stylesheet.

@@ -6,7 +6,7 @@
  * strikes within FACECOMPUTE_STRIKE_WINDOW_MS (counted from its first) gets `429 too_many_strikes`,
  * with Retry-After until the window ends, for every request that would reach a model server (images);
  * requests with embeddings only still run. Counted by the shared limiter (Redis when configured), so
- * every gateway and MCP replica sees the same strikes. Issue 24: one credit bought endless crashes.
+ * every gateway and MCP replica sees the same strikes. Without them, one credit bought endless crashes.
  */
 import { ServiceError } from '../../errors/index.js';
 import type { Limiter } from './limiter.js';
