@@ -1,6 +1,7 @@
 //! Every pixel operation against OpenCV 4.9.0.80 output (ops.tsv, from
-//! tools/reference/opencv_pixels.py): 8-bit results may differ by at most 1 level, and the test
-//! prints how many samples differ at all; float tensors must agree to float32 rounding.
+//! tools/reference/opencv_pixels.py): 8-bit results are exact, except cubic resize (IPP in the
+//! wheels), rotate and truncate, which may differ by 1 level; the test prints how many samples
+//! differ at all. Float tensors must agree to float32 rounding.
 
 mod common;
 use common::*;
@@ -69,8 +70,10 @@ fn pixel_ops_match_opencv() {
         let (max, n) = diff(&got, &expected, out);
         worst = worst.max(max);
         report.push(format!("{out}: max {max}, {n} samples differ"));
-        // Gray, borders and letterbox geometry have no rounding freedom: they must be exact.
-        let limit = if matches!(op, "gray" | "border") { 0 } else { 1 };
+        // Exact where OpenCV's own code runs; x86 wheels hand 8-bit INTER_CUBIC to IPP, and rotate
+        // and truncate keep one level of freedom.
+        let exact = matches!(op, "gray" | "border" | "letterbox") || (op == "resize" && !params.ends_with("cubic"));
+        let limit = if exact { 0 } else { 1 };
         assert!(max <= limit, "{out}: max abs diff {max} ({n} samples)");
     }
     println!("{}", report.join("\n"));

@@ -3,7 +3,6 @@
 
 pub mod haar;
 pub mod opencv;
-mod cv_resize;
 pub mod mtcnn;
 pub mod nms;
 pub mod retinaface;

@@ -12,11 +12,10 @@
 //! (13 DeepFace portraits with DeepFace's border: 17 wrong face counts with that rule vs 1 at a
 //! 320-px long side), so its detector defaults to [`ScaleRule::LongSide`] 320.
 
-use super::cv_resize::{resize_linear, ResizeSpec};
+use crate::pixels::{resize_factor, Image, Interpolation};
 use super::nms::nms_plus_one;
 use super::{FaceBox, Tensor};
 use crate::error::{CoreError, CoreResult};
-use crate::pixels::Image;
 
 pub const DEFAULT_THRESHOLD: f32 = 0.9;
 pub const DEFAULT_NMS_IOU: f32 = 0.4;
@@ -82,7 +81,7 @@ pub fn prepare(img: &Image, variant: Variant, rule: ScaleRule) -> CoreResult<Pre
     let scale = rule.scale(img.width, img.height);
     let resized;
     let src = if scale != 1.0 {
-        resized = resize_linear(img, ResizeSpec::Factor { fx: scale, fy: scale })?;
+        resized = resize_factor(img, scale, scale, Interpolation::Linear)?;
         &resized
     } else {
         img

@@ -6,11 +6,10 @@
 //!   a box `(c + dx, r + dy) * s` with size `exp(dw|dh) * s` and 5 keypoints `(kp + (c,r)) * s`;
 //!   then `NMSBoxes` on the truncated integer boxes (only when there are 2+ candidates).
 
-use super::cv_resize::{resize_linear, ResizeSpec};
+use crate::pixels::{resize, Image, Interpolation};
 use super::nms::nms_opencv;
 use super::{IntFace, Tensor};
 use crate::error::{CoreError, CoreResult};
-use crate::pixels::Image;
 
 pub const STRIDES: [usize; 3] = [8, 16, 32];
 /// DeepFace's default for env `yunet_score_threshold`.
@@ -62,7 +61,7 @@ pub fn prepare(img: &Image) -> CoreResult<(Plan, Vec<f32>)> {
     let p = plan(img.width, img.height)?;
     let resized;
     let src = if p.resized {
-        resized = resize_linear(img, ResizeSpec::Size { width: p.input_width, height: p.input_height })?;
+        resized = resize(img, p.input_width, p.input_height, Interpolation::Linear)?;
         &resized
     } else {
         img

@@ -16,7 +16,7 @@ pub use border::{copy_make_border, copy_make_border_raw, crop_clipped, crop_padd
 pub use downscale::downscale_max_side;
 pub use gray::bgr_to_gray;
 pub use letterbox::{letterbox, letterbox_f64, letterbox_geometry};
-pub use resize::{resize, resize_linear_f64, ImageF64};
+pub use resize::{resize, resize_factor, resize_linear_f64, ImageF64};
 pub use tensor::{face_input, faces_to_tensor, normalize_input, Layout, Letterbox, Normalization, Preprocess, TensorSpec};
 pub use warp::{rotate, rotate_roi, rotation_matrix, warp_affine_cubic, warp_affine_cubic_roi};
 

@@ -1,10 +1,11 @@
 //! `cv2.resize` reproduced for 8-bit images (INTER_LINEAR, INTER_CUBIC, INTER_AREA) and for the
 //! float64 linear path DeepFace's `resize_image` takes on faces it has already divided by 255.
 //!
-//! OpenCV (4.9, x86-64 wheels, SSE3 baseline) computes 8-bit resizes in fixed point: 11-bit
-//! coefficients rounded from float32, an int32 horizontal pass, then a vertical pass whose SIMD body
-//! and scalar tail round differently. Both are reproduced, with the same split point, so results are
-//! bit-exact rather than "close".
+//! OpenCV (4.9 to 4.11, x86-64 wheels, SSE3 baseline) computes 8-bit resizes in fixed point: 11-bit
+//! coefficients rounded from float32, an int32 horizontal pass, then a vertical pass. Its linear
+//! vertical pass rounds one way everywhere; the cubic one rounds its SIMD body (float32) and scalar
+//! tail (integer) differently, so the split point is reproduced. The results are bit-exact against
+//! tests/fixtures/resize (tools/reference/opencv_resize.py).
 
 use super::Image;
 use super::Interpolation;
@@ -45,8 +46,7 @@ pub(crate) fn cubic_coeffs_pub(x: f32) -> [f32; 4] {
 /// OpenCV's tap computation (`resizeGeneric` set-up) for one axis. `clamp_edges` is the x-axis
 /// behaviour (linear taps that fall outside are pinned with a zero fraction); the y-axis leaves
 /// them and relies on row clipping, which gives the same values.
-fn taps(ssize: usize, dsize: usize, interp: Interpolation, clamp_edges: bool) -> Taps {
-    let inv_scale = dsize as f64 / ssize as f64;
+fn taps(ssize: usize, dsize: usize, inv_scale: f64, interp: Interpolation, clamp_edges: bool) -> Taps {
     let scale = 1.0 / inv_scale;
     let area = interp == Interpolation::Area;
     let ksize = if interp == Interpolation::Cubic { 4 } else { 2 };
@@ -105,44 +105,61 @@ fn check(img_w: u32, img_h: u32, channels: u32, len: usize, w: u32, h: u32) -> C
     Ok(())
 }
 
-/// True when OpenCV would take its integer-factor area path: INTER_AREA for any integer downscale,
-/// and INTER_LINEAR for an exact 2× downscale in both directions.
-fn area_fast_factor(sw: u32, sh: u32, dw: u32, dh: u32, interp: Interpolation) -> Option<(usize, usize)> {
-    let sx = sw as f64 / dw as f64;
-    let sy = sh as f64 / dh as f64;
+/// OpenCV's integer scale test: the scale (1 / inv_scale) of both axes within DBL_EPSILON of an
+/// integer, rounded as `saturate_cast<int>` does.
+fn integer_scale(inv_x: f64, inv_y: f64) -> Option<(usize, usize)> {
+    let (sx, sy) = (1.0 / inv_x, 1.0 / inv_y);
     let (ix, iy) = (sx.round_ties_even(), sy.round_ties_even());
-    let exact = (sx - ix).abs() < f64::EPSILON && (sy - iy).abs() < f64::EPSILON;
-    if !exact {
-        return None;
-    }
-    match interp {
-        Interpolation::Linear if ix == 2.0 && iy == 2.0 => Some((2, 2)),
-        Interpolation::Area if ix >= 1.0 && iy >= 1.0 => Some((ix as usize, iy as usize)),
-        _ => None,
-    }
+    ((sx - ix).abs() < f64::EPSILON && (sy - iy).abs() < f64::EPSILON).then_some((ix as usize, iy as usize))
 }
 
-/// `cv2.resize(img, (width, height), interpolation=interp)` on an 8-bit image.
+/// `cv2.resize(img, (width, height), interpolation=interp)` on an 8-bit image: the scale of each
+/// axis is dst/src.
 pub fn resize(img: &Image, width: u32, height: u32, interp: Interpolation) -> CoreResult<Image> {
     check(img.width, img.height, img.channels, img.data.len(), width, height)?;
+    resize_scaled(img, width, height, width as f64 / img.width as f64, height as f64 / img.height as f64, interp)
+}
+
+/// `cv2.resize(img, None, fx=fx, fy=fy, interpolation=interp)`: the size is `round(src * f)` and
+/// the scale exactly `f`, which differs from dst/src when `src * f` is not an integer.
+pub fn resize_factor(img: &Image, fx: f64, fy: f64, interp: Interpolation) -> CoreResult<Image> {
+    if !(fx.is_finite() && fy.is_finite() && fx > 0.0 && fy > 0.0) {
+        return Err(CoreError::invalid_request("resize: scale factors must be positive"));
+    }
+    let (dw, dh) = ((img.width as f64 * fx).round_ties_even(), (img.height as f64 * fy).round_ties_even());
+    if !(1.0..=MAX_SIDE).contains(&dw) || !(1.0..=MAX_SIDE).contains(&dh) {
+        return Err(CoreError::invalid_request("resize: destination size out of range"));
+    }
+    check(img.width, img.height, img.channels, img.data.len(), dw as u32, dh as u32)?;
+    resize_scaled(img, dw as u32, dh as u32, fx, fy, interp)
+}
+
+/// Largest destination side [`resize_factor`] accepts.
+const MAX_SIDE: f64 = (1 << 15) as f64;
+
+/// OpenCV's dispatch (`cv::resize` and `hal::resize`): same size is a copy, an exact 2x linear
+/// downscale is an area average, INTER_AREA is a true area average only when both axes shrink.
+fn resize_scaled(img: &Image, width: u32, height: u32, inv_x: f64, inv_y: f64, interp: Interpolation) -> CoreResult<Image> {
     if (width, height) == (img.width, img.height) {
         return Ok(img.clone());
     }
-    if let Some((fx, fy)) = area_fast_factor(img.width, img.height, width, height, interp) {
-        return Ok(area_fast_u8(img, width, height, fx, fy));
+    let int_scale = integer_scale(inv_x, inv_y);
+    let interp = if interp == Interpolation::Linear && int_scale == Some((2, 2)) { Interpolation::Area } else { interp };
+    if interp == Interpolation::Area && 1.0 / inv_x >= 1.0 && 1.0 / inv_y >= 1.0 {
+        return Ok(match int_scale {
+            Some((fx, fy)) => area_fast_u8(img, width, height, fx, fy),
+            None => area_u8(img, width, height, 1.0 / inv_x, 1.0 / inv_y),
+        });
     }
-    if interp == Interpolation::Area && img.width >= width && img.height >= height {
-        return Ok(area_u8(img, width, height));
-    }
-    Ok(separable_u8(img, width, height, interp))
+    Ok(separable_u8(img, width, height, inv_x, inv_y, interp))
 }
 
-fn separable_u8(img: &Image, width: u32, height: u32, interp: Interpolation) -> Image {
+fn separable_u8(img: &Image, width: u32, height: u32, inv_x: f64, inv_y: f64, interp: Interpolation) -> Image {
     let cn = img.channels as usize;
     let (sw, sh) = (img.width as usize, img.height as usize);
     let (dw, dh) = (width as usize, height as usize);
-    let tx = taps(sw, dw, interp, true);
-    let ty = taps(sh, dh, interp, false);
+    let tx = taps(sw, dw, inv_x, interp, true);
+    let ty = taps(sh, dh, inv_y, interp, false);
     let k = tx.ksize;
     let alpha: Vec<i16> = tx.coef.iter().map(|&c| round_i16(c * COEF_SCALE)).collect();
     let beta: Vec<i16> = ty.coef.iter().map(|&c| round_i16(c * COEF_SCALE)).collect();
@@ -174,7 +191,6 @@ fn separable_u8(img: &Image, width: u32, height: u32, interp: Interpolation) -> 
         }
     };
 
-    let simd_end = row_len / 8 * 8;
     let mut out = vec![0u8; dh * row_len];
     // Horizontally resized source rows, kept while neighbouring output rows still need them.
     let mut pool: Vec<(usize, Vec<i32>)> = Vec::with_capacity(k);
@@ -207,18 +223,15 @@ fn separable_u8(img: &Image, width: u32, height: u32, interp: Interpolation) -> 
         if k == 2 {
             let (s0, s1) = (rows[0], rows[1]);
             let (b0, b1) = (b[0] as i32, b[1] as i32);
-            for x in 0..simd_end {
-                // OpenCV's SIMD body: (S >> 4) to int16, high half of the product, rounding shift by 2.
+            for x in 0..row_len {
+                // OpenCV's vector body and its scalar specialisation for 8-bit agree: (S >> 4) as
+                // int16, the high half of the product with the 11-bit weight, a rounding shift by 2.
                 let p0 = ((s0[x] >> 4).clamp(-32768, 32767) * b0) >> 16;
                 let p1 = ((s1[x] >> 4).clamp(-32768, 32767) * b1) >> 16;
-                let t = (p0 + p1).clamp(-32768, 32767);
-                d[x] = ((t + 2) >> 2).clamp(0, 255) as u8;
-            }
-            for x in simd_end..row_len {
-                let v = (s0[x] as i64 * b0 as i64 + s1[x] as i64 * b1 as i64 + (1 << 21)) >> 22;
-                d[x] = v.clamp(0, 255) as u8;
+                d[x] = (((p0 + p1).clamp(-32768, 32767) + 2) >> 2).clamp(0, 255) as u8;
             }
         } else {
+            let simd_end = row_len / 8 * 8;
             let scale = 1.0f32 / (COEF_SCALE * COEF_SCALE);
             let bf: [f32; 4] = [b[0] as f32 * scale, b[1] as f32 * scale, b[2] as f32 * scale, b[3] as f32 * scale];
             for x in 0..simd_end {
@@ -238,23 +251,41 @@ fn separable_u8(img: &Image, width: u32, height: u32, interp: Interpolation) -> 
     Image { width, height, channels: img.channels, data: out }
 }
 
-/// OpenCV's integer-factor area average (`resizeAreaFast`), rounding half up like its SIMD path.
+/// OpenCV's integer-factor area average (`resizeAreaFast`). A whole 2x2 cell rounds half up (its
+/// vector path, also taken by the scalar tail); other whole cells multiply by a float32 `1/area`
+/// and round half to even; cells cut by the right or bottom edge (factor sizes) divide the sum of
+/// the pixels they hold in float32.
 fn area_fast_u8(img: &Image, width: u32, height: u32, fx: usize, fy: usize) -> Image {
     let cn = img.channels as usize;
-    let stride = img.width as usize * cn;
-    let area = (fx * fy) as u32;
-    let mut out = vec![0u8; width as usize * height as usize * cn];
-    for dy in 0..height as usize {
-        for dx in 0..width as usize {
+    let (sw, sh) = (img.width as usize, img.height as usize);
+    let stride = sw * cn;
+    let (dw, dh) = (width as usize, height as usize);
+    let halve = fx == 2 && fy == 2 && matches!(cn, 1 | 3 | 4);
+    let scale = 1.0f32 / (fx * fy) as f32;
+    let whole_cols = sw / fx;
+    let mut out = vec![0u8; dw * dh * cn];
+    for dy in 0..dh {
+        let (y0, y1) = (dy * fy, (dy * fy + fy).min(sh));
+        let whole_row = dy * fy + fy <= sh;
+        for dx in 0..dw {
+            let (x0, x1) = (dx * fx, (dx * fx + fx).min(sw));
             for c in 0..cn {
                 let mut sum = 0u32;
-                for sy in 0..fy {
-                    let row = (dy * fy + sy) * stride;
-                    for sx in 0..fx {
-                        sum += img.data[row + (dx * fx + sx) * cn + c] as u32;
+                for y in y0..y1 {
+                    for x in x0..x1 {
+                        sum += img.data[y * stride + x * cn + c] as u32;
                     }
                 }
-                out[(dy * width as usize + dx) * cn + c] = ((sum + area / 2) / area) as u8;
+                let v = if whole_row && dx < whole_cols {
+                    if halve {
+                        (sum + 2) >> 2
+                    } else {
+                        (sum as f32 * scale).round_ties_even() as u32
+                    }
+                } else {
+                    (sum as f32 / ((y1 - y0) * (x1 - x0)) as f32).round_ties_even() as u32
+                };
+                out[(dy * dw + dx) * cn + c] = v.min(255) as u8;
             }
         }
     }
@@ -293,12 +324,12 @@ fn area_tab(ssize: usize, dsize: usize, scale: f64) -> Vec<AreaTap> {
 }
 
 /// OpenCV's general area downscale (`resizeArea`), accumulated in float32 in the same order.
-fn area_u8(img: &Image, width: u32, height: u32) -> Image {
+fn area_u8(img: &Image, width: u32, height: u32, scale_x: f64, scale_y: f64) -> Image {
     let cn = img.channels as usize;
     let (sw, sh) = (img.width as usize, img.height as usize);
     let (dw, dh) = (width as usize, height as usize);
-    let xtab = area_tab(sw, dw, sw as f64 / dw as f64);
-    let ytab = area_tab(sh, dh, sh as f64 / dh as f64);
+    let xtab = area_tab(sw, dw, scale_x);
+    let ytab = area_tab(sh, dh, scale_y);
     let row_len = dw * cn;
     let mut out = vec![0u8; dh * row_len];
     let mut buf = vec![0f32; row_len];
@@ -337,71 +368,58 @@ fn area_u8(img: &Image, width: u32, height: u32) -> Image {
     Image { width, height, channels: img.channels, data: out }
 }
 
-/// `cv2.resize(img, (width, height))` (INTER_LINEAR) on a float64 image: float32 weights, float64
-/// arithmetic, and the exact-2× shortcut to an area average that OpenCV takes for every depth.
+/// `cv2.resize(img, (width, height))` (INTER_LINEAR) on a float64 image, as DeepFace's
+/// `resize_image` runs it on faces divided by 255, in OpenCV's own arithmetic: float32 weights,
+/// float64 sums. x86 wheels hand sources with both sides >= 2 to IPP, which weighs in float64; the
+/// two differ by up to ~1e-6.
 pub fn resize_linear_f64(img: &ImageF64, width: u32, height: u32) -> CoreResult<ImageF64> {
     check(img.width, img.height, img.channels, img.data.len(), width, height)?;
     if (width, height) == (img.width, img.height) {
         return Ok(img.clone());
     }
-    let cn = img.channels as usize;
     let (sw, sh) = (img.width as usize, img.height as usize);
     let (dw, dh) = (width as usize, height as usize);
-    let row_len = dw * cn;
-    let stride = sw * cn;
-    let mut out = vec![0f64; dh * row_len];
-    if area_fast_factor(img.width, img.height, width, height, Interpolation::Linear).is_some() {
-        for dy in 0..dh {
-            for dx in 0..dw {
-                for c in 0..cn {
-                    let p = |y: usize, x: usize| img.data[(2 * dy + y) * stride + (2 * dx + x) * cn + c];
-                    let sum = p(0, 0) + p(0, 1) + p(1, 0) + p(1, 1);
-                    out[dy * row_len + dx * cn + c] = sum * 0.25;
-                }
-            }
-        }
-        return Ok(ImageF64 { width, height, channels: img.channels, data: out });
+    let cn = img.channels as usize;
+    let (row_len, stride) = (dw * cn, sw * cn);
+    if integer_scale(dw as f64 / sw as f64, dh as f64 / sh as f64) == Some((2, 2)) {
+        // OpenCV's exact-2x shortcut to an area average, for every depth.
+        let p = |y: usize, x: usize| img.data[y * stride + x];
+        let data = (0..dh * row_len)
+            .map(|i| {
+                let (y, x) = (2 * (i / row_len), 2 * (i % row_len / cn) * cn + i % cn);
+                (p(y, x) + p(y, x + cn) + p(y + 1, x) + p(y + 1, x + cn)) * 0.25
+            })
+            .collect();
+        return Ok(ImageF64 { width, height, channels: img.channels, data });
     }
-    let tx = taps(sw, dw, Interpolation::Linear, true);
-    let ty = taps(sh, dh, Interpolation::Linear, false);
-    let hpass = |sy: usize, o: &mut [f64]| {
-        let s = &img.data[sy * stride..(sy + 1) * stride];
-        for dx in 0..dw {
-            let sx = tx.ofs[dx] as usize * cn;
-            let (a0, a1) = (tx.coef[dx * 2] as f64, tx.coef[dx * 2 + 1] as f64);
-            for c in 0..cn {
-                o[dx * cn + c] = if tx.coef[dx * 2 + 1] == 0.0 && sx + cn >= stride {
-                    s[sx + c]
-                } else {
-                    s[sx + c] * a0 + s[sx + cn + c] * a1
-                };
-            }
-        }
+    let f32_taps = |ss: usize, ds: usize, clamp: bool| {
+        let t = taps(ss, ds, ds as f64 / ss as f64, Interpolation::Linear, clamp);
+        t.ofs.iter().enumerate().map(|(i, &o)| (clip(o, ss), clip(o + 1, ss), t.coef[2 * i] as f64, t.coef[2 * i + 1] as f64)).collect::<Vec<_>>()
     };
-    let mut r0 = vec![0f64; row_len];
-    let mut r1 = vec![0f64; row_len];
-    let mut have: (Option<usize>, Option<usize>) = (None, None);
-    for dy in 0..dh {
-        let y0 = clip(ty.ofs[dy], sh);
-        let y1 = clip(ty.ofs[dy] + 1, sh);
-        if have.0 != Some(y0) {
-            if have.1 == Some(y0) {
-                std::mem::swap(&mut r0, &mut r1);
-                have = (Some(y0), have.0);
-            } else {
-                hpass(y0, &mut r0);
-                have.0 = Some(y0);
+    let (tx, ty) = (f32_taps(sw, dw, true), f32_taps(sh, dh, false));
+    let mix = |a: f64, b: f64, w0: f64, w1: f64| a * w0 + b * w1;
+    let hpass = |sy: usize| -> Vec<f64> {
+        let s = &img.data[sy * stride..(sy + 1) * stride];
+        let mut o = vec![0f64; row_len];
+        for (dx, &(x0, x1, w0, w1)) in tx.iter().enumerate() {
+            for c in 0..cn {
+                o[dx * cn + c] = mix(s[x0 * cn + c], s[x1 * cn + c], w0, w1);
             }
         }
-        if have.1 != Some(y1) {
-            hpass(y1, &mut r1);
-            have.1 = Some(y1);
+        o
+    };
+    let rows: Vec<Option<Vec<f64>>> = {
+        let mut need = vec![false; sh];
+        for &(y0, y1, _, _) in &ty {
+            need[y0] = true;
+            need[y1] = true;
         }
-        let (b0, b1) = (ty.coef[dy * 2] as f64, ty.coef[dy * 2 + 1] as f64);
-        let d = &mut out[dy * row_len..(dy + 1) * row_len];
-        for x in 0..row_len {
-            d[x] = r0[x] * b0 + r1[x] * b1;
-        }
+        need.iter().enumerate().map(|(y, &n)| n.then(|| hpass(y))).collect()
+    };
+    let mut out = Vec::with_capacity(dh * row_len);
+    for &(y0, y1, w0, w1) in &ty {
+        let (r0, r1) = (rows[y0].as_ref().expect("row"), rows[y1].as_ref().expect("row"));
+        out.extend(r0.iter().zip(r1).map(|(&a, &b)| mix(a, b, w0, w1)));
     }
     Ok(ImageF64 { width, height, channels: img.channels, data: out })
 }

@@ -12,8 +12,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::simd::Kernel;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pyramid::Roi;
-pub use pyramid::{bgr_to_gray_cascade, resize_linear_exact_cascade};
+pub use pyramid::{bgr_to_gray_cascade, resize_linear_exact_cascade, resize_linear_exact_cascade_roi, Roi};
 
 /// What one detection's face scan evaluates (see [`Cascade::scan_work`]): the inputs of the
 /// scan's roofline in docs/benchmarks.md.
