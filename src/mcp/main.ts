@@ -41,9 +41,10 @@ export interface McpRunOptions {
 }
 
 /**
- * The MCP image policy: remote URLs follow FACECOMPUTE_REMOTE_IMAGES as on REST (off: none, on
- * MCP as well), must be HTTPS and pass the same SSRF checks as the gateway's; strict mode (FACECOMPUTE_MCP_STRICT_URLS) narrows `public` to the exact
- * origins of FACECOMPUTE_REMOTE_ORIGINS; never local files.
+ * The MCP image policy: remote URLs follow FACECOMPUTE_REMOTE_IMAGES as on REST (off: none, on MCP
+ * as well), must be HTTPS and pass the same SSRF checks as the gateway's; strict mode
+ * (FACECOMPUTE_MCP_STRICT_URLS) narrows `public` to the exact origins of FACECOMPUTE_REMOTE_ORIGINS;
+ * never local files.
  */
 export function mcpInputPolicy(cfg: Config): { remoteImages: 'off' | 'allowlist' | 'public'; localImagesRoot: '' } {
   const remote = cfg.inputs.remoteImages;
