@@ -83,13 +83,6 @@ export interface CompareOutput {
  */
 export declare function compareResultsJson(indices: Uint32Array, distances: Float64Array, offsets: Uint32Array | undefined | null, threshold: number, pretuned: number, confidence?: Float64Array | undefined | null): Promise<Buffer>
 
-export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
-
-/** Version of the native core, to check that the addon loaded matches the package. */
-export declare function coreVersion(): string
-
-export declare function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
-
 export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage>
 
 export interface DecodeOptions {
@@ -406,8 +399,6 @@ export declare function retinafacePrepare(image: NativeImage, variant: Retinafac
 /** The RetinaFace networks served. */
 export type RetinafaceVariant = 'mobilenet' | 'resnet50'
 
-export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
-
 /**
  * Checks `body` (serde_json's grammar, nothing kept), counts its values up to `maxValues`, and takes
  * out the top-level members `lift` names when they hold what it asks for. The Buffer is held by the
@@ -428,8 +419,6 @@ export interface TensorSpecInput {
   /** `float` when absent. */
   letterbox?: Letterbox
 }
-
-export declare function toGray(img: NativeImage): Promise<NativeImage>
 
 /**
  * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of

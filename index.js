@@ -773,7 +773,7 @@ if (
   }
 }
 
-const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, copyMakeBorder, coreVersion, cropPadded, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, rotateImage, scanJson, TensorLayout, toGray, yunetDecode, yunetPrepare } = nativeBinding
+const { CompareStream, HaarDetector, appendAndFind, ChannelOrder, compareManyToMany, compareOneToMany, compareOneToManySync, compareResultsJson, decodeImage, decodeVectorsB64, decodeVectorsB64Bytes, DistanceMetric, encodePng, extractFaces, facesToTensor, ImageFormat, Interpolation, Letterbox, mtcnnAfterPnet, mtcnnAfterRnet, mtcnnFaces, MtcnnFlavor, mtcnnPyramidLevel, mtcnnScales, Normalization, Preprocess, probeImage, resizeImage, retinafaceDecodeMobilenet, retinafaceDecodeResnet, retinafacePrepare, RetinafaceVariant, scanJson, TensorLayout, yunetDecode, yunetPrepare } = nativeBinding
 export { CompareStream }
 export { HaarDetector }
 export { appendAndFind }
@@ -782,9 +782,6 @@ export { compareManyToMany }
 export { compareOneToMany }
 export { compareOneToManySync }
 export { compareResultsJson }
-export { copyMakeBorder }
-export { coreVersion }
-export { cropPadded }
 export { decodeImage }
 export { decodeVectorsB64 }
 export { decodeVectorsB64Bytes }
@@ -809,10 +806,8 @@ export { retinafaceDecodeMobilenet }
 export { retinafaceDecodeResnet }
 export { retinafacePrepare }
 export { RetinafaceVariant }
-export { rotateImage }
 export { scanJson }
 export { TensorLayout }
-export { toGray }
 export { yunetDecode }
 export { yunetPrepare }
 export const __napiBindingTarget = __napiLoadedBindingTarget

@@ -3,7 +3,6 @@ import {
   compareOneToMany,
   decodeVectorsB64Bytes,
   decodeVectorsB64,
-  packVectors,
   METRICS,
   type Metric,
 } from '../src/native/compare.js';
@@ -210,15 +209,4 @@ t.test('the bench-only exports read every float and describe the engine', async 
   const engine = benchNative.benchCompareEngine(100_000, 512);
   t.match(engine.kernel, /^(avx512|avx2|neon|scalar)$/);
   t.ok(engine.threads >= 1);
-});
-
-t.test('packVectors checks every JSON embedding and names the bad one', async (t) => {
-  t.same(packVectors([[1, 2], [3, 4.5]], 2), new Float32Array([1, 2, 3, 4.5]));
-  t.equal(packVectors([], 3).length, 0);
-  await rejectsWith(t, () => packVectors([[1, 2], [3]], 2), 'embedding_dimension_mismatch', /targets\[1\] has 1 values, expected 2/);
-  await rejectsWith(t, () => packVectors([[1, 2], [3, Number.NaN]], 2), 'invalid_embedding', /targets\[1\]\[1\]/);
-  await rejectsWith(t, () => packVectors([[1, '2']], 2), 'invalid_embedding', /targets\[0\]\[1\]/);
-  await rejectsWith(t, () => packVectors([[1, 1e39]], 2), 'invalid_embedding', /targets\[0\]\[1\]/);
-  await rejectsWith(t, () => packVectors([{ length: 2 }], 2, 'source'), 'invalid_embedding', /source\[0\]/);
-  await rejectsWith(t, () => packVectors('nope' as unknown as unknown[], 2), 'invalid_request');
 });

@@ -1,6 +1,6 @@
 /**
  * The addon built with the cargo feature `bench` (`npm run build:native:bench`, into bench/native/):
- * the product's addon plus the yardsticks of crates/facecompute-node/src/bench.rs, which the shipped
+ * the product's addon plus the yardsticks and single pixel steps of crates/facecompute-node/src/bench.rs, which the shipped
  * addon (`npm run build:native`, the package root's index.js) leaves out. Only bench/ and the tests of
  * those yardsticks (test/compare.test.ts, test/image.test.ts) load it; src/ cannot (its typings, index.d.ts, do not declare them).
  */

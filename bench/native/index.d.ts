@@ -57,6 +57,15 @@ export declare function appendAndFind(dest: Uint8Array, at: number, chunk: Uint8
 export declare function benchCompareEngine(rows: number, dims: number): CompareEngine
 
 /**
+ * `cv2.copyMakeBorder(BORDER_CONSTANT, 0)`; the product borders as a padded view (deepfaceBorder),
+ * and this builds the plain image a view must equal.
+ */
+export declare function benchCopyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
+
+/** The w×h window at (x, y); parts outside the image are black (the product crops inside extractFaces). */
+export declare function benchCropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
+
+/**
  * DeepFace's letterbox of a uint8 image (the product runs it inside `facesToTensor`), on the libuv
  * pool: bench/decode's measure of the pixel core against sharp.
  */
@@ -80,6 +89,12 @@ export declare function benchPeakF32Gflops(seconds: number): number
  */
 export declare function benchReadSum(data: Float32Array, dims: number): number
 
+/**
+ * getRotationMatrix2D((cx, cy), angleDeg, 1) + warpAffine(INTER_CUBIC, black border) of the whole
+ * image; extractFaces rotates only the face's window of it (pixels::rotate_roi).
+ */
+export declare function benchRotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
+
 export declare function benchSimdKernels(): SimdKernels
 
 export interface BenchTime {
@@ -90,6 +105,9 @@ export interface BenchTime {
    */
   cpuSeconds: number
 }
+
+/** cv2.cvtColor(BGR2GRAY) (pixels::bgr_to_gray; the Haar scan computes the same grey in its own pass). */
+export declare function benchToGray(img: NativeImage): Promise<NativeImage>
 
 /** The order of a 3-channel image's channels. */
 export type ChannelOrder = 'bgr' | 'rgb'
@@ -125,13 +143,6 @@ export interface CompareOutput {
  * calibration coefficients (w, b, normalizer, max_true, min_true, max_false, min_false), or none.
  */
 export declare function compareResultsJson(indices: Uint32Array, distances: Float64Array, offsets: Uint32Array | undefined | null, threshold: number, pretuned: number, confidence?: Float64Array | undefined | null): Promise<Buffer>
-
-export declare function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage>
-
-/** Version of the native core, to check that the addon loaded matches the package. */
-export declare function coreVersion(): string
-
-export declare function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage>
 
 export declare function decodeImage(bytes: Buffer, opts: DecodeOptions): Promise<NativeImage>
 
@@ -449,8 +460,6 @@ export declare function retinafacePrepare(image: NativeImage, variant: Retinafac
 /** The RetinaFace networks served. */
 export type RetinafaceVariant = 'mobilenet' | 'resnet50'
 
-export declare function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage>
-
 /**
  * Checks `body` (serde_json's grammar, nothing kept), counts its values up to `maxValues`, and takes
  * out the top-level members `lift` names when they hold what it asks for. The Buffer is held by the
@@ -481,8 +490,6 @@ export interface TensorSpecInput {
   /** `float` when absent. */
   letterbox?: Letterbox
 }
-
-export declare function toGray(img: NativeImage): Promise<NativeImage>
 
 /**
  * OpenCV FaceDetectorYN post-processing + DeepFace's mapping, for an original image of

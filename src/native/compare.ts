@@ -149,32 +149,6 @@ export function floatsOfBytes(bytes: Uint8Array): Float32Array {
 }
 
 /**
- * Packs JSON embeddings (arrays of numbers) into one row-major Float32Array for the comparison,
- * checking each as contract §3 requires: exactly `dims` finite numbers. Errors name the vector,
- * e.g. `targets[3]`. (Values are narrowed to float32, as the model's embeddings are.)
- */
-export function packVectors(vectors: readonly unknown[], dims: number, name = 'targets'): Float32Array {
-  checkDims(dims);
-  if (!Array.isArray(vectors)) throw new ServiceError('invalid_request', `${name} must be an array of embeddings`);
-  const out = new Float32Array(vectors.length * dims);
-  for (let i = 0; i < vectors.length; i++) {
-    const v: unknown = vectors[i];
-    if (!Array.isArray(v)) throw new ServiceError('invalid_embedding', `${name}[${i}] is not an array of numbers`);
-    if (v.length !== dims) {
-      throw new ServiceError('embedding_dimension_mismatch', `${name}[${i}] has ${v.length} values, expected ${dims}`);
-    }
-    for (let j = 0; j < dims; j++) {
-      const x: unknown = v[j];
-      if (typeof x !== 'number' || !Number.isFinite(x) || Math.abs(x) > 3.4028234663852886e38) {
-        throw new ServiceError('invalid_embedding', `${name}[${i}][${j}] is not a finite float32 number`);
-      }
-      out[i * dims + j] = x;
-    }
-  }
-  return out;
-}
-
-/**
  * The JSON text of /compare results, written natively from the kernel's arrays
  * (crates/facecompute-core/src/compare/json.rs): `offsets` (K+1 entries) makes it a list per source.
  * `coefficients` is DeepFace's confidence calibration (w, b, normalizer, maxTrue, minTrue, maxFalse,

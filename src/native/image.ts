@@ -41,27 +41,9 @@ export function resizeImage(img: NativeImage, width: number, height: number, int
   return call(() => native.resizeImage(img, width, height, member(INTERPOLATIONS, interpolation, 'interpolation')));
 }
 
-export function copyMakeBorder(img: NativeImage, top: number, bottom: number, left: number, right: number): Promise<NativeImage> {
-  return call(() => native.copyMakeBorder(img, top, bottom, left, right));
-}
-
-/** The w×h window at (x, y); parts outside the image are black. */
-export function cropPadded(img: NativeImage, x: number, y: number, w: number, h: number): Promise<NativeImage> {
-  return call(() => native.cropPadded(img, x, y, w, h));
-}
-
-/** getRotationMatrix2D((cx, cy), angleDeg, 1) + warpAffine(INTER_CUBIC, black border). */
-export function rotateImage(img: NativeImage, cx: number, cy: number, angleDeg: number): Promise<NativeImage> {
-  return call(() => native.rotateImage(img, cx, cy, angleDeg));
-}
-
 /** Lossless PNG (RGB or grey, filter None on every row) of a BGR or grey image, off the JS thread. */
 export function encodePng(img: NativeImage): Promise<Buffer> {
   return call(() => native.encodePng(img));
-}
-
-export function toGray(img: NativeImage): Promise<NativeImage> {
-  return call(() => native.toGray(img));
 }
 
 /**

@@ -1,10 +1,12 @@
 //! Bench-only exports (cargo feature `bench`): yardsticks of bench/compare, read against the
-//! comparison kernels, and bench/decode's letterbox. The shipped addon (`npm run build:native`) is built without the feature, so
-//! neither it nor index.d.ts has them; the bench's own addon (`npm run build:native:bench`, into
-//! bench/native/, loaded by bench/lib/bench-native.ts) has. test/architecture.test.ts checks both.
+//! comparison kernels, bench/decode's letterbox, and the single pixel steps that the product runs
+//! only inside its fused calls (test/image.test.ts checks each against OpenCV's fixtures). The
+//! shipped addon (`npm run build:native`) is built without the feature, so neither it nor index.d.ts
+//! has them; the bench's own addon (`npm run build:native:bench`, into bench/native/, loaded by
+//! bench/lib/bench-native.ts) has. test/architecture.test.ts checks both.
 
 use crate::guard;
-use crate::image::{image_js, to_core};
+use crate::image::{image_js, int_arg, pixel_job, to_core};
 use crate::task::Job;
 use crate::types::NativeImage;
 use facecompute_core::pixels::{self, Image};
@@ -99,4 +101,30 @@ pub fn bench_letterbox(img: NativeImage, width: u32, height: u32) -> AsyncTask<J
         },
         image_js,
     ))
+}
+
+/// `cv2.copyMakeBorder(BORDER_CONSTANT, 0)`; the product borders as a padded view (deepfaceBorder),
+/// and this builds the plain image a view must equal.
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn bench_copy_make_border(img: NativeImage, top: u32, bottom: u32, left: u32, right: u32) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
+}
+
+/// The w×h window at (x, y); parts outside the image are black (the product crops inside extractFaces).
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn bench_crop_padded(img: NativeImage, x: f64, y: f64, w: f64, h: f64) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(img, move |i| pixels::crop_padded(&i, int_arg(x, "x")?, int_arg(y, "y")?, int_arg(w, "w")?, int_arg(h, "h")?))
+}
+
+/// getRotationMatrix2D((cx, cy), angleDeg, 1) + warpAffine(INTER_CUBIC, black border) of the whole
+/// image; extractFaces rotates only the face's window of it (pixels::rotate_roi).
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn bench_rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
+}
+
+/// cv2.cvtColor(BGR2GRAY) (pixels::bgr_to_gray; the Haar scan computes the same grey in its own pass).
+#[napi(ts_return_type = "Promise<NativeImage>")]
+pub fn bench_to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
+    pixel_job(img, |i| pixels::bgr_to_gray(&i))
 }

@@ -75,7 +75,7 @@ fn limit(v: f64, what: &str) -> Result<u64, CoreError> {
     }
 }
 
-fn int_arg(v: f64, what: &str) -> Result<i64, CoreError> {
+pub(crate) fn int_arg(v: f64, what: &str) -> Result<i64, CoreError> {
     if v.is_finite() && v.abs() <= 1e9 {
         Ok(v.trunc() as i64)
     } else {
@@ -109,7 +109,7 @@ pub fn decode_image(bytes: Buffer, opts: DecodeOptions) -> AsyncTask<Job<Image, 
     AsyncTask::new(Job::new(move || core_image::decode(&bytes, limits?, order), image_js))
 }
 
-fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
+pub(crate) fn pixel_job(img: NativeImage, op: impl FnOnce(Image) -> Result<Image, CoreError> + Send + 'static) -> AsyncTask<Job<Image, NativeImage>> {
     AsyncTask::new(Job::new(move || op(to_core(&img)?), image_js))
 }
 
@@ -118,32 +118,10 @@ pub fn resize_image(img: NativeImage, width: u32, height: u32, interpolation: In
     pixel_job(img, move |i| pixels::resize(&i, width, height, interpolation.into()))
 }
 
-#[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn copy_make_border(img: NativeImage, top: u32, bottom: u32, left: u32, right: u32) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| pixels::copy_make_border(&i, top, bottom, left, right))
-}
-
-#[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn crop_padded(img: NativeImage, x: f64, y: f64, w: f64, h: f64) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| {
-        pixels::crop_padded(&i, int_arg(x, "x")?, int_arg(y, "y")?, int_arg(w, "w")?, int_arg(h, "h")?)
-    })
-}
-
-#[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn rotate_image(img: NativeImage, cx: f64, cy: f64, angle_deg: f64) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, move |i| pixels::rotate(&i, cx, cy, angle_deg))
-}
-
 /// Lossless PNG of an image (BGR or grey), for the face crops /represent returns with `return_face`.
 #[napi(ts_return_type = "Promise<Buffer>")]
 pub fn encode_png(img: NativeImage) -> AsyncTask<Job<Vec<u8>, Buffer>> {
     AsyncTask::new(Job::new(move || core_image::encode_png(&to_core(&img)?), |bytes| Ok(Buffer::from(bytes))))
-}
-
-#[napi(ts_return_type = "Promise<NativeImage>")]
-pub fn to_gray(img: NativeImage) -> AsyncTask<Job<Image, NativeImage>> {
-    pixel_job(img, |i| pixels::bgr_to_gray(&i))
 }
 
 fn landmark(p: Option<(i64, i64)>) -> Option<Vec<i64>> {

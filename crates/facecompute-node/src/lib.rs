@@ -20,10 +20,3 @@ mod mtcnn;
 #[cfg(feature = "bench")]
 mod bench;
 
-use napi_derive::napi;
-
-/// Version of the native core, to check that the addon loaded matches the package.
-#[napi]
-pub fn core_version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
-}
