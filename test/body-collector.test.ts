@@ -95,8 +95,9 @@ t.test('a 32 MiB body: each chunk can be collected once copied, and one buffer o
   t.ok(aliveAtEnd >= 0 && aliveAtEnd <= 4, `chunks still reachable when the last one arrives: ${aliveAtEnd} of ${refs.length}`);
   // Over the test's own copy: one buffer of 32 MiB, a few chunks, and the test process's own few MiB.
   // (When the last chunk arrives Fastify's reader held the same 32 MiB, as chunks; its second copy came
-  // after, in Buffer.concat, which the WeakRefs above rule out.)
-  t.ok(peak <= 32 * MIB + 8 * MIB, `external memory over the test's own copy while reading: ${(peak / MIB).toFixed(1)} MiB`);
+  // after, in Buffer.concat, which the WeakRefs above rule out.) A second copy would be 64 MiB; the
+  // bound leaves 16 MiB for other allocations of the process, which reached 8.0 MiB on a loaded machine.
+  t.ok(peak <= 32 * MIB + 16 * MIB, `external memory over the test's own copy while reading: ${(peak / MIB).toFixed(1)} MiB`);
 });
 
 t.test('an upload that declares 25 MiB and has sent 1 MiB holds about 1 MiB, not its declaration', async (t) => {
