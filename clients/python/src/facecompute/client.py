@@ -302,13 +302,15 @@ class Client:
         detector_fallback: Optional[bool] = None,
         anti_spoofing: Optional[bool] = None,
         return_face: Optional[bool] = None,
+        image_dtype: Optional[str] = None,
         numpy: bool = False,
         request_id: Optional[str] = None,
     ) -> RepresentResponse:
         """POST /represent. ``img`` is one image or a list of them (then ``results`` holds one list of
         faces per image). ``numpy=True`` gives each embedding as a float32 NumPy array.
-        ``return_face=True`` adds each face's crop as base64 PNG (``face_png``)."""
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
+        ``return_face=True`` adds each face's crop as base64 PNG (``face_png``). ``image_dtype="float"``
+        (detector ``skip``): resize the image as floats, as DeepFace does for a float array."""
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face, image_dtype=image_dtype)
         body = self._call(represent_call(img, opts), request_id)
         return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
@@ -423,8 +425,8 @@ class AsyncClient:
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
         return cast(VerifyResponse, await self._call(verify_call(img1, img2, opts), request_id))
 
-    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
+    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, image_dtype: Optional[str] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face, image_dtype=image_dtype)
         body = await self._call(represent_call(img, opts), request_id)
         return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
