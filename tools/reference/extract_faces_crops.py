@@ -13,6 +13,9 @@ FACECOMPUTE_WEIGHTS_DIR, default ../shared/weights, linked into a temporary DEEP
 `retinaface` (DeepFace's is ResNet-50, whose weights are absent; ours is MobileNet-0.25, not comparable),
 `fastmtcnn` (needs PyTorch), `ssd` (not served).
 
+OpenCV runs on one thread (cv2.setNumThreads(1)), which makes the order of `opencv`'s faces
+deterministic: with several threads it follows the threads' finishing order.
+
 Each call: extract_faces(path, detector_backend, align=True, enforce_detection=True, color_face="bgr",
 normalize_face=False), so `face` is the uint8 BGR crop (detected, expanded by 0, aligned) before any
 resizing, exactly what /represent's face_png holds (as RGB). Per image and detector the fixture keeps
@@ -74,6 +77,10 @@ def record(face: dict) -> dict:
 
 
 def main() -> None:
+    # One OpenCV thread: detectMultiScale scans each scale in parallel strips and collects the raw
+    # windows in the order the threads finish, so with several threads the order of opencv's faces
+    # varies from run to run (tools/reference/opencv_haar.py records with one thread too).
+    cv2.setNumThreads(1)
     folder = os.path.join(DATA, "deepface")
     images = sorted(n for n in os.listdir(folder) if n.lower().endswith(EXTS))
     out: dict = {}
@@ -105,6 +112,7 @@ def main() -> None:
             "numpy": np.__version__,
             "mtcnn": version("mtcnn"),
         },
+        "opencv_threads": cv2.getNumThreads(),
         "call": {"align": True, "enforce_detection": True, "expand_percentage": 0, "color_face": "bgr", "normalize_face": False},
         "sample_step": SAMPLE_STEP,
         "images": images,
