@@ -42,8 +42,8 @@ const LEVELS = 1;
 /** `detector/image` whose faces differ from DeepFace's (count, size or pixels), with why. */
 const KNOWN: Record<string, string> = {
   'mtcnn/img3.jpg':
-    "the crop is 1 px shorter than DeepFace's box (h 923) through serve, though the in-process parity run (bench/results/parity-mtcnn.json) matched this box: not yet diagnosed; likely an MTCNN float32 rounding edge that moves with ONNX Runtime's kernels (docs/parity.md)",
-  'mtcnn/img32.jpg': "the box is 1 px narrower than DeepFace's (bench/results/parity-mtcnn.json lists it: (658,963,678,936) vs (658,963,677,936))",
+    "our box is 1 px shorter (h 922, DeepFace 923) through serve, while the in-process parity run (bench/results/parity-mtcnn.json) matched it: an MTCNN box edge on a float32 rounding boundary, which moves with how ONNX Runtime runs the network (not yet diagnosed further)",
+  'mtcnn/img32.jpg': "our box is 1 px wider (w 678, DeepFace 677), as bench/results/parity-mtcnn.json lists it",
 };
 
 /**
@@ -110,7 +110,8 @@ t.test("/represent's face_png against DeepFace's extract_faces crops", { timeout
           const got = decodePng(Buffer.from(ours[j]!.face_png, 'base64'));
           const [h, w] = r.shape;
           if (got.height !== h || got.width !== w) {
-            problems.push(`face ${k}: ${got.width}x${got.height}, DeepFace ${w}x${h}`);
+            const o = ours[j]!.facial_area;
+            problems.push(`face ${k}: ${got.width}x${got.height}, DeepFace ${w}x${h}; box ${o.x},${o.y},${o.w},${o.h}, DeepFace ${a.x},${a.y},${a.w},${a.h}`);
             continue;
           }
           const bgr = Buffer.alloc(w * h * 3);
