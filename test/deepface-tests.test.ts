@@ -36,10 +36,6 @@ const CANNOT_PASS: Record<string, { reason: string; when?: 'no-sface' | 'no-resn
   'test_verify.py::test_different_facial_recognition_models': { reason: 'loops over VGG-Face, ArcFace and GhostFaceNet too, which the service does not serve' },
   'test_verify.py::test_verify_with_precalculated_embeddings_for_incorrect_model': { reason: "asserts that DeepFace's default model gives 4,096 dimensions (VGG-Face, not served)" },
   'test_represent.py::test_standard_represent': { reason: "asserts that DeepFace's default model gives 4,096 dimensions (VGG-Face, not served)" },
-  'test_represent.py::test_represent_detector_backend': {
-    reason:
-      'asserts exact float equality between represent(img) and represent(extract_faces(img)[0]["face"], detector_backend="skip"): a skip image is letterboxed as 8-bit pixels here (DeepFace does so for an 8-bit image), while DeepFace resizes this float [0, 1] face as floats',
-  },
   'test_represent.py::test_batched_represent_for_list_input[VGG-Face]': { reason: 'VGG-Face is not served' },
   'test_represent.py::test_batched_represent_for_numpy_input[VGG-Face]': { reason: 'VGG-Face is not served' },
   'test_represent.py::test_batched_represent_for_list_input[SFace]': { reason: 'SFace weights absent (no registry carrier here)', when: 'no-sface' },

@@ -342,7 +342,13 @@ t.test("skip: represent letterboxes the uint8 image, verify and compare divide f
   await pipeline.embedLargest(img(40, 30), skip);
   await pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false });
   await pipeline.represent([img(40, 30)], { ...opts, enforce_detection: false, detector_backend: 'retinaface', max_faces: null, l2_normalize: false });
-  t.same(calls.letterbox, ['uint8', 'float', 'float', 'float', 'float'], 'uint8 only for /represent with skip; a whole image found by no detector is divided first');
+  await pipeline.represent([img(40, 30)], { ...skip, max_faces: null, l2_normalize: false, image_dtype: 'float' });
+  await pipeline.represent([img(40, 30)], { ...opts, max_faces: null, l2_normalize: false, image_dtype: 'uint8' });
+  t.same(
+    calls.letterbox,
+    ['uint8', 'float', 'float', 'float', 'float', 'float', 'float'],
+    'uint8 only for /represent with skip and a uint8 image_dtype; a whole image found by no detector is divided first; a detected face always',
+  );
 });
 
 // Issue 39: return_face gives each face's crop (as extract_faces has it, before resizing) next to its

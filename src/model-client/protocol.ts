@@ -64,6 +64,8 @@ export interface RepresentHeader extends PipelineOptions {
   l2_normalize: boolean;
   /** Return each face's crop as base64 PNG (`face_png`); absent means false. */
   return_face?: boolean;
+  /** `float`: a `skip` image is resized as floats, as DeepFace does for a float array; absent means uint8. */
+  image_dtype?: 'uint8' | 'float';
 }
 
 export interface EmbedHeader extends PipelineOptions {

@@ -219,6 +219,7 @@ export async function buildModelServer(deps: ModelServerDeps): Promise<FastifyIn
         max_faces: header.max_faces ?? null,
         l2_normalize: header.l2_normalize === true,
         return_face: header.return_face === true,
+        image_dtype: header.image_dtype === 'float' ? 'float' : 'uint8',
       }),
     );
     return { results, model: opts.model_name, detector_backend: opts.detector_backend };

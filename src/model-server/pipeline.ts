@@ -238,12 +238,14 @@ export class Pipeline {
    */
   async represent(
     images: ReadonlyArray<ImageInput>,
-    opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean; return_face?: boolean },
+    opts: PipelineOptions & { max_faces: number | null; l2_normalize: boolean; return_face?: boolean; image_dtype?: 'uint8' | 'float' },
   ): Promise<RepresentFace[][]> {
     const rec = this.recognizer(opts.model_name);
-    // DeepFace's represent letterboxes a `skip` image as uint8 before dividing by 255; its verify
-    // (and find) divide first, as for every detected face: the embeddings differ at the 1e-5 level.
-    const spec = this.tensorSpec(rec, opts.normalization, opts.detector_backend === 'skip' ? 'uint8' : 'float');
+    // DeepFace's represent letterboxes a uint8 `skip` image as uint8 before dividing by 255, and a
+    // float one (image_dtype `float`) as floats; its verify (and find) divide first, as for every
+    // detected face: the embeddings differ at the 1e-5 level.
+    const skip8 = opts.detector_backend === 'skip' && opts.image_dtype !== 'float';
+    const spec = this.tensorSpec(rec, opts.normalization, skip8 ? 'uint8' : 'float');
     const groups: Array<Array<Pick<ExtractedFace, 'facial_area' | 'face_confidence'> & { png?: Buffer }>> = [];
     const tensors: Float32Array[] = [];
     for (const [i, input] of images.entries()) {

@@ -342,7 +342,7 @@ export function createComputeService(d: ComputeDeps): ComputeService {
       for (const [i, x] of list.entries()) images.push(await d.resolver.resolve(x, batch ? `img[${i}]` : 'img', ctx, budget));
       await ctx.reserve?.();
       const r = await upstreamRun(() =>
-        d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false), return_face: toBool(b.return_face, false) }, images, ctx),
+        d.upstream.represent({ op: 'represent', ...p, images: images.map((_, i) => i), max_faces: b.max_faces ?? null, l2_normalize: toBool(b.l2_normalize, false), return_face: toBool(b.return_face, false), ...(b.image_dtype === 'float' ? { image_dtype: 'float' as const } : {}) }, images, ctx),
       ctx);
       return { results: batch ? r.results : (r.results[0] ?? []), model: r.model, detector_backend: r.detector_backend };
     },

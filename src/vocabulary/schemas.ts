@@ -69,6 +69,14 @@ export const representBody = {
         "Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: " +
         'a lossless PNG, base64.',
     },
+    image_dtype: {
+      type: 'string',
+      enum: ['uint8', 'float'],
+      description:
+        "Default uint8. With detector_backend `skip` only: the NumPy dtype the image had before it was encoded. DeepFace's represent resizes a `skip` image to the model's input " +
+        'in 8 bits when it is uint8 (then divides by 255), and as floats when it is float (a face from extract_faces, say). `float` reproduces the latter, ' +
+        "so represent(extract_faces(img)[0]['face'], skip) gives represent(img)'s embedding exactly. Detected faces are always resized as floats.",
+    },
     anti_spoofing: bool,
   },
 } as const;
@@ -357,7 +365,7 @@ export const compareResponse = {
 /** Field kinds of the compute bodies, used to coerce multipart text parts before validation. */
 export const MULTIPART_FIELD_KIND: Record<string, 'string' | 'number' | 'json' | 'bool' | 'image'> = {
   img1: 'image', img2: 'image', img: 'image', source: 'json', targets: 'json', targets_b64: 'string',
-  model_name: 'string', detector_backend: 'string', distance_metric: 'string', normalization: 'string',
+  model_name: 'string', detector_backend: 'string', distance_metric: 'string', normalization: 'string', image_dtype: 'string',
   threshold: 'number', expand_percentage: 'number', max_faces: 'number', top_k: 'number',
   align: 'bool', enforce_detection: 'bool', l2_normalize: 'bool', return_face: 'bool', anti_spoofing: 'bool', detector_fallback: 'bool',
 };

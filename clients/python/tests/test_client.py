@@ -390,3 +390,52 @@ def test_a_timeout_is_an_api_timeout_error() -> None:
         assert time.monotonic() - t0 < 1.5, "the per-call timeout, not the client's 60 s"
     finally:
         server.shutdown()
+
+
+def test_a_user_abort_is_an_api_user_abort_error(stub: Any) -> None:
+    """The caller's cancel event aborts a wait between retries (Client, from another thread) and a
+    request in flight (AsyncClient): APIUserAbortError, code ``aborted``, an APIConnectionError."""
+    import threading
+
+    s = stub([(429, {"retry-after": "30"}, err("rate_limited")), (200, {}, OK)])
+    with Client(s.url, "k") as c:
+        cancel = threading.Event()
+        threading.Timer(0.3, cancel.set).start()
+        t0 = time.monotonic()
+        with pytest.raises(errors.APIUserAbortError) as e:
+            c.with_options(cancel=cancel).represent(b"img")
+        assert time.monotonic() - t0 < 5, "aborted during the 30 s Retry-After wait"
+        assert isinstance(e.value, errors.APIConnectionError) and e.value.code == "aborted"
+        assert len(s.requests) == 1, "not sent again"
+        with pytest.raises(errors.APIUserAbortError):
+            c.with_options(cancel=cancel).capabilities()  # already set: nothing is sent
+        assert len(s.requests) == 1
+
+    import http.server
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(3)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def run() -> float:
+        async with AsyncClient(f"http://127.0.0.1:{server.server_address[1]}", "k", timeout=60) as ac:
+            stop = asyncio.Event()
+            asyncio.get_running_loop().call_later(0.3, stop.set)
+            t0 = time.monotonic()
+            with pytest.raises(errors.APIUserAbortError) as e:
+                await ac.with_options(cancel=stop).capabilities()
+            assert e.value.code == "aborted"
+            return time.monotonic() - t0
+
+    try:
+        assert asyncio.run(run()) < 2, "aborted in flight, not after the 3 s answer"
+    finally:
+        server.shutdown()

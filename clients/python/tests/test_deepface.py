@@ -332,6 +332,21 @@ def test_represent_return_face_is_the_model_input(images: Path) -> None:
     assert "face" not in DeepFace.represent(img, model_name="Facenet")[0]
 
 
+def test_skip_resizes_a_float_face_as_floats(images: Path) -> None:
+    """DeepFace resizes a float `skip` image as floats and a uint8 one in 8 bits: extract_faces' float face
+    under skip gives represent(img)'s embedding exactly; its uint8 copy does not; a batch mixing both
+    gives each its own."""
+    img = str(images / "img1.jpg")
+    detected = DeepFace.represent(img, model_name="Facenet")[0]["embedding"]
+    face = DeepFace.extract_faces(img, color_face="bgr")[0]["face"]
+    as_float = DeepFace.represent(face, model_name="Facenet", detector_backend="skip")[0]["embedding"]
+    as_uint8 = DeepFace.represent(np.rint(face * 255).astype(np.uint8), model_name="Facenet", detector_backend="skip")[0]["embedding"]
+    assert as_float == detected
+    assert as_uint8 != detected and float(np.abs(np.subtract(as_uint8, detected)).max()) < 0.05
+    mixed = DeepFace.represent([face, np.rint(face * 255).astype(np.uint8)], model_name="Facenet", detector_backend="skip")
+    assert mixed[0][0]["embedding"] == as_float and mixed[1][0]["embedding"] == as_uint8
+
+
 def test_detect_face_and_version(images: Path) -> None:
     out = DeepFace.detectFace(str(images / "img1.jpg"))
     assert out.shape == (1, 224, 224, 3) and out.dtype == np.float32 and 0 <= out.min() and out.max() <= 1

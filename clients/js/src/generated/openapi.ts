@@ -220,6 +220,11 @@ export interface components {
             /** @description Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: a lossless PNG, base64. */
             return_face?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
             /**
+             * @description Default uint8. With detector_backend `skip` only: the NumPy dtype the image had before it was encoded. DeepFace's represent resizes a `skip` image to the model's input in 8 bits when it is uint8 (then divides by 255), and as floats when it is float (a face from extract_faces, say). `float` reproduces the latter, so represent(extract_faces(img)[0]['face'], skip) gives represent(img)'s embedding exactly. Detected faces are always resized as floats.
+             * @enum {string}
+             */
+            image_dtype?: "uint8" | "float";
+            /**
              * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
              * @default false
              */
@@ -1066,6 +1071,11 @@ export interface operations {
                     l2_normalize?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
                     /** @description Boolean, default false. Also return each face's crop as DeepFace's extract_faces computes it (detected, expanded, aligned, before any resizing) in `face_png`: a lossless PNG, base64. */
                     return_face?: boolean | ("true" | "false" | "1" | "0") | (0 | 1);
+                    /**
+                     * @description Default uint8. With detector_backend `skip` only: the NumPy dtype the image had before it was encoded. DeepFace's represent resizes a `skip` image to the model's input in 8 bits when it is uint8 (then divides by 255), and as floats when it is float (a face from extract_faces, say). `float` reproduces the latter, so represent(extract_faces(img)[0]['face'], skip) gives represent(img)'s embedding exactly. Detected faces are always resized as floats.
+                     * @enum {string}
+                     */
+                    image_dtype?: "uint8" | "float";
                     /**
                      * @description Only false is accepted (true, "true" or 1 is `400 unsupported_option`: no anti-spoofing model is offered).
                      * @default false

@@ -256,10 +256,11 @@ def represent(
         for v in images:
             if _inputs.is_numpy(v) and v.ndim != 3:
                 raise ValueError(f"Input img must be 3 dimensional but it is {v.shape}")
+    # DeepFace resizes a float `skip` image as floats, a uint8 one in 8 bits: the service is told which.
+    floats = [detector_backend == "skip" and _inputs.is_numpy(v) and v.dtype.kind == "f" for v in images]
     images = [_load(v, None) for v in images]
     _check_detector(detector_backend)
-    per_image = _represent_each(
-        images,
+    options: Dict[str, Any] = dict(
         model_name=model_name,
         detector_backend=detector_backend,
         enforce_detection=enforce_detection,
@@ -271,6 +272,10 @@ def represent(
         l2_normalize=l2_normalize and not minmax_normalize,
         return_face=return_face or None,
     )
+    if len(set(floats)) == 1:
+        per_image = _represent_each(images, image_dtype="float" if floats[0] else None, **options)
+    else:  # a batch mixing float and uint8 arrays under skip: one call per image, each with its dtype
+        per_image = [_represent_each([v], image_dtype="float" if f else None, **options)[0] for v, f in zip(images, floats)]
     out = []
     for faces in per_image:
         objs = []

@@ -12,6 +12,7 @@ from .client import AsyncClient, Client
 from .errors import (
     APIConnectionError,
     APITimeoutError,
+    APIUserAbortError,
     AuthenticationError,
     BadRequestError,
     FacecomputeError,
@@ -37,6 +38,7 @@ __all__ = [
     "FacecomputeError",
     "APIConnectionError",
     "APITimeoutError",
+    "APIUserAbortError",
     "BadRequestError",
     "AuthenticationError",
     "InsufficientCreditsError",

@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 import json
 import os
+import threading
 import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Union, cast
@@ -27,7 +28,7 @@ from ._inputs import FileImage, RemoteImage, TextImage
 from ._retry import RetryPolicy, backoff_delay, delay_for, parse_retry_after
 from ._version import __version__
 from .types import CapabilitiesResponse, CompareResponse, RepresentResponse, VerifyResponse
-from .errors import APIConnectionError, APITimeoutError, FacecomputeError, error_class
+from .errors import APIConnectionError, APITimeoutError, APIUserAbortError, FacecomputeError, error_class
 
 DEFAULT_BASE_URL = "http://localhost:8080"
 #: The largest image the client downloads for a URL input (the service's default max_image_bytes).
@@ -57,14 +58,21 @@ class _Config:
         self.timeout = timeout
         self.policy = RetryPolicy(max_retries=max_retries, backoff=backoff, max_wait=max_retry_wait)
         self.user_agent = f"facecompute-python/{__version__} httpx/{httpx.__version__}"
+        #: The caller's cancel event (threading.Event for Client, asyncio.Event for AsyncClient), if any.
+        self.cancel: Any = None
 
-    def with_options(self, timeout: Optional[float], max_retries: Optional[int]) -> "_Config":
+    def with_options(self, timeout: Optional[float], max_retries: Optional[int], cancel: Any = None) -> "_Config":
         cfg = copy.copy(self)
         if timeout is not None:
             cfg.timeout = timeout
         if max_retries is not None:
             cfg.policy = dataclasses.replace(self.policy, max_retries=max_retries)
+        if cancel is not None:
+            cfg.cancel = cancel
         return cfg
+
+    def aborted(self, method: str, path: str, request_id: str) -> APIUserAbortError:
+        return APIUserAbortError("aborted", f"{method} {self.base_url}{path}: aborted by the caller", request_id=request_id)
 
     def headers(self, request_id: Optional[str]) -> Dict[str, str]:
         h = {"user-agent": self.user_agent, "accept": "application/json", "x-request-id": request_id or str(uuid.uuid4())}
@@ -247,11 +255,14 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "Client":
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None, cancel: Optional[threading.Event] = None) -> "Client":
         """This client with another ``timeout`` (seconds) or ``max_retries`` for the calls made through
-        the copy, e.g. ``client.with_options(timeout=5).verify(...)``; it shares the connection pool."""
+        the copy, e.g. ``client.with_options(timeout=5).verify(...)``; it shares the connection pool.
+        ``cancel``: a ``threading.Event`` another thread may set to abort the calls (APIUserAbortError)
+        before they are sent and during any wait between retries; a request already in flight runs to
+        its answer or its timeout (``AsyncClient`` aborts that too)."""
         clone = copy.copy(self)
-        clone._config = self._config.with_options(timeout, max_retries)
+        clone._config = self._config.with_options(timeout, max_retries, cancel)
         return clone
 
     def __exit__(self, *exc: Any) -> None:
@@ -302,13 +313,15 @@ class Client:
         detector_fallback: Optional[bool] = None,
         anti_spoofing: Optional[bool] = None,
         return_face: Optional[bool] = None,
+        image_dtype: Optional[str] = None,
         numpy: bool = False,
         request_id: Optional[str] = None,
     ) -> RepresentResponse:
         """POST /represent. ``img`` is one image or a list of them (then ``results`` holds one list of
         faces per image). ``numpy=True`` gives each embedding as a float32 NumPy array.
-        ``return_face=True`` adds each face's crop as base64 PNG (``face_png``)."""
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
+        ``return_face=True`` adds each face's crop as base64 PNG (``face_png``). ``image_dtype="float"``
+        (detector ``skip``): resize the image as floats, as DeepFace does for a float array."""
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face, image_dtype=image_dtype)
         body = self._call(represent_call(img, opts), request_id)
         return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
@@ -362,16 +375,26 @@ class Client:
         cfg = self._config
         headers = cfg.headers(request_id)
         headers.update(kwargs.pop("headers", {}))
+        rid = headers["x-request-id"]
+
+        def pause(seconds: float) -> None:
+            if cfg.cancel is None:
+                time.sleep(seconds)
+            elif cfg.cancel.wait(seconds):
+                raise cfg.aborted(method, path, rid)
+
         for attempt in itertools.count():
+            if cfg.cancel is not None and cfg.cancel.is_set():
+                raise cfg.aborted(method, path, rid)
             try:
                 response = self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
             except httpx.HTTPError as err:
-                time.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
+                pause(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", rid))
                 continue
             body, wait = _answer(cfg, call, response, attempt)
             if body is not None:
                 return body
-            time.sleep(wait)
+            pause(wait)
         raise AssertionError("unreachable")
 
 
@@ -405,10 +428,12 @@ class AsyncClient:
     async def __aenter__(self) -> "AsyncClient":
         return self
 
-    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None) -> "AsyncClient":
-        """This client with another ``timeout`` or ``max_retries`` for the calls made through the copy."""
+    def with_options(self, *, timeout: Optional[float] = None, max_retries: Optional[int] = None, cancel: Optional[asyncio.Event] = None) -> "AsyncClient":
+        """This client with another ``timeout`` or ``max_retries`` for the calls made through the copy.
+        ``cancel``: an ``asyncio.Event`` whose setting aborts the calls (APIUserAbortError) at once: before
+        sending, in flight (the connection is dropped) or during a wait between retries."""
         clone = copy.copy(self)
-        clone._config = self._config.with_options(timeout, max_retries)
+        clone._config = self._config.with_options(timeout, max_retries, cancel)
         return clone
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -423,8 +448,8 @@ class AsyncClient:
         opts = _options(model_name=model_name, detector_backend=detector_backend, distance_metric=distance_metric, threshold=threshold, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing)
         return cast(VerifyResponse, await self._call(verify_call(img1, img2, opts), request_id))
 
-    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
-        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face)
+    async def represent(self, img: Any, *, model_name: Optional[str] = None, detector_backend: Optional[str] = None, enforce_detection: Optional[bool] = None, align: Optional[bool] = None, expand_percentage: Optional[int] = None, normalization: Optional[str] = None, max_faces: Optional[int] = None, l2_normalize: Optional[bool] = None, detector_fallback: Optional[bool] = None, anti_spoofing: Optional[bool] = None, return_face: Optional[bool] = None, image_dtype: Optional[str] = None, numpy: bool = False, request_id: Optional[str] = None) -> RepresentResponse:
+        opts = _options(model_name=model_name, detector_backend=detector_backend, enforce_detection=enforce_detection, align=align, expand_percentage=expand_percentage, normalization=normalization, max_faces=max_faces, l2_normalize=l2_normalize, detector_fallback=detector_fallback, anti_spoofing=anti_spoofing, return_face=return_face, image_dtype=image_dtype)
         body = await self._call(represent_call(img, opts), request_id)
         return cast(RepresentResponse, _to_numpy(body) if numpy else body)
 
@@ -456,17 +481,42 @@ class AsyncClient:
         cfg = self._config
         headers = cfg.headers(request_id)
         headers.update(kwargs.pop("headers", {}))
+        rid = headers["x-request-id"]
         for attempt in itertools.count():
             try:
-                response = await self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs)
+                response = await self._abortable(self._http.request(method, cfg.base_url + path, headers=headers, timeout=cfg.timeout, **kwargs), method, path, rid)
             except httpx.HTTPError as err:
-                await asyncio.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", headers["x-request-id"]))
+                await self._abortable(asyncio.sleep(_after_failed_connection(cfg, err, attempt, f"{method} {cfg.base_url}{path}", rid)), method, path, rid)
                 continue
             body, wait = _answer(cfg, call, response, attempt)
             if body is not None:
                 return body
-            await asyncio.sleep(wait)
+            await self._abortable(asyncio.sleep(wait), method, path, rid)
         raise AssertionError("unreachable")
+
+    async def _abortable(self, work: Any, method: str, path: str, request_id: str) -> Any:
+        """``work`` (a coroutine), or APIUserAbortError as soon as the cancel event is set (work cancelled)."""
+        cancel = self._config.cancel
+        if cancel is None:
+            return await work
+        if cancel.is_set():
+            work.close()
+            raise self._config.aborted(method, path, request_id)
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+            stop.cancel()
+        if task.done() and not task.cancelled():
+            return task.result()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        raise self._config.aborted(method, path, request_id)
 
 
 __all__ = ["Client", "AsyncClient", "DEFAULT_BASE_URL"]

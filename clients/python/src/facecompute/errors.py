@@ -39,6 +39,12 @@ class APITimeoutError(APIConnectionError):
     """No answer within the client's ``timeout`` (code ``timeout``)."""
 
 
+class APIUserAbortError(APIConnectionError):
+    """The caller's cancel event (``with_options(cancel=...)``) was set before the answer came: before
+    sending, during a wait between retries, or (``AsyncClient``) while the request was in flight;
+    code ``aborted``. An ``asyncio`` task cancelled from outside raises ``CancelledError`` as usual."""
+
+
 class BadRequestError(FacecomputeError):
     """400: invalid_request, unsupported_option, model_not_allowed, invalid_image, ..."""
 
