@@ -234,7 +234,7 @@ export class Pipeline {
    * represent for several images (a batch request gives one list per image). The images are taken
    * one at a time, from decoding (an ImageInput may be a loader) to their faces' tensor rows: a
    * decoded image is dropped before the next is decoded, so a batch of 16 large images holds one of
-   * them at a time, not 16 (issue 24). The faces of all images still go through one model run.
+   * them at a time, not 16. The faces of all images still go through one model run.
    */
   async represent(
     images: ReadonlyArray<ImageInput>,

@@ -147,8 +147,8 @@ const isRemote = (v: unknown): boolean => typeof v === 'string' && /^https?:\/\/
 
 /**
  * Reserves the call before any remote image is fetched: a fetch costs up to max_image_bytes per image
- * and the time of a remote server, so a caller without credits gets 402 before any (issue 24; a
- * request of 16 URLs was fetched in full at 0 credits). A fetch that fails gives the call back, as
+ * and the time of a remote server, so a caller without credits gets 402 before any (otherwise
+ * a request of 16 URLs is fetched in full at 0 credits). A fetch that fails gives the call back, as
  * any refusal does (src/accounts/charging.ts). `reserve` is idempotent: compute calls it again later.
  */
 async function reserveBeforeFetching(images: readonly unknown[], ctx: ComputeContext): Promise<void> {
