@@ -234,8 +234,8 @@ t.test('the README: at most 200 lines, every docs page linked, its figures the r
   const ratio = (x: number) => x.toFixed(1);
   t.match(readme, `serves ${ratio(summary.models['Dlib']!.verify_rps_ratio_c16)}× (Dlib) and ${ratio(summary.models['Facenet']!.verify_rps_ratio_c16)}×\n(Facenet) the requests per second`, 'the /verify ratios are summary.json\'s');
   const cpu = [summary.models['Dlib']!.cpu_per_request_ratio_c16, summary.models['Facenet']!.cpu_per_request_ratio_c16].map((x) => x.toFixed(2));
-  t.same(new Set(cpu).size, 1, `one CPU ratio for both (${cpu})`);
-  t.match(readme, `at ${cpu[0]!.replace(/0$/, '')}×\nits CPU per request`, 'the CPU ratio is summary.json\'s');
+  const cpuText = [...new Set(cpu.map((x) => x.replace(/0$/, '')))].map((x) => `${x}×`).join(' and ');
+  t.match(readme, `at ${cpuText}\nits CPU per request`, `the CPU ratios are summary.json's (${cpu})`);
   type Parity = { deepface_images: Record<string, { images: number; cosine_min: number; pairs_all: { pairs: number; same_decision: number } | Record<string, { pairs: number; same_decision: number }> }> };
   const parity = ['bench/results/parity-dlib.json', 'bench/results/parity-facenet.json'].map((f) => JSON.parse(read(f)) as Parity);
   for (const p of parity) {
