@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import http.server
 import io
 import json
 import re
+import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Iterator
 
 import numpy as np
 import pytest
@@ -364,14 +367,13 @@ def test_readme_defaults_and_dependencies() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr
 
 
-def test_a_timeout_is_an_api_timeout_error() -> None:
-    """Issue 39: a request that gets no answer within ``timeout`` raises APITimeoutError (an APIConnectionError)."""
-    import http.server
-    import threading
+@contextlib.contextmanager
+def slow_server(seconds: float) -> Iterator[str]:
+    """A loopback server that answers every GET after ``seconds``; yields its URL."""
 
     class Slow(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            time.sleep(2)
+            time.sleep(seconds)
             self.send_response(200)
             self.end_headers()
 
@@ -381,21 +383,26 @@ def test_a_timeout_is_an_api_timeout_error() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with Client(f"http://127.0.0.1:{server.server_address[1]}", "k", timeout=60) as c:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_a_timeout_is_an_api_timeout_error() -> None:
+    """A request that gets no answer within ``timeout`` raises APITimeoutError (an APIConnectionError)."""
+    with slow_server(2) as url:
+        with Client(url, "k", timeout=60) as c:
             t0 = time.monotonic()
             with pytest.raises(errors.APITimeoutError) as e:
                 c.with_options(timeout=0.3).capabilities()
             assert c._config.timeout == 60, "with_options leaves the client as it was"
         assert isinstance(e.value, errors.APIConnectionError) and e.value.code == "timeout"
         assert time.monotonic() - t0 < 1.5, "the per-call timeout, not the client's 60 s"
-    finally:
-        server.shutdown()
 
 
 def test_a_user_abort_is_an_api_user_abort_error(stub: Any) -> None:
     """The caller's cancel event aborts a wait between retries (Client, from another thread) and a
     request in flight (AsyncClient): APIUserAbortError, code ``aborted``, an APIConnectionError."""
-    import threading
 
     s = stub([(429, {"retry-after": "30"}, err("rate_limited")), (200, {}, OK)])
     with Client(s.url, "k") as c:
@@ -411,22 +418,8 @@ def test_a_user_abort_is_an_api_user_abort_error(stub: Any) -> None:
             c.with_options(cancel=cancel).capabilities()  # already set: nothing is sent
         assert len(s.requests) == 1
 
-    import http.server
-
-    class Slow(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            time.sleep(3)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
-    async def run() -> float:
-        async with AsyncClient(f"http://127.0.0.1:{server.server_address[1]}", "k", timeout=60) as ac:
+    async def run(url: str) -> float:
+        async with AsyncClient(url, "k", timeout=60) as ac:
             stop = asyncio.Event()
             asyncio.get_running_loop().call_later(0.3, stop.set)
             t0 = time.monotonic()
@@ -435,7 +428,5 @@ def test_a_user_abort_is_an_api_user_abort_error(stub: Any) -> None:
             assert e.value.code == "aborted"
             return time.monotonic() - t0
 
-    try:
-        assert asyncio.run(run()) < 2, "aborted in flight, not after the 3 s answer"
-    finally:
-        server.shutdown()
+    with slow_server(3) as url:
+        assert asyncio.run(run(url)) < 2, "aborted in flight, not after the 3 s answer"
