@@ -6,6 +6,7 @@
 mod dense;
 mod group;
 mod pyramid;
+mod workers;
 mod xml;
 
 use crate::error::{CoreError, CoreResult};
@@ -625,21 +626,27 @@ impl Cascade {
             .collect();
 
         let pixels: usize = scales.iter().map(|s| s.w * s.h).sum();
+        // Held to the end of the scan: concurrent scans share the cores rather than each spawning
+        // one thread per core.
+        let mut _turn = None;
         let threads = if opts.threads > 0 {
             opts.threads
         } else if pixels < PARALLEL_MIN_PIXELS {
             1
         } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
+            let (turn, threads) = workers::Turn::take();
+            _turn = Some(turn);
+            threads
         }
         .min(scales.len());
 
         let mut per_scale: Vec<Vec<Hit>> = Vec::with_capacity(scales.len());
         if threads <= 1 {
-            let mut bufs = Buffers::default();
+            let mut bufs = SCRATCH.get();
             for (i, s) in scales.iter().enumerate() {
                 per_scale.push(self.scan_scale(img, content, s, (nstripes * stripe_sizes[i]).min(s.work_h), kernel, &mut bufs));
             }
+            SCRATCH.put(bufs);
         } else {
             let next = AtomicUsize::new(0);
             let mut slots: Vec<Option<Vec<Hit>>> = (0..scales.len()).map(|_| None).collect();
@@ -648,7 +655,7 @@ impl Cascade {
                     .map(|_| {
                         let (next, scales, stripe_sizes) = (&next, &scales, &stripe_sizes);
                         scope.spawn(move || {
-                            let mut bufs = Buffers::default();
+                            let mut bufs = SCRATCH.get();
                             let mut done = Vec::new();
                             loop {
                                 // Scales come largest first, so the long ones start early.
@@ -659,6 +666,7 @@ impl Cascade {
                                 let rows = (nstripes * stripe_sizes[i]).min(scales[i].work_h);
                                 done.push((i, self.scan_scale(img, content, &scales[i], rows, kernel, &mut bufs)));
                             }
+                            SCRATCH.put(bufs);
                             done
                         })
                     })
@@ -916,6 +924,20 @@ struct Buffers {
     row_hits: Vec<(u32, f64)>,
     stumps: Vec<dense::Stump>,
 }
+
+impl workers::Scratch for Buffers {
+    fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.pixels.capacity()
+            + (self.sum.capacity() + self.planar.sum.capacity()) * size_of::<i32>()
+            + (self.sq.capacity() + self.planar.sq.capacity()) * size_of::<u32>()
+            + self.row_hits.capacity() * size_of::<(u32, f64)>()
+            + self.stumps.capacity() * size_of::<dense::Stump>()
+    }
+}
+
+/// Scratch buffers shared by every cascade's scans.
+static SCRATCH: workers::Pool<Buffers> = workers::Pool::new();
 
 /// OpenCV's `clipObjects`: intersect with the image, drop what becomes empty.
 fn clip(r: Rect, img: Gray) -> Option<Rect> {
