@@ -37,7 +37,9 @@ try {
   await load({ url: `${ours.gatewayUrl}/verify`, body, headers, connections, seconds: 3 });
   const data = join(mkdtempSync(join(tmpdir(), 'fc-perf-')), 'perf.data');
   const pids = processTree(ours.proc.pid).join(',');
-  const perf = spawn('perf', ['record', '-F', '499', '-o', data, '-p', pids, '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // The whole machine, then the service's processes picked out at report time: `-p` fails when
+  // one of the service's short-lived threads exits between perf listing and opening it.
+  const perf = spawn('perf', ['record', '-F', '499', '-a', '-o', data, '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let perfErr = '';
   perf.stderr.on('data', (d: Buffer) => (perfErr += d.toString()));
   // 'close', not 'exit': perf has written and closed its file and its stderr.
@@ -46,7 +48,7 @@ try {
   const code = await closed;
   if (code !== 0) throw new Error(`perf record exited ${code}: ${perfErr.trim().slice(0, 500)}`);
   const report = (sort: string, limit = '0.5') => {
-    const r = spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    const r = spawnSync('perf', ['report', '-i', data, '--pid', pids, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit], { encoding: 'utf8', maxBuffer: 256 << 20 });
     const lines = r.stdout.split('\n').filter((l) => l.trim() && !l.startsWith('#'));
     if (lines.length === 0) throw new Error(`perf report gave nothing (exit ${r.status}): ${r.stderr.trim().slice(0, 500)}`);
     return lines.join('\n');
