@@ -148,11 +148,38 @@ struct DensePlan {
     stages: Vec<dense::Stage>,
     /// Per stump of `order`, `dense::Stump::delta`; empty when the sums stay in f64.
     deltas: Vec<[i32; 2]>,
+    /// Per scan step (1 and 2), the level's stumps with everything but the corners' offsets, which
+    /// depend on the level's plane width: a point (dx, dy) lies at `plane * row + col` (see
+    /// `Layout::offset`), and `ofs` holds `row`, `cols` holds `col`.
+    templates: [Vec<dense::Stump>; 2],
+    cols: [Vec<[u16; 12]>; 2],
+}
+
+impl DensePlan {
+    /// Fills `out` with the stumps of a level of `layout`.
+    fn stumps_for(&self, layout: &dense::Layout, out: &mut Vec<dense::Stump>) {
+        let k = layout.step - 1;
+        out.clear();
+        out.extend_from_slice(&self.templates[k]);
+        let plane = layout.plane as u32;
+        for (sp, cols) in out.iter_mut().zip(&self.cols[k]) {
+            for (o, &c) in sp.ofs.iter_mut().zip(cols) {
+                *o = *o * plane + c as u32;
+            }
+        }
+    }
 }
 
 fn dense_plan(features: &[Feature], stages: &[Stage], stumps: Option<&[Stump]>, order_free: bool) -> Option<DensePlan> {
     let stumps = stumps?;
-    let mut plan = DensePlan { order: Vec::with_capacity(stumps.len()), points: Vec::new(), stages: Vec::with_capacity(stages.len()), deltas: Vec::new() };
+    let mut plan = DensePlan {
+        order: Vec::with_capacity(stumps.len()),
+        points: Vec::new(),
+        stages: Vec::with_capacity(stages.len()),
+        deltas: Vec::new(),
+        templates: [Vec::new(), Vec::new()],
+        cols: [Vec::new(), Vec::new()],
+    };
     let mut ints = Vec::with_capacity(stages.len());
     for st in stages {
         let first = plan.order.len();
@@ -182,6 +209,21 @@ fn dense_plan(features: &[Feature], stages: &[Stage], stumps: Option<&[Stump]>, 
             st.int_units = int.units;
             plan.deltas.extend(int.deltas);
         }
+    }
+    for step in [1usize, 2] {
+        let odd = step - 1;
+        let mut templates = Vec::with_capacity(plan.order.len());
+        let mut cols = Vec::with_capacity(plan.order.len());
+        for (k, (&i, points)) in plan.order.iter().zip(&plan.points).enumerate() {
+            let sp = &stumps[i as usize];
+            let f = &features[sp.feature as usize];
+            let ofs = points.map(|(dx, dy)| (dy as usize * step + (dx as usize & odd)) as u32);
+            cols.push(points.map(|(dx, _)| dx >> odd));
+            let delta = plan.deltas.get(k).copied().unwrap_or_default();
+            templates.push(dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right, delta });
+        }
+        plan.templates[odd] = templates;
+        plan.cols[odd] = cols;
     }
     Some(plan)
 }
@@ -771,21 +813,14 @@ impl Cascade {
     /// `scan_scale`'s loop with the dense kernel, over the resized crop in `bufs.pixels` (`cw` x
     /// `ch`, its origin at the first scanned origin). `None` when the cascade does not fit it.
     fn scan_dense(&self, o: Roi, step: usize, cw: usize, ch: usize, kernel: Kernel, bufs: &mut Buffers) -> Option<Vec<Hit>> {
-        let (stumps, plan) = (self.stumps.as_ref()?, self.dense_plan.as_ref()?);
+        let plan = self.dense_plan.as_ref()?;
         let layout = dense::integrals_planar(&bufs.pixels, cw, ch, step, kernel, &mut bufs.planar);
         let corners = |r: &HaarRect| -> [u32; 4] {
             let (x, y, w, h) = (r.x as usize, r.y as usize, r.w as usize, r.h as usize);
             [(x, y), (x + w, y), (x, y + h), (x + w, y + h)].map(|(dx, dy)| layout.offset(dx, dy) as u32)
         };
         // The corners are planar offsets, which depend on the level's layout.
-        bufs.stumps.clear();
-        bufs.stumps.extend(plan.order.iter().zip(&plan.points).enumerate().map(|(k, (&i, points))| {
-            let sp = &stumps[i as usize];
-            let f = &self.features[sp.feature as usize];
-            let ofs = points.map(|(dx, dy)| layout.offset(dx as usize, dy as usize) as u32);
-            let delta = plan.deltas.get(k).copied().unwrap_or_default();
-            dense::Stump { ofs, weight: f.rects.map(|r| r.weight), threshold: sp.threshold, left: sp.left, right: sp.right, delta }
-        }));
+        plan.stumps_for(&layout, &mut bufs.stumps);
         let norm = HaarRect { x: 1, y: 1, w: self.win_w - 2, h: self.win_h - 2, weight: 0.0 };
         let area = ((self.win_w - 2) * (self.win_h - 2)) as f64;
         let per_row = (o.x1 - o.x0).div_ceil(step);

@@ -308,6 +308,30 @@ fn shipped_cascades_scan_with_integer_shapes_and_sums() {
 }
 
 #[test]
+fn a_levels_stumps_from_the_templates_are_its_layout_offsets() {
+    for name in ["haarcascade_frontalface_default.xml", "haarcascade_eye.xml"] {
+        let c = load(name);
+        let plan = c.dense_plan.as_ref().unwrap();
+        let stumps = c.stumps.as_ref().unwrap();
+        for step in [1usize, 2] {
+            for plane in [17usize, 64, 333, 4099] {
+                let layout = dense::Layout { step, plane, stride: plane * step };
+                let mut got = Vec::new();
+                plan.stumps_for(&layout, &mut got);
+                assert_eq!(got.len(), plan.order.len(), "{name}");
+                for (k, ((sp, &i), points)) in got.iter().zip(&plan.order).zip(&plan.points).enumerate() {
+                    let want = points.map(|(dx, dy)| layout.offset(dx as usize, dy as usize) as u32);
+                    assert_eq!(sp.ofs, want, "{name} step {step} plane {plane} stump {k}");
+                    let st = &stumps[i as usize];
+                    assert_eq!((sp.threshold, sp.left, sp.right), (st.threshold, st.left, st.right), "{name} stump {k}");
+                    assert_eq!(sp.delta, plan.deltas.get(k).copied().unwrap_or_default(), "{name} stump {k}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn integer_shapes_read_the_points_their_formula_weighs() {
     // For every feature of the face cascade, the shape's formula over its points is OpenCV's
     // `sum of weight * (a - b - c + d)` for arbitrary integral values.
