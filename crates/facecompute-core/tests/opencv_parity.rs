@@ -5,7 +5,7 @@
 //! OpenCV's decoded pixels, and every image whose pixels match is held to exact equality. Formats
 //! the core does not decode (PGM) are covered by the unit tests instead.
 
-use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector, OpenCvTrace};
+use facecompute_core::detect::opencv::{Border, FaceDetection, OpenCvDetector, OpenCvTrace};
 use facecompute_core::image::{decode, ChannelOrder, DecodeLimits};
 use facecompute_core::pixels::Image;
 use serde_json::Value;
@@ -189,6 +189,9 @@ fn opencv_detector_matches_opencv_python() {
         let pixels_match = sha1_smol::Sha1::from(&img.data).digest().to_string()[..16] == *im["bgr_sha1"].as_str().unwrap();
         let bordered = add_border(&img);
         let ours: Vec<FaceDetection> = det.detect(&bordered).unwrap();
+        let border = Border { top: img.height / 2, bottom: img.height / 2, left: img.width / 2, right: img.width / 2 };
+        let padded = det.detect_bordered(img.width, img.height, img.channels, &img.data, border, 0).unwrap();
+        assert_eq!(padded, ours, "{rel}: bordering the grey image finds what bordering the colour one does");
         let theirs = im["faces"].as_array().unwrap();
         if let Some(windows) = im["windows"].as_array() {
             // OpenCV's windows before groupRectangles (minNeighbors=0), against our traced scan.

@@ -1,10 +1,10 @@
 //! N-API exports for core::detect.
 
 use crate::guard;
-use crate::padded::bordered;
+use crate::padded::{bordered, inner_size};
 use crate::task::Job;
 use crate::types::{nullable, Detection, NativeImage, Nullable};
-use facecompute_core::detect::opencv::{FaceDetection, OpenCvDetector, OpenCvTrace};
+use facecompute_core::detect::opencv::{Border, FaceDetection, OpenCvDetector, OpenCvTrace};
 use facecompute_core::CoreError;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -127,7 +127,17 @@ impl HaarDetector {
     #[napi(ts_return_type = "Promise<Detection[]>")]
     pub fn detect(&self, image: NativeImage) -> AsyncTask<Job<Vec<FaceDetection>, Vec<Detection>>> {
         let det = self.inner.clone();
-        AsyncTask::new(Job::new(move || scan(&image, |w, h, c, data| det.detect_raw(w, h, c, data, 0)), |out| Ok(out.into_iter().map(detection).collect())))
+        let run = move || match image.pad {
+            None => det.detect_raw(image.width, image.height, image.channels, &image.data, 0),
+            // The grey image is bordered, not the colour one: a third of the bytes, and only the
+            // inner pixels converted.
+            Some(p) => {
+                let (w, h) = inner_size(image.width, image.height, &p)?;
+                let border = Border { top: p.top, bottom: p.bottom, left: p.left, right: p.right };
+                det.detect_bordered(w, h, image.channels, &image.data, border, 0)
+            }
+        };
+        AsyncTask::new(Job::new(run, |out| Ok(out.into_iter().map(detection).collect())))
     }
 
     /// `detect` with the face cascade's raw windows before grouping and the group each face

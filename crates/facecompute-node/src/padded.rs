@@ -31,9 +31,15 @@ pub fn core_image(width: u32, height: u32, channels: u32, data: &[u8], pad: Opti
 
 /// The padded image of a view: `width` × `height` with `data` inside the border.
 pub fn bordered(width: u32, height: u32, channels: u32, data: &[u8], p: &Padding) -> Result<Image, CoreError> {
-    let inner = |side: u32, a: u32, b: u32| side.checked_sub(a).and_then(|s| s.checked_sub(b));
-    let (Some(iw), Some(ih)) = (inner(width, p.left, p.right), inner(height, p.top, p.bottom)) else {
-        return Err(CoreError::invalid_request("image padding exceeds its width or height"));
-    };
+    let (iw, ih) = inner_size(width, height, p)?;
     copy_make_border_raw(iw, ih, channels, data, p.top, p.bottom, p.left, p.right)
+}
+
+/// The size of the pixels `data` holds: the view's size less the padding.
+pub fn inner_size(width: u32, height: u32, p: &Padding) -> Result<(u32, u32), CoreError> {
+    let inner = |side: u32, a: u32, b: u32| side.checked_sub(a).and_then(|s| s.checked_sub(b));
+    match (inner(width, p.left, p.right), inner(height, p.top, p.bottom)) {
+        (Some(iw), Some(ih)) => Ok((iw, ih)),
+        _ => Err(CoreError::invalid_request("image padding exceeds its width or height")),
+    }
 }

@@ -49,6 +49,33 @@ fn gray_of(width: u32, height: u32, channels: u32, data: &[u8]) -> CoreResult<Ve
     Ok(bgr_to_gray_cascade(data, w, h, c))
 }
 
+/// A black border around an image, in pixels per side: DeepFace's align border
+/// (`cv2.copyMakeBorder(..., BORDER_CONSTANT, value=0)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Border {
+    pub top: u32,
+    pub bottom: u32,
+    pub left: u32,
+    pub right: u32,
+}
+
+/// The grey image of `data` (`width` x `height`) inside a black `border`: the inner pixels are
+/// converted, the border is 0 (black's grey), so the bordered colour image is never built.
+fn bordered_gray(width: u32, height: u32, channels: u32, data: &[u8], b: Border) -> CoreResult<(usize, usize, Vec<u8>)> {
+    let inner = gray_of(width, height, channels, data)?;
+    let (w, h) = (width as usize, height as usize);
+    let side = |n: usize, a: u32, z: u32| n.checked_add(a as usize).and_then(|n| n.checked_add(z as usize));
+    let (Some(bw), Some(bh)) = (side(w, b.left, b.right), side(h, b.top, b.bottom)) else {
+        return Err(CoreError::invalid_request("image border too large"));
+    };
+    let mut out = vec![0u8; bw.checked_mul(bh).ok_or_else(|| CoreError::invalid_request("image border too large"))?];
+    for (y, row) in inner.chunks_exact(w).enumerate() {
+        let at = (y + b.top as usize) * bw + b.left as usize;
+        out[at..at + w].copy_from_slice(row);
+    }
+    Ok((bw, bh, out))
+}
+
 #[derive(Clone, Debug)]
 pub struct OpenCvDetector {
     face: Cascade,
@@ -84,7 +111,18 @@ impl OpenCvDetector {
     /// As [`detect`](Self::detect) on borrowed pixels, so that a binding need not copy them.
     pub fn detect_raw(&self, width: u32, height: u32, channels: u32, data: &[u8], threads: usize) -> CoreResult<Vec<FaceDetection>> {
         let gray = gray_of(width, height, channels, data)?;
-        let g = Gray { width: width as usize, height: height as usize, data: &gray };
+        self.detect_gray(Gray { width: width as usize, height: height as usize, data: &gray }, threads)
+    }
+
+    /// As [`detect_raw`](Self::detect_raw) on `data` inside a black `border`, with the boxes in
+    /// the bordered image's coordinates. The same faces as bordering first: grey conversion is per
+    /// pixel and black stays 0.
+    pub fn detect_bordered(&self, width: u32, height: u32, channels: u32, data: &[u8], border: Border, threads: usize) -> CoreResult<Vec<FaceDetection>> {
+        let (w, h, gray) = bordered_gray(width, height, channels, data, border)?;
+        self.detect_gray(Gray { width: w, height: h, data: &gray }, threads)
+    }
+
+    fn detect_gray(&self, g: Gray, threads: usize) -> CoreResult<Vec<FaceDetection>> {
         let faces = self.face.detect_multi_scale3(g, &DetectOptions { threads, ..FACE_OPTS })?;
         faces.into_iter().map(|f| self.with_eyes(g, f)).collect()
     }
