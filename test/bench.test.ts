@@ -232,6 +232,10 @@ t.test('a perf report is grouped by what the time is spent on', async (t) => {
   const g = groupPerf(report);
   t.same(g.shares, { haar: 57.9, onnxruntime: 2.5, 'image decode': 1.3, 'align and tensor': 2.9, 'node and V8': 0.8, kernel: 1.2, libc: 1.2, other: 0.5 });
   t.equal(g.listed, 68.5);
+  // A --pid filtered report whose percentages pass 100: the shares are scaled to sum to 100.
+  const over = groupPerf(['    63.00%  facecompute.linux-x64-gnu.node  [.] facecompute_core::detect::haar::dense::avx512::scan_row', '    42.00%  node  [.] Builtins_JSEntry'].join('\n'));
+  t.same(over.shares, { haar: 60, onnxruntime: 0, 'image decode': 0, 'align and tensor': 0, 'node and V8': 40, kernel: 0, libc: 0, other: 0 });
+  t.equal(over.listed, 105);
 
   const dir = mkdtempSync(join(tmpdir(), 'fc-bench-perf-'));
   t.same(perfLine(dir, 'Dlib'), [], 'no profile: nothing said');

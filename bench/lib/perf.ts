@@ -31,6 +31,9 @@ export function groupPerf(report: string): PerfGroups {
     const g = groupOf(m[2] as string, m[3] as string);
     shares[g] += pct;
   }
-  for (const k of Object.keys(shares) as PerfGroup[]) shares[k] = Math.round(shares[k] * 10) / 10;
+  // With a --pid filter perf's relative percentages can sum past 100 (about 105); the shares are
+  // then scaled to the samples listed, so that they sum to 100.
+  const scale = listed > 100 ? 100 / listed : 1;
+  for (const k of Object.keys(shares) as PerfGroup[]) shares[k] = Math.round(shares[k] * scale * 10) / 10;
   return { shares, listed: Math.round(listed * 10) / 10 };
 }
