@@ -8,7 +8,7 @@
 // kernel's per-thread run time (/proc/self/task/<pid>/schedstat, nanoseconds): the part of a stall
 // that is the process's own work. Linux only; elsewhere it stays null.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
@@ -21,7 +21,6 @@ if (dir && isMainThread) {
   // that period is subtracted so the figures are the delay beyond it.
   const resolutionMs = 5;
   const h = monitorEventLoopDelay({ resolution: resolutionMs });
-  h.enable();
   const file = join(dir, `${process.pid}.json`);
   // The JS thread's on-CPU nanoseconds (its tid is the pid), or null where schedstat cannot be read.
   const schedstat = `/proc/self/task/${process.pid}/schedstat`;
@@ -34,14 +33,28 @@ if (dir && isMainThread) {
   };
   let lastCpu = onCpuNs();
   let busyMaxNs = lastCpu === null ? null : 0;
-  if (lastCpu !== null) {
-    setInterval(() => {
-      const now = onCpuNs();
-      if (now === null || lastCpu === null) return;
-      busyMaxNs = Math.max(busyMaxNs ?? 0, now - lastCpu);
-      lastCpu = now;
-    }, 2).unref();
-  }
+  // Sampling costs the measured process CPU (a /proc read every 2 ms on each JS thread: several
+  // per cent of a request's CPU under load), so a harness that measures CPU per request disarms the
+  // probe while it does (a file `disarmed` in the directory, looked for every 200 ms).
+  let sampler = null;
+  const arm = (on) => {
+    if (on && !sampler) {
+      h.enable();
+      lastCpu = onCpuNs();
+      sampler = lastCpu === null ? true : setInterval(() => {
+        const now = onCpuNs();
+        if (now === null || lastCpu === null) return;
+        busyMaxNs = Math.max(busyMaxNs ?? 0, now - lastCpu);
+        lastCpu = now;
+      }, 2).unref();
+    } else if (!on && sampler) {
+      h.disable();
+      if (sampler !== true) clearInterval(sampler);
+      sampler = null;
+    }
+  };
+  const disarmed = join(dir, 'disarmed');
+  arm(!existsSync(disarmed));
   const ms = (ns) => Math.max(0, Math.round((ns / 1e6 - resolutionMs) * 100) / 100);
   let writing = false;
   const write = () => {
@@ -64,7 +77,10 @@ if (dir && isMainThread) {
       .catch(() => undefined) // the directory went away: the benchmark is over
       .finally(() => (writing = false));
   };
-  setInterval(write, 200).unref();
+  setInterval(() => {
+    arm(!existsSync(disarmed));
+    if (sampler) write();
+  }, 200).unref();
   process.on('SIGUSR2', () => {
     h.reset();
     lastCpu = onCpuNs();

@@ -10,7 +10,7 @@
  * less on what else the machine is doing than wall-clock figures do. Event-loop delay of our Node
  * processes is sampled per level (eld-probe.mjs).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_PAIR, verifyBody } from '../lib/bodies.js';
@@ -35,6 +35,19 @@ export function resetEventLoop(ours: OurService): void {
       // gone
     }
   }
+}
+
+/**
+ * Stops (`on` false) or starts the event-loop probe's sampling in our processes (eld-probe.mjs): its
+ * /proc read every 2 ms costs CPU that a cell measuring CPU per request must not count. Takes
+ * effect within the probe's 200 ms poll.
+ */
+export async function armEventLoop(ours: OurService, on: boolean): Promise<void> {
+  if (!ours.eldDir) return;
+  const flag = join(ours.eldDir, 'disarmed');
+  if (on) rmSync(flag, { force: true });
+  else writeFileSync(flag, '');
+  await new Promise((r) => setTimeout(r, 300));
 }
 
 export function eldLabel(argv: string): string {
@@ -122,6 +135,8 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
     }
     const df1 = dfs.get('deepface')!;
     const df2 = dfs.get('deepface_2w')!;
+    // Every counted cell runs with the probe off; the event loop is sampled in cells of its own.
+    await armEventLoop(ours, false);
     const key = await createKey(ours.consoleUrl);
     const auth = { authorization: `Bearer ${key}` };
     const models = BENCH_MODELS.filter((m) => ours.models.includes(m) && dfModels.includes(m));
@@ -162,15 +177,25 @@ export async function serviceSuite(ctx: SuiteContext): Promise<Record<string, un
       ctx.log(`service ${model}: one verify each: ours ${JSON.stringify(agreement.ours)} in ${first.ours.ms.toFixed(0)} ms; DeepFace ${JSON.stringify(agreement.deepface)} in ${first.deepface.ms.toFixed(0)} ms`);
 
       const runSide = async (side: Side, c: number, b: string, eventLoop: boolean): Promise<{ cell: Cell; eld: ReturnType<typeof readEventLoop> }> => {
-        if (side === 'ours' && eventLoop) resetEventLoop(ours);
-        const cell = await measured(roots[side], () => load({ url: urls[side], body: b, headers: headers(side), connections: c, seconds: seconds(side, c), ...(side === 'ours' ? {} : { timeoutS: 600 }) }));
+        const run = () => load({ url: urls[side], body: b, headers: headers(side), connections: c, seconds: seconds(side, c), ...(side === 'ours' ? {} : { timeoutS: 600 }) });
         // The next side must not start while this one still works off the requests the run abandoned
         // (DeepFace's sync workers finish every queued request: up to ~10 s of both cores after c16).
-        const quiet = await settle(roots[side]);
-        if (quiet.waitedMs > 1500 || !quiet.quiet) ctx.log(`service: ${side} c${c} went on for ${(quiet.waitedMs / 1000).toFixed(1)} s after its run (${quiet.cpuS.toFixed(1)} CPU s, not counted)${quiet.quiet ? '' : ', still busy at the timeout'}`);
+        const quietAfter = async () => {
+          const quiet = await settle(roots[side]);
+          if (quiet.waitedMs > 1500 || !quiet.quiet) ctx.log(`service: ${side} c${c} went on for ${(quiet.waitedMs / 1000).toFixed(1)} s after its run (${quiet.cpuS.toFixed(1)} CPU s, not counted)${quiet.quiet ? '' : ', still busy at the timeout'}`);
+        };
+        const cell = await measured(roots[side], run);
+        await quietAfter();
         if (side !== 'ours' || !eventLoop) return { cell, eld: [] };
+        // The same load again with the probe on: its delays, not its requests, are kept.
+        await armEventLoop(ours, true);
+        resetEventLoop(ours);
+        await run();
         await new Promise((r) => setTimeout(r, 300)); // the probe writes every 200 ms
-        return { cell, eld: ours.eldDir ? readEventLoop(ours.eldDir) : [] };
+        const eld = ours.eldDir ? readEventLoop(ours.eldDir) : [];
+        await armEventLoop(ours, false);
+        await quietAfter();
+        return { cell, eld };
       };
       const levels: Array<{ connections: number; ours: Cell; deepface: Cell; deepface_2w: Cell; deepface103?: Cell; deepface103_2w?: Cell; event_loop: ReturnType<typeof readEventLoop> }> = [];
       for (const [i, c] of LEVELS.entries()) {
