@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// Scans sharing the cores right now (those that asked for an automatic thread count).
+/// Scan threads running right now, over every scan that asked for an automatic thread count.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 fn cores() -> usize {
@@ -13,27 +13,31 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(8))
 }
 
-/// One scan's place among those running; the place is given back when it is dropped.
-pub(super) struct Turn(());
+/// One scan's threads among those running; given back when it is dropped.
+pub(super) struct Turn(usize);
 
 impl Turn {
-    /// Takes a place, and the threads it may use: the cores the scans already running leave
-    /// free, at least one. A scan alone gets the machine; under load each scan gets one thread,
-    /// since the other requests keep the other cores busy.
+    /// Takes a share of the machine: up to one thread per core while fewer than two per core run,
+    /// at least one. A scan alone, or the two images of one /verify, get the cores; under load
+    /// each scan gets one thread, since the other requests keep the other cores busy.
     pub(super) fn take() -> (Self, usize) {
-        let others = RUNNING.fetch_add(1, Ordering::AcqRel);
-        (Self(()), share(cores(), others))
+        let mut threads = 1;
+        let _ = RUNNING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+            threads = share(cores(), running);
+            Some(running + threads)
+        });
+        (Self(threads), threads)
     }
-}
-
-fn share(cores: usize, others: usize) -> usize {
-    cores.saturating_sub(others).max(1)
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        RUNNING.fetch_sub(1, Ordering::AcqRel);
+        RUNNING.fetch_sub(self.0, Ordering::AcqRel);
     }
+}
+
+fn share(cores: usize, running: usize) -> usize {
+    cores.min((2 * cores).saturating_sub(running)).max(1)
 }
 
 /// Scratch kept between scans: at most this many sets, and none larger than `KEEP_BYTES`, so the
@@ -87,12 +91,23 @@ mod tests {
     }
 
     #[test]
-    fn a_scan_gets_the_cores_the_others_leave() {
-        assert_eq!(share(2, 0), 2);
-        assert_eq!(share(2, 1), 1);
+    fn a_scan_gets_the_cores_while_fewer_than_two_threads_per_core_run() {
+        assert_eq!(share(2, 0), 2, "alone: every core");
+        assert_eq!(share(2, 2), 2, "the second image of a pair: every core too");
+        assert_eq!(share(2, 3), 1);
+        assert_eq!(share(2, 4), 1, "under load: one thread");
         assert_eq!(share(2, 15), 1);
-        assert_eq!(share(8, 3), 5);
+        assert_eq!(share(8, 10), 6);
         assert_eq!(share(1, 0), 1);
+    }
+
+    #[test]
+    fn a_turn_gives_its_threads_back() {
+        // Other tests may scan meanwhile: only this turn's own contribution is checked.
+        let (turn, threads) = Turn::take();
+        assert!((1..=cores()).contains(&threads));
+        assert_eq!(turn.0, threads);
+        drop(turn);
     }
 
     #[test]
