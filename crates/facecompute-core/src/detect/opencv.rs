@@ -3,7 +3,7 @@
 //! each face crop. The caller passes the image DeepFace would: bordered when align=True.
 
 use crate::error::{CoreError, CoreResult};
-use crate::pixels::Image;
+use crate::pixels::{bordered_size, Image};
 
 use super::haar::{bgr_to_gray_cascade, Cascade, DetectOptions, Detection, Gray, RawWindow, Rect};
 
@@ -38,10 +38,12 @@ pub struct TracedFace {
     pub group: usize,
 }
 
+const NEEDS_CHANNELS: &str = "the opencv detector needs 1, 3 or 4 channels";
+
 fn gray_of(width: u32, height: u32, channels: u32, data: &[u8]) -> CoreResult<Vec<u8>> {
     let (w, h, c) = (width as usize, height as usize, channels as usize);
     if !matches!(c, 1 | 3 | 4) {
-        return Err(CoreError::invalid_image("the opencv detector needs 1, 3 or 4 channels"));
+        return Err(CoreError::invalid_image(NEEDS_CHANNELS));
     }
     if w == 0 || h == 0 || w.checked_mul(h).and_then(|n| n.checked_mul(c)) != Some(data.len()) {
         return Err(CoreError::invalid_image("image buffer does not match its size"));
@@ -62,14 +64,23 @@ pub struct Border {
 /// The grey image of `data` (`width` x `height`) inside a black `border`: the inner pixels are
 /// converted, the border is 0 (black's grey), so the bordered colour image is never built.
 fn bordered_gray(width: u32, height: u32, channels: u32, data: &[u8], b: Border) -> CoreResult<(usize, usize, Vec<u8>)> {
-    let inner = gray_of(width, height, channels, data)?;
-    let (w, h) = (width as usize, height as usize);
-    let side = |n: usize, a: u32, z: u32| n.checked_add(a as usize).and_then(|n| n.checked_add(z as usize));
-    let (Some(bw), Some(bh)) = (side(w, b.left, b.right), side(h, b.top, b.bottom)) else {
-        return Err(CoreError::invalid_request("image border too large"));
+    // The same checks, in the same order and with the same errors, as bordering the colour image.
+    let (bw, bh) = bordered_size(width, height, channels, data.len(), b.top, b.bottom, b.left, b.right)?;
+    // An empty inner image leaves only the border, which the bordered image's own checks accept.
+    let inner = if width == 0 || height == 0 {
+        if !matches!(channels, 1 | 3 | 4) {
+            return Err(CoreError::invalid_image(NEEDS_CHANNELS));
+        }
+        Vec::new()
+    } else {
+        gray_of(width, height, channels, data)?
     };
-    let mut out = vec![0u8; bw.checked_mul(bh).ok_or_else(|| CoreError::invalid_request("image border too large"))?];
-    for (y, row) in inner.chunks_exact(w).enumerate() {
+    if bw == 0 || bh == 0 {
+        return Err(CoreError::invalid_image("image buffer does not match its size"));
+    }
+    let (w, bw, bh) = (width as usize, bw as usize, bh as usize);
+    let mut out = vec![0u8; bw * bh];
+    for (y, row) in inner.chunks_exact(w.max(1)).enumerate() {
         let at = (y + b.top as usize) * bw + b.left as usize;
         out[at..at + w].copy_from_slice(row);
     }

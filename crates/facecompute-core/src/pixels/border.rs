@@ -37,12 +37,23 @@ fn crop_padded_checked(img: &Image, x: i64, y: i64, w: i64, h: i64) -> CoreResul
 /// become a JS buffer.
 #[allow(clippy::too_many_arguments)]
 pub fn copy_make_border_raw(width: u32, height: u32, channels: u32, data: &[u8], top: u32, bottom: u32, left: u32, right: u32) -> CoreResult<Image> {
-    if channels == 0 || data.len() != width as usize * height as usize * channels as usize {
+    let (w, h) = bordered_size(width, height, channels, data.len(), top, bottom, left, right)?;
+    crop_padded_raw(width, height, channels, data, -(left as i64), -(top as i64), w as i64, h as i64)
+}
+
+/// The size of `copy_make_border_raw`'s result, checked before anything is allocated: `data_len`
+/// must fill the inner image, and each bordered side stay within the size any crop may take.
+#[allow(clippy::too_many_arguments)]
+pub fn bordered_size(width: u32, height: u32, channels: u32, data_len: usize, top: u32, bottom: u32, left: u32, right: u32) -> CoreResult<(u32, u32)> {
+    if channels == 0 || data_len != width as usize * height as usize * channels as usize {
         return Err(CoreError::invalid_request("image buffer does not match its dimensions"));
     }
     let w = width as i64 + left as i64 + right as i64;
     let h = height as i64 + top as i64 + bottom as i64;
-    crop_padded_raw(width, height, channels, data, -(left as i64), -(top as i64), w, h)
+    if w > MAX_SIDE || h > MAX_SIDE {
+        return Err(CoreError::invalid_request(format!("crop size {w}x{h} is out of range")));
+    }
+    Ok((w as u32, h as u32))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -12,7 +12,7 @@ mod resize;
 mod tensor;
 mod warp;
 
-pub use border::{copy_make_border, copy_make_border_raw, crop_clipped, crop_padded};
+pub use border::{bordered_size, copy_make_border, copy_make_border_raw, crop_clipped, crop_padded};
 pub use downscale::downscale_max_side;
 pub use gray::bgr_to_gray;
 pub use letterbox::{letterbox, letterbox_f64, letterbox_geometry};
